@@ -1,0 +1,100 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let settings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "dbeacon",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "dbeacon", targets: ["dbeacon"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1",
+                 traits: ["FullFoundation"]),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CGEOS",
+            pkgConfig: nil,
+            providers: [.apt(["libgeos-dev"])]
+        ),
+        .target(
+            name: "DBeaconCore",
+            swiftSettings: settings
+        ),
+        .target(
+            name: "DBeaconGeo",
+            dependencies: ["DBeaconCore", "CGEOS"],
+            swiftSettings: settings + [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
+        ),
+        .target(
+            name: "DBeaconStore",
+            dependencies: [
+                "DBeaconCore", "DBeaconGeo",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: settings
+        ),
+        .target(
+            name: "DBeaconServices",
+            dependencies: [
+                "DBeaconCore", "DBeaconGeo", "DBeaconStore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: settings
+        ),
+        .target(
+            name: "DBeaconHTTP",
+            dependencies: [
+                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconServices",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: settings
+        ),
+        .executableTarget(
+            name: "dbeacon",
+            dependencies: [
+                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconServices", "DBeaconHTTP",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: settings
+        ),
+        .testTarget(
+            name: "DBeaconTests",
+            dependencies: [
+                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconServices", "DBeaconHTTP", "dbeacon",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            swiftSettings: settings
+        ),
+    ]
+)

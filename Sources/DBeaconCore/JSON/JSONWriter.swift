@@ -1,0 +1,92 @@
+/// Serialises `JSONValue` into compact UTF-8 JSON.
+///
+/// Whole numbers are written without a fraction (`"version":3`, not `3.0`); other numbers
+/// use Swift's shortest round-tripping representation, so a coordinate read from a request
+/// is written back exactly as the same Double.
+package struct JSONWriter {
+    package private(set) var bytes: [UInt8] = []
+
+    package init(capacity: Int = 256) {
+        bytes.reserveCapacity(capacity)
+    }
+
+    package static func serialize(_ value: JSONValue) -> [UInt8] {
+        var writer = JSONWriter()
+        writer.write(value)
+        return writer.bytes
+    }
+
+    package static func string(_ value: JSONValue) -> String {
+        String(decoding: serialize(value), as: UTF8.self)
+    }
+
+    package mutating func write(_ value: JSONValue) {
+        switch value {
+        case .null: appendASCII("null")
+        case .bool(let b): appendASCII(b ? "true" : "false")
+        case .number(let n): writeNumber(n)
+        case .string(let s): writeString(s)
+        case .array(let a):
+            bytes.append(UInt8(ascii: "["))
+            for (i, element) in a.enumerated() {
+                if i > 0 { bytes.append(UInt8(ascii: ",")) }
+                write(element)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        case .object(let o):
+            bytes.append(UInt8(ascii: "{"))
+            for (i, member) in o.members.enumerated() {
+                if i > 0 { bytes.append(UInt8(ascii: ",")) }
+                writeString(member.key)
+                bytes.append(UInt8(ascii: ":"))
+                write(member.value)
+            }
+            bytes.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// Appends already-serialised JSON (used to splice cached fragments).
+    package mutating func appendRaw(_ raw: some Sequence<UInt8>) {
+        bytes.append(contentsOf: raw)
+    }
+
+    package mutating func appendASCII(_ s: StaticString) {
+        s.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    package mutating func writeNumber(_ n: Double) {
+        guard n.isFinite else {
+            // Never produced by validated data; null keeps the output valid JSON regardless.
+            appendASCII("null")
+            return
+        }
+        if n == n.rounded(), abs(n) < 9.007_199_254_740_992e15 {
+            bytes.append(contentsOf: String(Int64(n)).utf8)
+        } else {
+            bytes.append(contentsOf: n.description.utf8)
+        }
+    }
+
+    package mutating func writeString(_ s: String) {
+        bytes.append(UInt8(ascii: "\""))
+        for b in s.utf8 {
+            switch b {
+            case UInt8(ascii: "\""): bytes.append(0x5C); bytes.append(b)
+            case UInt8(ascii: "\\"): bytes.append(0x5C); bytes.append(b)
+            case 0x0A: bytes.append(0x5C); bytes.append(UInt8(ascii: "n"))
+            case 0x0D: bytes.append(0x5C); bytes.append(UInt8(ascii: "r"))
+            case 0x09: bytes.append(0x5C); bytes.append(UInt8(ascii: "t"))
+            case 0..<0x20:
+                let hex: [UInt8] = Array("0123456789abcdef".utf8)
+                bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 0xF)]])
+            default: bytes.append(b)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+}
+
+extension JSONValue {
+    /// Compact JSON text of this value.
+    package var jsonString: String { JSONWriter.string(self) }
+}

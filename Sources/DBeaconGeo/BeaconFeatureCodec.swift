@@ -1,0 +1,269 @@
+package import DBeaconCore
+
+/// What a client may set on a beacon; everything else is owned by the server.
+package struct BeaconDraft: Sendable, Hashable {
+    package var id: BeaconID?
+    package var name: String
+    package var description: String?
+    package var location: Position
+    package var perimeter: Perimeter
+    package var lifetime: Lifetime?
+    package var members: [UserID]?
+    package var tags: [String]
+    package var relationships: [Relationship]
+    package var content: [ContentRef]
+    package var tracksOwner: Bool
+    /// `properties.owner` as sent, if any: it may only repeat the true owner.
+    package var claimedOwner: String?
+
+    package init(
+        id: BeaconID? = nil, name: String, description: String? = nil, location: Position, perimeter: Perimeter,
+        lifetime: Lifetime? = nil, members: [UserID]? = nil, tags: [String] = [], relationships: [Relationship] = [],
+        content: [ContentRef] = [], tracksOwner: Bool = false, claimedOwner: String? = nil
+    ) {
+        self.id = id
+        self.name = name
+        self.description = description
+        self.location = location
+        self.perimeter = perimeter
+        self.lifetime = lifetime
+        self.members = members
+        self.tags = tags
+        self.relationships = relationships
+        self.content = content
+        self.tracksOwner = tracksOwner
+        self.claimedOwner = claimedOwner
+    }
+}
+
+/// Limits on the non-geometric parts of a beacon.
+package enum BeaconLimits {
+    package static let maxNameLength = 200
+    package static let maxDescriptionLength = 10_000
+    package static let maxTags = 32
+    package static let maxTagLength = 40
+    package static let maxRelationships = 200
+    package static let maxContent = 100
+    package static let maxMembers = 1_000
+    package static let maxURLLength = 2_048
+    /// Circle radius used when a point beacon is created without a perimeter.
+    package static let defaultRadiusM = 50.0
+}
+
+/// Decodes beacon Features sent by clients and encodes stored beacons as Features
+/// (CONTRACT.md, "Beacon representation").
+package enum BeaconFeatureCodec {
+    // MARK: Decoding
+
+    /// Decodes a Feature into a draft, validating every field. A Feature whose geometry is a
+    /// Polygon/MultiPolygon (and that has no `perimeter`) uses it as the perimeter, located at
+    /// a point on its surface: this lets ordinary GeoJSON files be imported as they are.
+    package static func decodeDraft(_ value: JSONValue, limits: GeoLimits = .default) throws(DBeaconError) -> BeaconDraft {
+        let feature = try ObjectReader(value)
+        if let type = try feature.optionalString("type", maxLength: 64), type != "Feature" {
+            throw DBeaconError.invalid("type", "a beacon must be a GeoJSON Feature, got \(type)", code: "invalid_type")
+        }
+        var id: BeaconID?
+        if let raw = try feature.optionalString("id", maxLength: 100) {
+            guard let parsed = BeaconID(raw) else {
+                throw DBeaconError.invalid("id", "a beacon id looks like bcn_ followed by 1–64 letters, digits, '_' or '-'", code: "invalid_id")
+            }
+            id = parsed
+        }
+        var properties = try ObjectReader(.object([:]), path: "properties")
+        if let given = try feature.optionalObject("properties") { properties = given }
+
+        guard let geometryValue = feature.value("geometry") else {
+            throw DBeaconError.invalid("geometry", "geometry (the beacon's location, a Point) is required", code: "missing_field")
+        }
+        let geometry = try ObjectReader(geometryValue, path: "geometry")
+        let geometryType = try geometry.string("type")
+        var location: Position
+        var perimeter: Perimeter?
+        switch geometryType {
+        case "Point":
+            location = try GeoJSONCodec.decodePoint(geometryValue, path: "geometry")
+        case "Polygon", "MultiPolygon":
+            let area = try GeoJSONCodec.decodePolygonal(geometry, limits: limits)
+            guard let inside = GEOSContext.current.pointOnSurface(area.polygons) else {
+                throw GeoJSONCodec.geometryError("geometry", "could not find a point inside the polygon")
+            }
+            location = inside
+            perimeter = area
+        default:
+            throw GeoJSONCodec.geometryError("geometry.type", "geometry must be a Point (or a Polygon/MultiPolygon used as the perimeter), got \(geometryType)")
+        }
+        if let p = properties.value("perimeter") {
+            perimeter = try GeoJSONCodec.decodePerimeter(p, path: properties.path("perimeter"), limits: limits)
+        }
+
+        let name = try properties.string("name", maxLength: BeaconLimits.maxNameLength)
+        let description = try properties.optionalString("description", maxLength: BeaconLimits.maxDescriptionLength)
+        return BeaconDraft(
+            id: id,
+            name: name,
+            description: description,
+            location: location,
+            perimeter: perimeter ?? .circle(radiusM: BeaconLimits.defaultRadiusM),
+            lifetime: try decodeLifetime(properties),
+            members: try decodeVisibility(properties),
+            tags: try decodeTags(properties),
+            relationships: try decodeRelationships(properties),
+            content: try decodeContent(properties),
+            tracksOwner: try properties.optionalBool("tracks_owner") ?? false,
+            claimedOwner: try properties.optionalString("owner", maxLength: 100)
+        )
+    }
+
+    package static func decodeLifetime(_ properties: ObjectReader, key: String = "lifetime") throws(DBeaconError) -> Lifetime? {
+        guard let lifetime = try properties.optionalObject(key) else { return nil }
+        let start = try lifetime.optionalTimestamp("start")
+        let end = try lifetime.optionalTimestamp("end")
+        if start == nil && end == nil { return nil }
+        if let start, let end, end <= start {
+            throw DBeaconError.invalid(lifetime.path("end"), "end must be after start", code: "invalid_lifetime")
+        }
+        return Lifetime(start: start, end: end)
+    }
+
+    private static func decodeVisibility(_ properties: ObjectReader) throws(DBeaconError) -> [UserID]? {
+        guard let visibility = try properties.optionalObject("visibility") else { return nil }
+        let raw = try visibility.optionalStringArray("members", maxCount: BeaconLimits.maxMembers, maxLength: 100) ?? []
+        return try decodeUserIDs(raw, path: visibility.path("members"))
+    }
+
+    package static func decodeUserIDs(_ raw: [String], path: String) throws(DBeaconError) -> [UserID] {
+        var members: [UserID] = []
+        for (i, s) in raw.enumerated() {
+            guard let uid = UserID(s) else {
+                throw DBeaconError.invalid("\(path)[\(i)]", "not a user id (usr_…): \(s)", code: "invalid_id")
+            }
+            if !members.contains(uid) { members.append(uid) }
+        }
+        return members
+    }
+
+    /// Tags are case-insensitive slugs; they are stored lower-case, without duplicates.
+    package static func decodeTags(_ properties: ObjectReader) throws(DBeaconError) -> [String] {
+        let raw = try properties.optionalStringArray("tags", maxCount: BeaconLimits.maxTags, maxLength: BeaconLimits.maxTagLength) ?? []
+        var tags: [String] = []
+        for (i, t) in raw.enumerated() {
+            let tag = try normalizeTag(t, path: "\(properties.path("tags"))[\(i)]")
+            if !tags.contains(tag) { tags.append(tag) }
+        }
+        return tags
+    }
+
+    /// Lower-cases a tag and checks it is a slug (`food`, `city-tour`, `cat:music`).
+    package static func normalizeTag(_ raw: String, path: String) throws(DBeaconError) -> String {
+        let tag = String(raw.trimmingSpaces).lowercased()
+        let ok = !tag.isEmpty && tag.utf8.count <= BeaconLimits.maxTagLength && tag.utf8.allSatisfy {
+            ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D || $0 == 0x5F || $0 == 0x3A
+        }
+        guard ok else {
+            throw DBeaconError.invalid(path, "a tag is 1–\(BeaconLimits.maxTagLength) letters, digits, '-', '_' or ':'", code: "invalid_tag")
+        }
+        return tag
+    }
+
+    private static func decodeRelationships(_ properties: ObjectReader) throws(DBeaconError) -> [Relationship] {
+        guard let items = try properties.optionalArray("relationships", maxCount: BeaconLimits.maxRelationships) else { return [] }
+        var result: [Relationship] = []
+        for (i, item) in items.enumerated() {
+            let r = try ObjectReader(item, path: "\(properties.path("relationships"))[\(i)]")
+            let type = try r.string("type", maxLength: 40)
+            let normalizedType = try normalizeTag(type, path: r.path("type"))
+            let targetRaw = try r.string("target", maxLength: 100)
+            guard let target = BeaconID(targetRaw) else {
+                throw DBeaconError.invalid(r.path("target"), "not a beacon id (bcn_…): \(targetRaw)", code: "invalid_id")
+            }
+            let order = try r.optionalInt("order", range: -1_000_000...1_000_000)
+            let relationship = Relationship(type: normalizedType, target: target, order: order)
+            if result.contains(where: { $0.type == relationship.type && $0.target == relationship.target }) {
+                throw DBeaconError.invalid(r.path("target"), "duplicate relationship \(normalizedType) → \(targetRaw)", code: "duplicate")
+            }
+            result.append(relationship)
+        }
+        return result
+    }
+
+    private static func decodeContent(_ properties: ObjectReader) throws(DBeaconError) -> [ContentRef] {
+        guard let items = try properties.optionalArray("content", maxCount: BeaconLimits.maxContent) else { return [] }
+        var result: [ContentRef] = []
+        for (i, item) in items.enumerated() {
+            let c = try ObjectReader(item, path: "\(properties.path("content"))[\(i)]")
+            var ref = try decodeContentRef(c)
+            ref.addedBy = try c.optionalString("added_by", maxLength: 100).flatMap(UserID.init)
+            ref.createdAt = try c.optionalTimestamp("created_at")
+            result.append(ref)
+        }
+        return result
+    }
+
+    /// One content reference: `kind` (a slug such as image, video, audio, web), an absolute
+    /// http(s) `url`, an optional `title`.
+    package static func decodeContentRef(_ c: ObjectReader) throws(DBeaconError) -> ContentRef {
+        let kind = try normalizeTag(try c.string("kind", maxLength: 40), path: c.path("kind"))
+        let url = try c.string("url", maxLength: BeaconLimits.maxURLLength)
+        let lower = url.lowercased()
+        guard (lower.hasPrefix("https://") || lower.hasPrefix("http://")), url.count > 8, !url.contains(" ") else {
+            throw DBeaconError.invalid(c.path("url"), "url must be an absolute http or https URL", code: "invalid_url")
+        }
+        let title = try c.optionalString("title", maxLength: 500)
+        return ContentRef(kind: kind, url: url, title: title)
+    }
+
+    // MARK: Encoding
+
+    /// The beacon as a GeoJSON Feature.
+    package static func encode(_ beacon: Beacon) -> JSONValue {
+        .object(JSONObject([
+            ("type", "Feature"),
+            ("id", .string(beacon.id.rawValue)),
+            ("geometry", GeoJSONCodec.encodePoint(beacon.location)),
+            ("properties", .object(encodeProperties(beacon))),
+        ]))
+    }
+
+    package static func encodeProperties(_ beacon: Beacon) -> JSONObject {
+        var p = JSONObject()
+        p["name"] = .string(beacon.name)
+        p["description"] = .optional(beacon.description)
+        p["owner"] = .string(beacon.owner.rawValue)
+        p["perimeter"] = GeoJSONCodec.encodePerimeter(beacon.perimeter)
+        p["lifetime"] = beacon.lifetime.map(encodeLifetime) ?? .null
+        p["visibility"] = beacon.members.map { .object(["members": .array($0.map { .string($0.rawValue) })]) } ?? .null
+        p["tags"] = .array(beacon.tags.map(JSONValue.string))
+        p["relationships"] = .array(beacon.relationships.map { r in
+            var o: JSONObject = ["type": .string(r.type), "target": .string(r.target.rawValue)]
+            if let order = r.order { o["order"] = .int(order) }
+            return .object(o)
+        })
+        p["content"] = .array(beacon.content.map(encodeContent))
+        p["tracks_owner"] = .bool(beacon.tracksOwner)
+        if let service = beacon.service { p["service"] = .string(service) }
+        p["followers_count"] = .int(beacon.followersCount)
+        p["version"] = .int(beacon.version)
+        p["created_at"] = .string(beacon.createdAt.rfc3339)
+        p["updated_at"] = .string(beacon.updatedAt.rfc3339)
+        return p
+    }
+
+    package static func encodeLifetime(_ l: Lifetime) -> JSONValue {
+        .object(["start": .optional(l.start?.rfc3339), "end": .optional(l.end?.rfc3339)])
+    }
+
+    package static func encodeContent(_ c: ContentRef) -> JSONValue {
+        var o: JSONObject = ["kind": .string(c.kind), "url": .string(c.url), "title": .optional(c.title)]
+        if let by = c.addedBy { o["added_by"] = .string(by.rawValue) }
+        if let at = c.createdAt { o["created_at"] = .string(at.rfc3339) }
+        return .object(o)
+    }
+
+    /// A FeatureCollection of already-encoded features.
+    package static func collection(_ features: [JSONValue], nextCursor: String? = nil, includeCursor: Bool = false) -> JSONValue {
+        var o: JSONObject = ["type": "FeatureCollection", "features": .array(features)]
+        if includeCursor { o["next_cursor"] = .optional(nextCursor) }
+        return .object(o)
+    }
+}

@@ -1,0 +1,29 @@
+package import DBeaconGeo
+package import Logging
+
+/// Everything `dbeacon serve` can be told (CONTRACT.md, "Process").
+package struct AppConfig: Sendable {
+    /// Which implementation answers coverage queries.
+    package enum Engine: String, Sendable, CaseIterable {
+        /// In-memory R-tree with prepared GEOS geometries (default).
+        case memory
+        /// SpatiaLite R*Tree + ST_Covers: the reference path.
+        case sql
+    }
+
+    package var host = "127.0.0.1"
+    package var port = 8080
+    package var databasePath = "./data/dbeacon.sqlite"
+    package var adminToken: String?
+    package var samplesDirectory: String?
+    package var allowPrivateWebhooks = false
+    package var webhookRetrySchedule: [Double] = [0, 5, 300, 1800, 7200, 18000, 36000, 36000]
+    package var engine: Engine = .sql
+    package var maxBodyBytes = 1 << 20
+    package var limits = GeoLimits()
+    package var logLevel: Logger.Level = .info
+    /// `synchronous=FULL` (durable on power loss); only benchmarks of the cost turn it off.
+    package var synchronousFull = true
+
+    package init() {}
+}

@@ -1,0 +1,45 @@
+import DBeaconStore
+import Hummingbird
+import Prometheus
+
+/// Prometheus metrics of one application instance (a registry of its own, so tests that
+/// build several apps in one process do not collide).
+package final class AppMetrics: Sendable {
+    let registry = PrometheusCollectorRegistry()
+    private let beaconsGauge: Gauge
+
+    init() {
+        beaconsGauge = registry.makeGauge(descriptor: MetricNameDescriptor(
+            namespace: "dbeacon", metricName: "beacons", unitName: "count", helpText: "Stored beacons"))
+    }
+
+    func record(method: String, path: String, status: Int, seconds: Double) {
+        registry.makeCounter(descriptor: MetricNameDescriptor(
+            namespace: "dbeacon", metricName: "http_requests", unitName: "total", helpText: "HTTP requests"),
+            labels: [("method", method), ("path", path), ("status", String(status))]).increment()
+        registry.makeValueHistogram(descriptor: MetricNameDescriptor(
+            namespace: "dbeacon", metricName: "http_request_duration", unitName: "seconds", helpText: "HTTP request latency"),
+            labels: [("method", method), ("path", path)],
+            buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]).record(seconds)
+    }
+
+    func exposition(store: any BeaconStore) async throws -> String {
+        beaconsGauge.set(Double(try await store.beaconCount()))
+        return registry.emitToString()
+    }
+}
+
+/// Counts requests and their latency per route template.
+struct MetricsMiddleware<Context: RequestContext>: RouterMiddleware {
+    let metrics: AppMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let start = ContinuousClock.now
+        let response = try await next(request, context)
+        let elapsed = ContinuousClock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+        metrics.record(method: request.method.rawValue, path: context.endpointPath ?? "unmatched",
+                       status: response.status.code, seconds: seconds)
+        return response
+    }
+}

@@ -1,0 +1,58 @@
+package import DBeaconCore
+import DBeaconGeo
+package import DBeaconServices
+package import DBeaconStore
+import Foundation
+package import Logging
+
+/// The wired-up domain: store, engines and services. Built once per process (or per test).
+package struct AppServices: Sendable {
+    package let config: AppConfig
+    package let store: SpatiaLiteStore
+    package let clock: any WallClock
+    package let auth: AuthService
+    package let beacons: BeaconService
+    /// A token generated on first start (to be shown once), if any.
+    package let generatedAdminToken: String?
+
+    /// Opens the database, configures the admin token and loads samples when asked.
+    package static func make(_ config: AppConfig, clock: any WallClock = SystemClock(), logger: Logger) async throws -> AppServices {
+        let store = try SpatiaLiteStore(path: config.databasePath, synchronousFull: config.synchronousFull)
+        let auth = AuthService(store: store, clock: clock)
+        let generated = try await auth.configureAdmin(token: config.adminToken)
+        let engine: any CoverageEngine = SQLCoverageEngine(store: store)
+        let beacons = BeaconService(store: store, engine: engine, clock: clock, limits: config.limits)
+        let services = AppServices(config: config, store: store, clock: clock, auth: auth, beacons: beacons,
+                                   generatedAdminToken: generated)
+        if let dir = config.samplesDirectory {
+            try await SampleLoader(services: services).loadIfEmpty(directory: dir, logger: logger)
+        }
+        return services
+    }
+}
+
+/// Loads `samples/` (users with fixed demo tokens, then beacons) into an empty database.
+package struct SampleLoader {
+    let services: AppServices
+
+    package func loadIfEmpty(directory: String, logger: Logger) async throws {
+        guard try await services.store.beaconCount() == 0 else {
+            logger.info("samples not loaded: the database already has beacons", metadata: ["dir": "\(directory)"])
+            return
+        }
+        let usersURL = URL(fileURLWithPath: directory).appendingPathComponent("users.json")
+        let beaconsURL = URL(fileURLWithPath: directory).appendingPathComponent("beacons.geojson")
+        let users = try ObjectReader(JSONParser.parse(Array(try Data(contentsOf: usersURL))))
+        for (i, item) in (try users.optionalArray("users") ?? []).enumerated() {
+            let u = try ObjectReader(item, path: "users[\(i)]")
+            guard let id = UserID(try u.string("id")) else { throw DBeaconError.invalid(u.path("id"), "not a user id") }
+            if try await services.store.user(id: id) != nil { continue }
+            let token = try u.string("token")
+            try await services.store.createUser(User(id: id, name: try u.string("name"), createdAt: services.clock.now()),
+                                                tokenHash: AuthService.hash(token))
+        }
+        let document = try JSONParser.parse(Array(try Data(contentsOf: beaconsURL)))
+        let imported = try await services.beacons.importFeatures(document, owner: nil, ownersFromFeatures: true)
+        logger.notice("samples loaded", metadata: ["beacons": "\(imported.count)", "dir": "\(directory)"])
+    }
+}

@@ -1,0 +1,57 @@
+import DBeaconCore
+import DBeaconServices
+package import Hummingbird
+package import Logging
+
+/// Builds the HTTP application on already-made services (tests use this with a test config).
+package func buildApplication(_ services: AppServices, logger: Logger) -> some ApplicationProtocol {
+    let router = buildRouter(services)
+    return Application(
+        router: router,
+        configuration: .init(address: .hostname(services.config.host, port: services.config.port), serverName: "dbeacon"),
+        services: [],
+        logger: logger
+    )
+}
+
+/// Opens the database and builds the application described by `config`.
+package func buildApplication(_ config: AppConfig, logger: Logger) async throws -> some ApplicationProtocol {
+    let services = try await AppServices.make(config, logger: logger)
+    if let token = services.generatedAdminToken {
+        print("Generated admin token (shown only this once; store it safely): \(token)")
+    }
+    return buildApplication(services, logger: logger)
+}
+
+/// All routes: operations at the root, the API under `/v1` behind bearer authentication.
+package func buildRouter(_ services: AppServices) -> Router<AppRequestContext> {
+    let router = Router(context: AppRequestContext.self)
+    let metrics = AppMetrics()
+    router.add(middleware: ErrorMiddleware())
+    router.add(middleware: MetricsMiddleware(metrics: metrics))
+    router.add(middleware: RequestLogMiddleware())
+    OperationsController(store: services.store, metrics: metrics).addRoutes(to: router)
+
+    let v1 = router.group("v1")
+        .add(middleware: AuthMiddleware(auth: services.auth))
+        .group(context: AuthenticatedContext.self)
+    let maxBody = services.config.maxBodyBytes
+    UserController(auth: services.auth, maxBodyBytes: maxBody).addRoutes(to: v1)
+    BeaconController(beacons: services.beacons, maxBodyBytes: maxBody).addRoutes(to: v1)
+    return router
+}
+
+/// One debug-level log line per request, with method, path, status and duration.
+struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let start = ContinuousClock.now
+        let response = try await next(request, context)
+        if context.logger.logLevel <= .debug {
+            let ms = (ContinuousClock.now - start).components.attoseconds / 1_000_000_000_000_000
+            context.logger.debug("request", metadata: [
+                "method": "\(request.method)", "path": "\(request.uri.path)", "status": "\(response.status.code)", "ms": "\(ms)",
+            ])
+        }
+        return response
+    }
+}

@@ -1,0 +1,120 @@
+package import DBeaconCore
+package import DBeaconServices
+import DBeaconGeo
+package import Hummingbird
+import HummingbirdCore
+
+/// Reads query parameters: 400 for missing or unreadable values, 422 for readable values that
+/// break a rule (latitude out of range, NaN), each naming the parameter.
+package struct QueryReader {
+    let parameters: FlatDictionary<Substring, Substring>
+
+    package init(_ request: Request) {
+        parameters = request.uri.queryParameters
+    }
+
+    package func string(_ key: String) -> String? {
+        parameters[key[...]].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    package func double(_ key: String) throws -> Double? {
+        guard let raw = string(key) else { return nil }
+        guard let value = Double(raw) else {
+            throw DBeaconError(.badRequest, code: "invalid_parameter", message: "\(key) must be a number", path: key)
+        }
+        guard value.isFinite else {
+            throw DBeaconError.invalid(key, "\(key) must be a finite number", code: "not_finite")
+        }
+        return value
+    }
+
+    package func requiredDouble(_ key: String) throws -> Double {
+        guard let v = try double(key) else {
+            throw DBeaconError(.badRequest, code: "missing_parameter", message: "\(key) is required", path: key)
+        }
+        return v
+    }
+
+    /// A WGS84 point from two parameters.
+    package func position(lat latKey: String = "lat", lon lonKey: String = "lon") throws -> Position {
+        let lat = try requiredDouble(latKey)
+        let lon = try requiredDouble(lonKey)
+        guard (-90...90).contains(lat) else { throw DBeaconError.invalid(latKey, "\(latKey) must be within [-90, 90]", code: "out_of_range") }
+        guard (-180...180).contains(lon) else { throw DBeaconError.invalid(lonKey, "\(lonKey) must be within [-180, 180]", code: "out_of_range") }
+        return Position(lon: lon, lat: lat)
+    }
+
+    /// `limit`: a positive integer, capped at `max`.
+    package func limit(default defaultValue: Int = BeaconService.defaultPageSize, max: Int = BeaconService.maxPageSize) throws -> Int {
+        guard let raw = string("limit") else { return defaultValue }
+        guard let value = Int(raw), value >= 1 else {
+            throw DBeaconError(.badRequest, code: "invalid_parameter", message: "limit must be a positive integer", path: "limit")
+        }
+        return min(value, max)
+    }
+
+    /// An opaque cursor from a previous page.
+    package func cursor(_ key: String = "cursor") throws -> Int64? {
+        guard let raw = string(key) else { return nil }
+        guard let value = Cursor.decode(raw) else {
+            throw DBeaconError(.badRequest, code: "invalid_cursor", message: "\(key) is not a cursor returned by this API", path: key)
+        }
+        return value
+    }
+
+    /// Repeated `tag=` parameters (comma-separated lists are accepted too), normalised.
+    package func tags(_ key: String = "tag") throws -> [String] {
+        var tags: [String] = []
+        for value in parameters[values: key[...]] {
+            for part in value.split(separator: ",") {
+                let tag = try BeaconFeatureCodec.normalizeTag(String(part), path: key)
+                if !tags.contains(tag) { tags.append(tag) }
+            }
+        }
+        return tags
+    }
+
+    package func timestamp(_ key: String) throws -> Timestamp? {
+        guard let raw = string(key) else { return nil }
+        guard let t = Timestamp(rfc3339: raw) else {
+            throw DBeaconError(.badRequest, code: "invalid_parameter",
+                               message: "\(key) must be an RFC 3339 timestamp such as 2026-11-21T12:00:00Z", path: key)
+        }
+        return t
+    }
+
+    /// `bbox=west,south,east,north`; west > east crosses the antimeridian.
+    package func bbox(_ key: String = "bbox") throws -> BoundingBox? {
+        guard let raw = string(key) else { return nil }
+        let parts = raw.split(separator: ",", omittingEmptySubsequences: false).map { Double($0.trimmingSpaces) }
+        guard parts.count == 4, let w = parts[0], let s = parts[1], let e = parts[2], let n = parts[3] else {
+            throw DBeaconError(.badRequest, code: "invalid_parameter", message: "bbox must be west,south,east,north", path: key)
+        }
+        guard [w, s, e, n].allSatisfy(\.isFinite), (-180...180).contains(w), (-180...180).contains(e),
+              (-90...90).contains(s), (-90...90).contains(n), s <= n else {
+            throw DBeaconError.invalid(key, "bbox must lie within [-180, 180] × [-90, 90] with south ≤ north", code: "out_of_range")
+        }
+        return BoundingBox(west: w, south: s, east: e, north: n)
+    }
+
+    package func bool(_ key: String) throws -> Bool? {
+        guard let raw = string(key) else { return nil }
+        switch raw.lowercased() {
+        case "true", "1", "yes": return true
+        case "false", "0", "no": return false
+        default: throw DBeaconError(.badRequest, code: "invalid_parameter", message: "\(key) must be true or false", path: key)
+        }
+    }
+}
+
+/// Opaque page cursors: a position in base 36 behind a short prefix.
+package enum Cursor {
+    package static func encode(_ value: Int64?) -> String? {
+        value.map { "c" + String($0, radix: 36) }
+    }
+
+    package static func decode(_ raw: String) -> Int64? {
+        guard raw.hasPrefix("c"), let v = Int64(raw.dropFirst(), radix: 36), v >= 0 else { return nil }
+        return v
+    }
+}

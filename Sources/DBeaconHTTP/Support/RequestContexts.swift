@@ -1,0 +1,27 @@
+package import DBeaconCore
+package import Hummingbird
+import Logging
+
+/// The context of every request; `principal` is filled in by `AuthMiddleware` on `/v1`.
+package struct AppRequestContext: RequestContext {
+    package var coreContext: CoreRequestContextStorage
+    package var principal: Principal?
+
+    package init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        principal = nil
+    }
+}
+
+/// The context of authenticated routes: the principal is not optional, so a handler under
+/// `/v1` cannot forget the check.
+package struct AuthenticatedContext: ChildRequestContext {
+    package var coreContext: CoreRequestContextStorage
+    package let principal: Principal
+
+    package init(context: AppRequestContext) throws {
+        guard let principal = context.principal else { throw DBeaconError.unauthorized() }
+        self.coreContext = context.coreContext
+        self.principal = principal
+    }
+}

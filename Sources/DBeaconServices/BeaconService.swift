@@ -1,0 +1,350 @@
+package import DBeaconCore
+package import DBeaconGeo
+package import DBeaconStore
+
+/// A beacon found by nearby, with the geodesic distance and initial bearing from the query
+/// point to its location.
+package struct NearbyResult: Sendable {
+    package var beacon: Beacon
+    package var distanceM: Double
+    package var bearingDeg: Double
+}
+
+/// Directions from a point to a beacon's location.
+package struct Directions: Sendable {
+    package var beacon: Beacon
+    package var distanceM: Double
+    package var bearingDeg: Double
+
+    /// At an average walking speed of 1.4 m/s.
+    package var walkingETASeconds: Int { Geodesy.walkingETA(meters: distanceM) }
+    /// RFC 5870 `geo:` URI of the destination.
+    package var geoURI: String { "geo:\(beacon.location.lat),\(beacon.location.lon)" }
+}
+
+/// The beacon use cases: authorization, visibility and domain rules on top of the store.
+///
+/// Visibility is decided here for every read path with one rule (`Beacon.isVisible`): what the
+/// caller may not see is reported as not found, never as forbidden.
+package struct BeaconService: Sendable {
+    package let store: any BeaconStore
+    package let engine: any CoverageEngine
+    package let clock: any WallClock
+    package let limits: GeoLimits
+
+    /// Largest page for lists and nearby.
+    package static let maxPageSize = 500
+    package static let defaultPageSize = 50
+
+    package init(store: any BeaconStore, engine: any CoverageEngine, clock: any WallClock = SystemClock(),
+                 limits: GeoLimits = .default) {
+        self.store = store
+        self.engine = engine
+        self.clock = clock
+        self.limits = limits
+    }
+
+    // MARK: Reading
+
+    /// The beacon if the principal may see it now; otherwise `notFound`.
+    package func get(_ id: BeaconID, by principal: Principal) async throws -> Beacon {
+        guard let beacon = try await store.beacon(id: id), beacon.isVisible(to: principal, at: clock.now()) else {
+            throw DBeaconError.notFound("beacon \(id)")
+        }
+        return beacon
+    }
+
+    package func list(_ query: BeaconListQuery, by principal: Principal) async throws -> Page<Beacon> {
+        try await store.listBeacons(query, viewer: principal, now: clock.now())
+    }
+
+    /// Beacons whose perimeter covers `point`, visible to the caller, alive at `at`, nearest first.
+    package func nearby(point: Position, tags: [String], at: Timestamp?, limit: Int, service: String? = nil,
+                        by principal: Principal) async throws -> [NearbyResult] {
+        let query = CoverQuery(point: point, tags: tags, at: at ?? clock.now(), viewer: principal, service: service)
+        let found = try await engine.covering(query)
+        return Self.rank(found, from: point, limit: limit)
+    }
+
+    /// Nearest first (ties by id, so results are stable), at most `limit`.
+    package static func rank(_ beacons: [Beacon], from point: Position, limit: Int) -> [NearbyResult] {
+        var results = beacons.map { b in
+            let (d, bearing) = Geodesy.inverse(from: point, to: b.location)
+            return NearbyResult(beacon: b, distanceM: d, bearingDeg: bearing)
+        }
+        results.sort { $0.distanceM != $1.distanceM ? $0.distanceM < $1.distanceM : $0.beacon.id < $1.beacon.id }
+        if results.count > limit { results.removeLast(results.count - limit) }
+        return results
+    }
+
+    package func related(_ id: BeaconID, type: String?, by principal: Principal) async throws -> [(Beacon, Relationship)] {
+        let beacon = try await get(id, by: principal)
+        let links = beacon.relationships.filter { type == nil || $0.type == type }
+        let now = clock.now()
+        let targets = try await store.beacons(ids: links.map(\.target))
+        var byID: [BeaconID: Beacon] = [:]
+        for t in targets where t.isVisible(to: principal, at: now) { byID[t.id] = t }
+        let ordered = links.enumerated().sorted { a, b in
+            switch (a.element.order, b.element.order) {
+            case let (x?, y?) where x != y: return x < y
+            case (.some, nil): return true
+            case (nil, .some): return false
+            default: return a.offset < b.offset
+            }
+        }
+        return ordered.compactMap { link in byID[link.element.target].map { ($0, link.element) } }
+    }
+
+    package func directions(to id: BeaconID, from point: Position, by principal: Principal) async throws -> Directions {
+        let beacon = try await get(id, by: principal)
+        let (d, bearing) = Geodesy.inverse(from: point, to: beacon.location)
+        return Directions(beacon: beacon, distanceM: d, bearingDeg: bearing)
+    }
+
+    // MARK: Writing
+
+    /// Creates a beacon owned by the calling user.
+    package func create(_ draft: BeaconDraft, by principal: Principal, service: String? = nil) async throws -> Beacon {
+        guard let owner = principal.userID else {
+            throw DBeaconError.forbidden("beacons are owned by users; the admin token cannot own one (create a user first)")
+        }
+        return try await create(draft, owner: owner, service: service)
+    }
+
+    /// Creates a beacon for `owner` (used by the CLI on the local database and by services).
+    package func create(_ draft: BeaconDraft, owner: UserID, service: String? = nil) async throws -> Beacon {
+        if let claimed = draft.claimedOwner, claimed != owner.rawValue {
+            throw DBeaconError.invalid("properties.owner", "owner is set by the server to the creating user", code: "read_only")
+        }
+        let id = draft.id ?? .generate()
+        try await checkRelationships(draft.relationships, source: id, owner: .user(owner))
+        let now = clock.now()
+        let beacon = Beacon(
+            id: id, name: draft.name, description: draft.description, owner: owner, location: draft.location,
+            perimeter: draft.perimeter, lifetime: draft.lifetime, members: draft.members, tags: draft.tags,
+            relationships: draft.relationships, content: draft.content, tracksOwner: draft.tracksOwner,
+            service: service, followersCount: 0, version: 1, createdAt: now, updatedAt: now)
+        try await store.insertBeacon(beacon)
+        return beacon
+    }
+
+    /// Relationship targets must exist and be visible to the author; a beacon cannot point to itself.
+    private func checkRelationships(_ relationships: [Relationship], source: BeaconID, owner: Principal) async throws {
+        guard !relationships.isEmpty else { return }
+        let now = clock.now()
+        let targets = try await store.beacons(ids: relationships.map(\.target))
+        let visible = Set(targets.filter { $0.isVisible(to: owner, at: now) || $0.isOwnedOrShared(with: owner) }.map(\.id))
+        for (i, r) in relationships.enumerated() {
+            if r.target == source {
+                throw DBeaconError.invalid("properties.relationships[\(i)].target", "a beacon cannot relate to itself", code: "invalid_target")
+            }
+            if !visible.contains(r.target) {
+                throw DBeaconError.invalid("properties.relationships[\(i)].target", "beacon \(r.target) not found", code: "unknown_target")
+            }
+        }
+    }
+
+    /// Applies an RFC 7396 merge patch to the beacon's Feature. Only the owner may edit; with
+    /// `ifMatch` the edit applies only to that version (412 otherwise). Without it, a concurrent
+    /// edit is merged by re-applying the patch to the newer version.
+    package func update(_ id: BeaconID, patch: JSONValue, ifMatch: Int?, by principal: Principal) async throws -> (Beacon, [String]) {
+        guard case .object = patch else {
+            throw DBeaconError.invalid("$", "a merge patch must be a JSON object", code: "invalid_type")
+        }
+        for attempt in 0..<5 {
+            let current = try await get(id, by: principal)
+            guard principal.userID == current.owner else {
+                throw DBeaconError.forbidden("only the owner may edit this beacon")
+            }
+            if let ifMatch, ifMatch != current.version {
+                throw DBeaconError(.preconditionFailed, code: "version_mismatch",
+                                   message: "the beacon is at version \(current.version), not \(ifMatch)")
+            }
+            let updated = try await applyPatch(patch, to: current)
+            let changed = Self.changedFields(current, updated)
+            if changed.isEmpty { return (current, []) }
+            do {
+                try await store.updateBeacon(updated, expectedVersion: current.version)
+                return (updated, changed)
+            } catch let error as DBeaconError where error.kind == .preconditionFailed && ifMatch == nil && attempt < 4 {
+                continue
+            }
+        }
+        throw DBeaconError(.conflict, code: "edit_conflict", message: "the beacon changed too often while editing; retry")
+    }
+
+    private func applyPatch(_ patch: JSONValue, to current: Beacon) async throws -> Beacon {
+        let merged = BeaconFeatureCodec.encode(current).mergePatched(with: patch)
+        if let newID = merged["id"], newID != .string(current.id.rawValue) {
+            throw DBeaconError.invalid("id", "a beacon's id cannot change", code: "read_only")
+        }
+        let draft = try BeaconFeatureCodec.decodeDraft(merged, limits: limits)
+        if draft.claimedOwner != current.owner.rawValue {
+            throw DBeaconError.invalid("properties.owner", "owner is set by the server and cannot change", code: "read_only")
+        }
+        if draft.relationships != current.relationships {
+            try await checkRelationships(draft.relationships, source: current.id, owner: .user(current.owner))
+        }
+        var updated = current
+        updated.name = draft.name
+        updated.description = draft.description
+        updated.location = draft.location
+        updated.perimeter = draft.perimeter
+        updated.lifetime = draft.lifetime
+        updated.members = draft.members
+        updated.tags = draft.tags
+        updated.relationships = draft.relationships
+        updated.content = draft.content
+        updated.tracksOwner = draft.tracksOwner
+        updated.version = current.version + 1
+        updated.updatedAt = clock.now()
+        return updated
+    }
+
+    /// Names of the Feature members that differ (`name`, `perimeter`, `location`, …).
+    package static func changedFields(_ a: Beacon, _ b: Beacon) -> [String] {
+        var fields: [String] = []
+        if a.name != b.name { fields.append("name") }
+        if a.description != b.description { fields.append("description") }
+        if a.location != b.location { fields.append("location") }
+        if a.perimeter != b.perimeter { fields.append("perimeter") }
+        if a.lifetime != b.lifetime { fields.append("lifetime") }
+        if a.members != b.members { fields.append("visibility") }
+        if a.tags != b.tags { fields.append("tags") }
+        if a.relationships != b.relationships { fields.append("relationships") }
+        if a.content != b.content { fields.append("content") }
+        if a.tracksOwner != b.tracksOwner { fields.append("tracks_owner") }
+        return fields
+    }
+
+    /// Deletes a beacon (owner, or the operator for moderation).
+    package func delete(_ id: BeaconID, ifMatch: Int?, by principal: Principal) async throws -> Beacon {
+        let current = try await get(id, by: principal)
+        guard principal.isAdmin || principal.userID == current.owner else {
+            throw DBeaconError.forbidden("only the owner may delete this beacon")
+        }
+        try await store.deleteBeacon(id: id, expectedVersion: ifMatch ?? current.version)
+        return current
+    }
+
+    /// Adds a content reference (owner only) and returns the updated beacon.
+    package func addContent(_ id: BeaconID, _ content: ContentRef, by principal: Principal) async throws -> Beacon {
+        let current = try await get(id, by: principal)
+        guard let uid = principal.userID, uid == current.owner else {
+            throw DBeaconError.forbidden("only the owner may add content to this beacon")
+        }
+        return try await appendContent(content, to: current, by: uid)
+    }
+
+    /// Appends content on behalf of `uid` (the owner, or a visitor where a service allows it).
+    package func appendContent(_ content: ContentRef, to current: Beacon, by uid: UserID) async throws -> Beacon {
+        guard current.content.count < BeaconLimits.maxContent else {
+            throw DBeaconError.invalid("content", "a beacon holds at most \(BeaconLimits.maxContent) content references", code: "too_many")
+        }
+        var item = content
+        item.addedBy = uid
+        item.createdAt = clock.now()
+        var updated = current
+        updated.content.append(item)
+        updated.version += 1
+        updated.updatedAt = clock.now()
+        try await store.updateBeacon(updated, expectedVersion: current.version)
+        return updated
+    }
+
+    // MARK: Followers
+
+    /// The caller follows a visible beacon; returns whether this created the subscription.
+    package func follow(_ id: BeaconID, by principal: Principal) async throws -> (Beacon, Bool) {
+        guard let uid = principal.userID else { throw DBeaconError.forbidden("only users can follow beacons") }
+        let beacon = try await get(id, by: principal)
+        let created = try await store.follow(beacon: id, user: uid, at: clock.now())
+        var b = beacon
+        if created { b.followersCount += 1 }
+        return (b, created)
+    }
+
+    /// The caller stops following. Someone who follows may always unfollow, even after losing
+    /// sight of the beacon; otherwise the beacon must be visible (404 hides it).
+    package func unfollow(_ id: BeaconID, by principal: Principal) async throws {
+        guard let uid = principal.userID else { throw DBeaconError.forbidden("only users can follow beacons") }
+        if try await store.unfollow(beacon: id, user: uid) { return }
+        _ = try await get(id, by: principal)
+    }
+
+    /// Followers of a beacon: its owner only.
+    package func followers(of id: BeaconID, limit: Int, after: Int64?, by principal: Principal) async throws -> Page<Follower> {
+        let beacon = try await get(id, by: principal)
+        guard principal.isAdmin || principal.userID == beacon.owner else {
+            throw DBeaconError.forbidden("only the owner may list the followers of this beacon")
+        }
+        return try await store.followers(of: id, limit: limit, after: after)
+    }
+}
+
+extension BeaconService {
+    /// Imports a GeoJSON FeatureCollection (or a single Feature) in one transaction: all
+    /// features are valid and stored, or none is. Relationships may point at beacons of the
+    /// same file. With `ownersFromFeatures`, each feature's `properties.owner` names an
+    /// existing user (sample data); otherwise every beacon belongs to `owner`.
+    package func importFeatures(_ document: JSONValue, owner: UserID?, ownersFromFeatures: Bool = false) async throws -> [Beacon] {
+        let root = try ObjectReader(document)
+        let features: [JSONValue]
+        var prefix: (Int) -> String = { _ in "" }
+        switch try root.string("type", maxLength: 64) {
+        case "FeatureCollection":
+            features = try root.optionalArray("features", maxCount: 1_000_000) ?? []
+            prefix = { "features[\($0)]." }
+        case "Feature":
+            features = [document]
+        case let other:
+            throw DBeaconError.invalid("type", "expected a FeatureCollection or a Feature, got \(other)", code: "invalid_type")
+        }
+        let now = clock.now()
+        var beacons: [Beacon] = []
+        var ids = Set<BeaconID>()
+        var knownUsers: [String: Bool] = [:]
+        for (i, feature) in features.enumerated() {
+            do {
+                let draft = try BeaconFeatureCodec.decodeDraft(feature, limits: limits)
+                var beaconOwner: UserID
+                if ownersFromFeatures {
+                    guard let claimed = draft.claimedOwner, let uid = UserID(claimed) else {
+                        throw DBeaconError.invalid("properties.owner", "each feature needs the id of an existing user as owner", code: "missing_field")
+                    }
+                    if knownUsers[claimed] == nil { knownUsers[claimed] = try await store.user(id: uid) != nil }
+                    guard knownUsers[claimed] == true else {
+                        throw DBeaconError.invalid("properties.owner", "user \(claimed) does not exist", code: "unknown_user")
+                    }
+                    beaconOwner = uid
+                } else {
+                    guard let owner else { throw DBeaconError.internalError("import without an owner") }
+                    if let claimed = draft.claimedOwner, claimed != owner.rawValue {
+                        throw DBeaconError.invalid("properties.owner", "owner is set by the importer", code: "read_only")
+                    }
+                    beaconOwner = owner
+                }
+                let id = draft.id ?? .generate()
+                guard ids.insert(id).inserted else {
+                    throw DBeaconError.conflict("duplicate id \(id) in the file", code: "duplicate_id", path: "id")
+                }
+                let service = ownersFromFeatures ? feature["properties"]?["service"]?.stringValue : nil
+                beacons.append(Beacon(
+                    id: id, name: draft.name, description: draft.description, owner: beaconOwner, location: draft.location,
+                    perimeter: draft.perimeter, lifetime: draft.lifetime, members: draft.members, tags: draft.tags,
+                    relationships: draft.relationships, content: draft.content, tracksOwner: draft.tracksOwner,
+                    service: service, version: 1, createdAt: now, updatedAt: now))
+            } catch var error as DBeaconError {
+                error.path = prefix(i) + (error.path ?? "")
+                throw error
+            }
+        }
+        do {
+            try await store.insertBeacons(beacons)
+        } catch var error as DBeaconError where error.path?.hasPrefix("properties.relationships") == true {
+            error.message = "a relationship target does not exist: \(error.message)"
+            throw error
+        }
+        return beacons
+    }
+}

@@ -1,0 +1,25 @@
+package import DBeaconCore
+package import DBeaconStore
+
+/// Answers "which beacons cover this point" for nearby, fences, tours, promotions and
+/// sightings. Two implementations must agree exactly: the SQL path in the store (the
+/// reference) and the in-memory spatial index (the fast path).
+package protocol CoverageEngine: Sendable {
+    /// A short name for logs and benchmarks (`sql`, `memory`).
+    var name: String { get }
+    /// Visible, alive, tag-matching beacons whose perimeter covers the point; unordered.
+    func covering(_ query: CoverQuery) async throws -> [Beacon]
+}
+
+/// The SQL path: SpatiaLite's R*Tree plus `ST_Covers` / geodesic circle test.
+package struct SQLCoverageEngine: CoverageEngine {
+    let store: any BeaconStore
+
+    package init(store: any BeaconStore) { self.store = store }
+
+    package var name: String { "sql" }
+
+    package func covering(_ query: CoverQuery) async throws -> [Beacon] {
+        try await store.coveringBeacons(query)
+    }
+}

@@ -1,0 +1,131 @@
+package import DBeaconCore
+
+/// Filters for listing beacons (`GET /v1/beacons`).
+package struct BeaconListQuery: Sendable, Hashable {
+    /// Any of these tags (empty: no tag filter).
+    package var tags: [String] = []
+    /// Only beacons owned by this user (`owner=me`).
+    package var owner: UserID?
+    /// Only beacons whose location lies in this box; `west > east` crosses the antimeridian.
+    package var bbox: BoundingBox?
+    /// Only beacons managed by this service (`meeting`, `tour`, …); nil: any.
+    package var service: String?
+    package var limit: Int = 50
+    /// Return beacons after this position (from a previous page's cursor).
+    package var after: Int64?
+
+    package init(tags: [String] = [], owner: UserID? = nil, bbox: BoundingBox? = nil, service: String? = nil,
+                 limit: Int = 50, after: Int64? = nil) {
+        self.tags = tags
+        self.owner = owner
+        self.bbox = bbox
+        self.service = service
+        self.limit = limit
+        self.after = after
+    }
+}
+
+/// A page of results and where the next one starts (nil at the end).
+package struct Page<Item: Sendable>: Sendable {
+    package var items: [Item]
+    package var next: Int64?
+
+    package init(items: [Item], next: Int64?) {
+        self.items = items
+        self.next = next
+    }
+}
+
+/// "Which beacons cover this point": the question nearby, fences, tours and promotions ask.
+package struct CoverQuery: Sendable, Hashable {
+    package var point: Position
+    /// Any of these tags (empty: no tag filter).
+    package var tags: [String]
+    /// Only beacons alive at this instant.
+    package var at: Timestamp
+    /// Only beacons this principal may see.
+    package var viewer: Principal
+    /// Only beacons of this service, if set.
+    package var service: String?
+
+    package init(point: Position, tags: [String] = [], at: Timestamp, viewer: Principal, service: String? = nil) {
+        self.point = point
+        self.tags = tags
+        self.at = at
+        self.viewer = viewer
+        self.service = service
+    }
+}
+
+/// A follower of a beacon.
+package struct Follower: Sendable, Hashable {
+    package var user: UserID
+    package var name: String
+    package var since: Timestamp
+
+    package init(user: UserID, name: String, since: Timestamp) {
+        self.user = user
+        self.name = name
+        self.since = since
+    }
+}
+
+/// A committed change to a beacon, reported in commit order so in-memory indexes stay exact.
+package enum BeaconChange: Sendable {
+    case upsert(Beacon)
+    case delete(BeaconID)
+}
+
+/// Persistent storage of DBeacon. One method is one transaction; implementations must keep
+/// the invariants documented on each method. The SpatiaLite implementation is the embedded
+/// default; a PostGIS implementation serves scale-out deployments.
+package protocol BeaconStore: Sendable {
+    // MARK: Settings and users
+
+    /// A server setting (such as the admin token hash), or nil.
+    func setting(_ key: String) async throws -> String?
+    /// Stores a setting unless one exists; returns the value now stored.
+    func setSettingIfAbsent(_ key: String, value: String) async throws -> String
+    /// Replaces a setting.
+    func setSetting(_ key: String, value: String) async throws
+
+    /// Adds a user with the SHA-256 hash of their token.
+    func createUser(_ user: User, tokenHash: [UInt8]) async throws
+    func user(tokenHash: [UInt8]) async throws -> User?
+    func user(id: UserID) async throws -> User?
+    func users(named name: String) async throws -> [User]
+
+    // MARK: Beacons
+
+    /// Inserts a new beacon; `conflict` when the id exists.
+    func insertBeacon(_ beacon: Beacon) async throws
+    /// Inserts many beacons in one transaction (import, samples, benchmarks).
+    func insertBeacons(_ beacons: [Beacon]) async throws
+    func beacon(id: BeaconID) async throws -> Beacon?
+    /// The beacons that exist among `ids`, in no particular order.
+    func beacons(ids: [BeaconID]) async throws -> [Beacon]
+    /// Replaces a beacon if its stored version is still `expectedVersion` (else
+    /// `preconditionFailed`); the caller sets the new version and `updatedAt`.
+    func updateBeacon(_ beacon: Beacon, expectedVersion: Int) async throws
+    /// Deletes a beacon (with its tags, members, relationships from and to it, followers)
+    /// if its stored version is `expectedVersion` (or unconditionally when nil).
+    func deleteBeacon(id: BeaconID, expectedVersion: Int?) async throws
+    /// Beacons visible to `viewer` at `now`, filtered, in creation order, one page.
+    func listBeacons(_ query: BeaconListQuery, viewer: Principal, now: Timestamp) async throws -> Page<Beacon>
+    /// The SQL reference path for "which beacons cover this point", with visibility, lifetime
+    /// and tag filters applied in the database. Unordered.
+    func coveringBeacons(_ query: CoverQuery) async throws -> [Beacon]
+    /// Every beacon, in batches, for loading in-memory indexes.
+    func forEachBeacon(batchSize: Int, _ body: @Sendable ([Beacon]) throws -> Void) async throws
+    /// Number of stored beacons.
+    func beaconCount() async throws -> Int
+
+    // MARK: Followers
+
+    /// Adds a follower; false when already following.
+    func follow(beacon: BeaconID, user: UserID, at: Timestamp) async throws -> Bool
+    /// Removes a follower; false when not following.
+    func unfollow(beacon: BeaconID, user: UserID) async throws -> Bool
+    func followers(of beacon: BeaconID, limit: Int, after: Int64?) async throws -> Page<Follower>
+    func isFollowing(beacon: BeaconID, user: UserID) async throws -> Bool
+}

@@ -1,0 +1,16 @@
+import ArgumentParser
+
+/// `dbeacon`: the DBeacon server and its operator tool.
+@main
+struct DBeaconCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dbeacon",
+        abstract: "DBeacon: digital beacons with perimeters, lifetimes and visibility, on SpatiaLite.",
+        discussion: """
+            Run the server with `dbeacon serve`, then use the other commands either on the local database
+            (--db PATH, default $DBEACON_DB or ./data/dbeacon.sqlite) or through the HTTP API
+            (--server http://127.0.0.1:8080 --token TOKEN, or $DBEACON_SERVER and $DBEACON_TOKEN).
+            """,
+        subcommands: [ServeCommand.self, UserCommand.self, ImportCommand.self, NearbyCommand.self, BeaconCommand.self]
+    )
+}

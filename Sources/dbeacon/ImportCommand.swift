@@ -1,0 +1,32 @@
+import ArgumentParser
+import DBeaconCore
+import Foundation
+
+struct ImportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Import beacons from a GeoJSON FeatureCollection.",
+        discussion: """
+            Each Feature is a beacon (CONTRACT.md): a Point geometry plus properties such as name, perimeter,
+            lifetime, tags. A Polygon geometry without a perimeter becomes the perimeter. On the local database
+            the import is one transaction (all or nothing) and --owner says who owns the beacons (without it each
+            feature's properties.owner must name an existing user). Through the API the token's user owns them.
+            Example: dbeacon import parks.geojson --owner ann
+            """
+    )
+
+    @Argument(help: "A .geojson file.") var file: String
+    @Option(help: "Owner (user id or name) of the imported beacons, on the local database.") var owner: String?
+    @OptionGroup var target: TargetOptions
+
+    func run() async throws {
+        try await reportingErrors {
+            guard let data = FileManager.default.contents(atPath: file) else {
+                throw DBeaconError.notFound("file \(file)")
+            }
+            let document = try JSONParser.parse(Array(data))
+            let result = try await target.backend().importFeatures(document, owner: owner)
+            if target.json { print(result.jsonString) } else { print("imported \(result["imported"]?.numberValue.map { Int($0) } ?? 0) beacons") }
+        }
+    }
+}

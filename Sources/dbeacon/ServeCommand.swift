@@ -1,0 +1,98 @@
+import ArgumentParser
+import DBeaconHTTP
+import Foundation
+import Hummingbird
+import Logging
+
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the DBeacon HTTP server.",
+        discussion: """
+            Opens (or creates) the SpatiaLite database and serves the JSON API under /v1, plus /healthz,
+            /metrics and /openapi.yaml. On first start without --admin-token or $DBEACON_ADMIN_TOKEN an admin
+            token is generated and printed once. SIGINT/SIGTERM shut down gracefully.
+            Example: dbeacon serve --samples samples
+            """
+    )
+
+    @Option(help: "Address to listen on.") var host = "127.0.0.1"
+    @Option(help: "Port to listen on.") var port = 8080
+    @Option(help: "Database file (default: $DBEACON_DB, else ./data/dbeacon.sqlite; created if missing).") var db: String?
+    @Option(name: .customLong("admin-token"), help: "Admin token (default: $DBEACON_ADMIN_TOKEN; generated on first start if neither).")
+    var adminToken: String?
+    @Option(help: "Load the sample data set from this folder into an empty database.") var samples: String?
+    @Flag(name: .customLong("allow-private-webhooks"), help: "Allow webhook URLs on loopback/private networks (tests, on-premises).")
+    var allowPrivateWebhooks = false
+    @Option(name: .customLong("webhook-retry-schedule"), help: "Seconds after the first attempt for each delivery attempt.")
+    var webhookRetrySchedule = "0,5,300,1800,7200,18000,36000,36000"
+    @Option(help: "Coverage engine: memory (in-memory index) or sql (SpatiaLite reference path).")
+    var engine = "memory"
+    @Option(name: .customLong("max-vertices"), help: "Largest number of vertices in one perimeter.") var maxVertices = 10_000
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.") var logLevel = "info"
+    @Flag(name: .customLong("log-json"), help: "Write logs as one JSON object per line.") var logJSON = false
+
+    func validate() throws {
+        guard (1...65535).contains(port) else { throw ValidationError("--port must be between 1 and 65535") }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
+        guard AppConfig.Engine(rawValue: engine) != nil else { throw ValidationError("--engine must be memory or sql") }
+        guard maxVertices >= 4 else { throw ValidationError("--max-vertices must be at least 4") }
+        _ = try parseSchedule()
+    }
+
+    func parseSchedule() throws -> [Double] {
+        let values = webhookRetrySchedule.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
+        guard !values.isEmpty, values.allSatisfy({ $0 != nil && $0! >= 0 && $0!.isFinite }) else {
+            throw ValidationError("--webhook-retry-schedule must be comma-separated non-negative seconds, e.g. 0,5,300")
+        }
+        return values.map { $0! }
+    }
+
+    func run() async throws {
+        let env = ProcessInfo.processInfo.environment
+        var config = AppConfig()
+        config.host = host
+        config.port = port
+        config.databasePath = db ?? env["DBEACON_DB"] ?? "./data/dbeacon.sqlite"
+        config.adminToken = adminToken ?? env["DBEACON_ADMIN_TOKEN"]
+        config.samplesDirectory = samples
+        config.allowPrivateWebhooks = allowPrivateWebhooks
+        config.webhookRetrySchedule = try parseSchedule()
+        config.engine = AppConfig.Engine(rawValue: engine) ?? .memory
+        config.limits.maxVertices = maxVertices
+        config.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        let level = config.logLevel
+        let json = logJSON
+        LoggingSystem.bootstrap { label in
+            var handler: any LogHandler = json ? JSONLogHandler(label: label) : StreamLogHandler.standardOutput(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "dbeacon")
+        let app = try await buildApplication(config, logger: logger)
+        try await app.runService()
+    }
+}
+
+/// Structured logs: one JSON object per line with time, level, label, message and metadata.
+struct JSONLogHandler: LogHandler {
+    let label: String
+    var logLevel: Logger.Level = .info
+    var metadata: Logger.Metadata = [:]
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        var object: [String: String] = [
+            "time": ISO8601DateFormatter().string(from: Date()), "level": event.level.rawValue,
+            "label": label, "message": event.message.description,
+        ]
+        for (k, v) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }) { object[k] = v.description }
+        if let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) {
+            FileHandle.standardOutput.write(data + Data("\n".utf8))
+        }
+    }
+}
