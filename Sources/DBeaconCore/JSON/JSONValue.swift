@@ -102,8 +102,9 @@ package struct JSONObject: Sendable, Equatable, ExpressibleByDictionaryLiteral {
 }
 
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByFloatLiteral, ExpressibleByIntegerLiteral,
-    ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral, ExpressibleByNilLiteral
+    ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral, ExpressibleByNilLiteral, ExpressibleByDictionaryLiteral
 {
+    package init(dictionaryLiteral elements: (String, JSONValue)...) { self = .object(JSONObject(elements)) }
     package init(stringLiteral value: String) { self = .string(value) }
     package init(floatLiteral value: Double) { self = .number(value) }
     package init(integerLiteral value: Int) { self = .number(Double(value)) }

@@ -1,0 +1,81 @@
+import DBeaconCore
+import Testing
+
+@Suite struct JSONTests {
+    @Test func parsesAndWritesRoundTrip() throws {
+        let text = #"{"a":1,"b":[true,false,null],"c":"é\n\"x\"","d":-0.5,"e":{"f":1e-7}}"#
+        let value = try JSONParser.parse(text)
+        #expect(value["a"] == .number(1))
+        #expect(value["c"] == .string("é\n\"x\""))
+        #expect(try JSONParser.parse(value.jsonString) == value)
+        #expect(JSONWriter.string(.number(150)) == "150")
+        #expect(JSONWriter.string(.number(48.7784)) == "48.7784")
+    }
+
+    @Test func keepsKeyOrder() throws {
+        let value = try JSONParser.parse(#"{"z":1,"a":2,"m":3}"#)
+        #expect(value.objectValue?.keys == ["z", "a", "m"])
+    }
+
+    @Test func readsNonFiniteTokensSoValidationCanNameTheField() throws {
+        let value = try JSONParser.parse("[NaN, Infinity, -Infinity, 1e400]")
+        let numbers = value.arrayValue!.compactMap(\.numberValue)
+        #expect(numbers[0].isNaN)
+        #expect(numbers[1] == .infinity && numbers[2] == -.infinity && numbers[3] == .infinity)
+    }
+
+    @Test(arguments: ["", "{", "[1,]", "{\"a\" 1}", "tru", "\"abc", "01", "1.", "{\"a\":1}x", "\"\\ud800\"", "[\"\u{01}\"]"])
+    func rejectsMalformedJSON(_ text: String) {
+        #expect(throws: DBeaconError.self) { try JSONParser.parse(text) }
+    }
+
+    @Test func limitsNesting() {
+        let deep = String(repeating: "[", count: 100) + String(repeating: "]", count: 100)
+        #expect(throws: DBeaconError.self) { try JSONParser.parse(deep) }
+    }
+
+    @Test func decodesUnicodeEscapesAndSurrogatePairs() throws {
+        #expect(try JSONParser.parse(#""\u00e9\ud83d\ude00""#) == .string("é😀"))
+    }
+
+    @Test func mergePatchFollowsRFC7396() throws {
+        // Examples from RFC 7396, appendix A.
+        let cases: [(String, String, String)] = [
+            (#"{"a":"b"}"#, #"{"a":"c"}"#, #"{"a":"c"}"#),
+            (#"{"a":"b"}"#, #"{"b":"c"}"#, #"{"a":"b","b":"c"}"#),
+            (#"{"a":"b"}"#, #"{"a":null}"#, #"{}"#),
+            (#"{"a":[{"b":"c"}]}"#, #"{"a":[1]}"#, #"{"a":[1]}"#),
+            (#"{"a":{"b":"c"}}"#, #"{"a":{"b":"d","c":null}}"#, #"{"a":{"b":"d"}}"#),
+            (#"{"e":null}"#, #"{"a":1}"#, #"{"e":null,"a":1}"#),
+            (#"[1,2]"#, #"{"a":"b","c":null}"#, #"{"a":"b"}"#),
+        ]
+        for (target, patch, expected) in cases {
+            #expect(try JSONParser.parse(target).mergePatched(with: JSONParser.parse(patch)) == JSONParser.parse(expected))
+        }
+    }
+}
+
+@Suite struct TimestampTests {
+    @Test func parsesAndFormatsRFC3339() throws {
+        let t = try #require(Timestamp(rfc3339: "2026-11-21T12:00:00Z"))
+        #expect(t.rfc3339 == "2026-11-21T12:00:00Z")
+        #expect(Timestamp(rfc3339: "2026-11-21T13:30:00+01:30")?.rfc3339 == "2026-11-21T12:00:00Z")
+        #expect(Timestamp(rfc3339: "2026-11-21T12:00:00.25Z")?.rfc3339 == "2026-11-21T12:00:00.250Z")
+        #expect(Timestamp(rfc3339: "1970-01-01T00:00:00Z")?.millis == 0)
+        #expect(Timestamp(rfc3339: "2024-02-29T00:00:00Z") != nil)
+    }
+
+    @Test(arguments: ["2026-11-21", "2026-13-01T00:00:00Z", "2025-02-29T00:00:00Z", "2026-11-21T25:00:00Z",
+                      "2026-11-21T12:00:00", "yesterday", "2026-11-21T12:00:00Zjunk"])
+    func rejectsInvalidTimestamps(_ text: String) {
+        #expect(Timestamp(rfc3339: text) == nil)
+    }
+
+    @Test func roundTripsRandomInstants() {
+        var rng = SeededGenerator(seed: 7)
+        for _ in 0..<2000 {
+            let t = Timestamp(millis: Int64.random(in: -2_000_000_000_000...4_000_000_000_000, using: &rng))
+            #expect(Timestamp(rfc3339: t.rfc3339) == t)
+        }
+    }
+}

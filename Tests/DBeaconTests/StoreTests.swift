@@ -1,0 +1,113 @@
+import DBeaconCore
+import DBeaconGeo
+import DBeaconServices
+import DBeaconStore
+import Foundation
+import Testing
+
+@Suite struct StoreTests {
+    @Test func createsTheSpatiaLiteSchemaAndReopensIt() async throws {
+        let h = try await TestHarness.make()
+        let (ann, _) = try await h.user("ann")
+        let b = try await h.beacon(feature(name: "kiosk", tags: ["food"]), owner: ann)
+        // A second store on the same file sees the data and does not re-run migrations.
+        let reopened = try SpatiaLiteStore(path: h.services.config.databasePath)
+        #expect(try await reopened.beacon(id: b.id) == b)
+        let version = try await reopened.writer.read { db in try String.fetchOne(db, sql: "SELECT spatialite_version()") }
+        #expect(version?.hasPrefix("5") == true)
+    }
+
+    @Test func roundTripsEveryField() async throws {
+        let h = try await TestHarness.make()
+        let (ann, _) = try await h.user("ann")
+        let (ben, _) = try await h.user("ben")
+        let target = try await h.beacon(feature(name: "target"), owner: ann)
+        let outer = box(9.17, 48.77, 9.19, 48.79), hole = box(9.178, 48.777, 9.179, 48.778)
+        let f = feature(name: "full", perimeter: polygon([outer, hole]), tags: ["food", "event"],
+                        lifetime: ("2026-11-21T12:00:00Z", "2026-11-21T14:00:00Z"), members: [ben],
+                        relationships: [.object(["type": "tour", "target": .string(target.id.rawValue), "order": 2])],
+                        extra: [("description", "desc"), ("tracks_owner", true),
+                                ("content", [.object(["kind": "image", "url": "https://example.com/a.jpg", "title": "A"])])])
+        let created = try await h.beacon(f, owner: ann)
+        let loaded = try #require(try await h.store.beacon(id: created.id))
+        #expect(loaded == created)
+        #expect(loaded.members == [ben])
+        #expect(loaded.relationships == [Relationship(type: "tour", target: target.id, order: 2)])
+    }
+
+    @Test func refusesStaleVersions() async throws {
+        let h = try await TestHarness.make()
+        let (ann, _) = try await h.user("ann")
+        let b = try await h.beacon(feature(), owner: ann)
+        var edited = b
+        edited.name = "edited"
+        edited.version = 2
+        try await h.store.updateBeacon(edited, expectedVersion: 1)
+        await #expect(throws: DBeaconError.self) { try await h.store.updateBeacon(edited, expectedVersion: 1) }
+        await #expect(throws: DBeaconError.self) { try await h.store.deleteBeacon(id: b.id, expectedVersion: 1) }
+        #expect(try await h.store.beacon(id: b.id)?.name == "edited")
+    }
+
+    @Test func deletingCascadesToContext() async throws {
+        let h = try await TestHarness.make()
+        let (ann, _) = try await h.user("ann")
+        let target = try await h.beacon(feature(name: "t"), owner: ann)
+        let source = try await h.beacon(feature(name: "s", relationships: [.object(["type": "related", "target": .string(target.id.rawValue)])]), owner: ann)
+        #expect(try await h.store.follow(beacon: target.id, user: ann, at: h.clock.now()))
+        try await h.store.deleteBeacon(id: target.id, expectedVersion: nil)
+        #expect(try await h.store.beacon(id: source.id)?.relationships == [])
+        #expect(try await h.store.isFollowing(beacon: target.id, user: ann) == false)
+    }
+
+    @Test func importIsAllOrNothing() async throws {
+        let h = try await TestHarness.make()
+        let (ann, _) = try await h.user("ann")
+        let good = feature(name: "good")
+        let bad = feature(name: "bad", lat: 95)
+        let doc: JSONValue = .object(["type": "FeatureCollection", "features": [good, bad]])
+        await #expect {
+            try await h.beacons.importFeatures(doc, owner: ann)
+        } throws: { ($0 as? DBeaconError)?.path == "features[1].geometry.coordinates[1]" }
+        #expect(try await h.store.beaconCount() == 0)
+    }
+
+    @Test func importsRelationshipCycles() async throws {
+        let h = try await TestHarness.make()
+        let (ann, _) = try await h.user("ann")
+        let a: JSONValue = .object(["type": "Feature", "id": "bcn_a",
+                                    "geometry": .object(["type": "Point", "coordinates": [9, 48]]),
+                                    "properties": .object(["name": "a", "relationships": [.object(["type": "related", "target": "bcn_b"])]])])
+        let b: JSONValue = .object(["type": "Feature", "id": "bcn_b",
+                                    "geometry": .object(["type": "Point", "coordinates": [9, 48]]),
+                                    "properties": .object(["name": "b", "relationships": [.object(["type": "related", "target": "bcn_a"])]])])
+        let imported = try await h.beacons.importFeatures(.object(["type": "FeatureCollection", "features": [a, b]]), owner: ann)
+        #expect(imported.count == 2)
+        #expect(try await h.store.beacon(id: BeaconID("bcn_a")!)?.relationships.first?.target == BeaconID("bcn_b"))
+    }
+
+    @Test func listsWithVisibilityFiltersAndCursor() async throws {
+        let h = try await TestHarness.make()
+        let (ann, _) = try await h.user("ann")
+        let (ben, _) = try await h.user("ben")
+        for i in 0..<5 { try await h.beacon(feature(name: "pub\(i)", lon: 9 + Double(i) * 0.01, tags: i % 2 == 0 ? ["food"] : []), owner: ann) }
+        try await h.beacon(feature(name: "private", members: []), owner: ann)
+        try await h.beacon(feature(name: "expired", lifetime: (nil, "2020-01-01T00:00:00Z")), owner: ann)
+        let benView = try await h.store.listBeacons(BeaconListQuery(limit: 100), viewer: .user(ben), now: h.clock.now())
+        #expect(benView.items.map(\.name).sorted() == ["pub0", "pub1", "pub2", "pub3", "pub4"])
+        let annView = try await h.store.listBeacons(BeaconListQuery(limit: 100), viewer: .user(ann), now: h.clock.now())
+        #expect(annView.items.count == 7)
+        let food = try await h.store.listBeacons(BeaconListQuery(tags: ["food"]), viewer: .user(ben), now: h.clock.now())
+        #expect(food.items.map(\.name) == ["pub0", "pub2", "pub4"])
+        let boxed = try await h.store.listBeacons(BeaconListQuery(bbox: BoundingBox(west: 9.005, south: 48, east: 9.025, north: 49)),
+                                                  viewer: .user(ben), now: h.clock.now())
+        #expect(boxed.items.map(\.name) == ["pub1", "pub2"])
+        var seen: [String] = []
+        var after: Int64?
+        repeat {
+            let page = try await h.store.listBeacons(BeaconListQuery(limit: 2, after: after), viewer: .user(ben), now: h.clock.now())
+            seen += page.items.map(\.name)
+            after = page.next
+        } while after != nil
+        #expect(seen == ["pub0", "pub1", "pub2", "pub3", "pub4"])
+    }
+}

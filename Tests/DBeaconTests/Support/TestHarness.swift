@@ -1,0 +1,163 @@
+import DBeaconCore
+import DBeaconGeo
+import DBeaconHTTP
+import DBeaconServices
+import DBeaconStore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import Testing
+
+/// A fresh database in a temporary folder with the services wired as in production.
+struct TestHarness {
+    static let adminToken = "test-admin-token"
+    let directory: URL
+    let services: AppServices
+    let clock: ManualClock
+
+    static func make(engine: AppConfig.Engine = .sql, start: Timestamp = Timestamp(rfc3339: "2026-11-21T12:00:00Z")!,
+                     configure: (inout AppConfig) -> Void = { _ in }) async throws -> TestHarness {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dbeacon-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var config = AppConfig()
+        config.databasePath = directory.appendingPathComponent("test.sqlite").path
+        config.adminToken = adminToken
+        config.engine = engine
+        config.port = 0
+        config.synchronousFull = false
+        configure(&config)
+        let clock = ManualClock(start)
+        let services = try await AppServices.make(config, clock: clock, logger: Self.logger)
+        return TestHarness(directory: directory, services: services, clock: clock)
+    }
+
+    static var logger: Logger {
+        var logger = Logger(label: "test")
+        logger.logLevel = .warning
+        return logger
+    }
+
+    var store: SpatiaLiteStore { services.store }
+    var beacons: BeaconService { services.beacons }
+
+    func app() -> some ApplicationProtocol {
+        buildApplication(services, logger: Self.logger)
+    }
+
+    /// Creates a user; returns its id and token.
+    func user(_ name: String = "user") async throws -> (id: UserID, token: String) {
+        let (user, token) = try await services.auth.createUser(name: name)
+        return (user.id, token)
+    }
+
+    /// Creates a beacon from a Feature built by `feature(...)`.
+    @discardableResult
+    func beacon(_ feature: JSONValue, owner: UserID) async throws -> Beacon {
+        try await beacons.create(try BeaconFeatureCodec.decodeDraft(feature), owner: owner)
+    }
+}
+
+/// Builds a beacon Feature for tests.
+func feature(name: String = "b", lat: Double = 48.7784, lon: Double = 9.18, perimeter: JSONValue? = nil,
+             tags: [String] = [], lifetime: (String?, String?)? = nil, members: [UserID]? = nil,
+             relationships: [JSONValue] = [], extra: [(String, JSONValue)] = []) -> JSONValue {
+    var properties: JSONObject = ["name": .string(name), "tags": .array(tags.map(JSONValue.string))]
+    properties["perimeter"] = perimeter ?? circle(100)
+    if let lifetime { properties["lifetime"] = .object(["start": .optional(lifetime.0), "end": .optional(lifetime.1)]) }
+    if let members { properties["visibility"] = .object(["members": .array(members.map { .string($0.rawValue) })]) }
+    if !relationships.isEmpty { properties["relationships"] = .array(relationships) }
+    for (k, v) in extra { properties[k] = v }
+    return .object(JSONObject([
+        ("type", "Feature"),
+        ("geometry", .object(["type": "Point", "coordinates": [.number(lon), .number(lat)]])),
+        ("properties", .object(properties)),
+    ]))
+}
+
+func circle(_ r: Double) -> JSONValue { .object(["type": "Circle", "radius_m": .number(r)]) }
+
+/// A GeoJSON Polygon from rings of (lon, lat).
+func polygon(_ rings: [[(Double, Double)]]) -> JSONValue {
+    .object(["type": "Polygon", "coordinates": .array(rings.map { ring in .array(ring.map { [.number($0.0), .number($0.1)] }) })])
+}
+
+/// An axis-aligned rectangle ring (closed, counter-clockwise).
+func box(_ w: Double, _ s: Double, _ e: Double, _ n: Double) -> [(Double, Double)] {
+    [(w, s), (e, s), (e, n), (w, n), (w, s)]
+}
+
+/// A test HTTP response with its JSON body.
+struct JSONResponse {
+    let status: HTTPResponse.Status
+    let headers: HTTPFields
+    let json: JSONValue?
+    let text: String
+
+    var errorCode: String? { json?["error"]?["code"]?.stringValue }
+    var errorPath: String? { json?["error"]?["path"]?.stringValue }
+    var features: [JSONValue] { json?["features"]?.arrayValue ?? [] }
+    var featureIDs: [String] { features.compactMap { $0["id"]?.stringValue } }
+}
+
+extension TestClientProtocol {
+    /// Sends a request with an optional bearer token and JSON (or raw) body.
+    func call(_ method: HTTPRequest.Method, _ uri: String, token: String? = nil, json: JSONValue? = nil,
+              raw: String? = nil, headers extra: HTTPFields = [:]) async throws -> JSONResponse {
+        var headers = extra
+        if let token { headers[.authorization] = "Bearer \(token)" }
+        var body: ByteBuffer?
+        if let json { body = ByteBuffer(bytes: JSONWriter.serialize(json)) }
+        if let raw { body = ByteBuffer(string: raw) }
+        if body != nil { headers[.contentType] = "application/json" }
+        return try await execute(uri: uri, method: method, headers: headers, body: body) { response in
+            let text = String(buffer: response.body)
+            return JSONResponse(status: response.status, headers: response.headers,
+                                json: text.isEmpty ? nil : try? JSONParser.parse(text), text: text)
+        }
+    }
+}
+
+/// Runs a Python reference script with a JSON input and returns its JSON output. The
+/// reference libraries (shapely, geographiclib, standardwebhooks) come from PyPI; see
+/// Tests/Reference/requirements.txt (installed by scripts/test.sh).
+func runReference(_ script: String, input: JSONValue) throws -> JSONValue {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Reference")
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = [ProcessInfo.processInfo.environment["DBEACON_PYTHON"] ?? "python3", root.appendingPathComponent(script).path]
+    let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
+    process.standardInput = stdin
+    process.standardOutput = stdout
+    process.standardError = stderr
+    try process.run()
+    let writer = Thread {
+        stdin.fileHandleForWriting.write(Data(JSONWriter.serialize(input)))
+        try? stdin.fileHandleForWriting.close()
+    }
+    writer.start()
+    let output = stdout.fileHandleForReading.readDataToEndOfFile()
+    let errors = stderr.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+        throw DBeaconError.internalError("reference script \(script) failed (pip install -r Tests/Reference/requirements.txt): "
+            + String(decoding: errors, as: UTF8.self))
+    }
+    return try JSONParser.parse(Array(output))
+}
+
+/// A deterministic random generator (SplitMix64) so property tests are reproducible.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,59 @@
+"""Independent reference for "which beacons cover this point" (GET /v1/nearby).
+
+Polygons and multipolygons (with holes) are tested with shapely's `covers` (the boundary
+counts), circles with GeographicLib's geodesic distance on WGS84. Lifetime, visibility and
+tag rules are written out here again from the contract, not shared with the Swift code.
+
+stdin: {"beacons": [{"id", "owner", "lat", "lon", "perimeter": GeoJSON | {"type": "Circle", "radius_m"},
+                     "start": ms | null, "end": ms | null, "members": [ids] | null, "tags": [...]}],
+        "queries": [{"lat", "lon", "viewer": user id | null (operator), "at": ms, "tags": [...]}]}
+stdout: {"results": [[ids covering query 0, sorted], ...]}
+"""
+import json
+import sys
+
+from geographiclib.geodesic import Geodesic
+from shapely.geometry import Point, shape
+from shapely.prepared import prep
+
+request = json.load(sys.stdin)
+beacons = []
+for b in request["beacons"]:
+    p = b["perimeter"]
+    if p["type"] == "Circle":
+        b["_test"] = ("circle", p["radius_m"])
+    else:
+        b["_test"] = ("shape", prep(shape(p)))
+    beacons.append(b)
+
+
+def visible(b, viewer):
+    if viewer is None or viewer == b["owner"]:
+        return True
+    return b["members"] is None or viewer in b["members"]
+
+
+def alive(b, at):
+    if b["start"] is not None and at < b["start"]:
+        return False
+    if b["end"] is not None and at >= b["end"]:
+        return False
+    return True
+
+
+def covers(b, lat, lon):
+    kind, value = b["_test"]
+    if kind == "circle":
+        return Geodesic.WGS84.Inverse(b["lat"], b["lon"], lat, lon, Geodesic.DISTANCE)["s12"] <= value
+    return value.covers(Point(lon, lat))
+
+
+results = []
+for q in request["queries"]:
+    tags = set(q["tags"])
+    found = [b["id"] for b in beacons
+             if visible(b, q["viewer"]) and alive(b, q["at"])
+             and (not tags or tags & set(b["tags"]))
+             and covers(b, q["lat"], q["lon"])]
+    results.append(sorted(found))
+json.dump({"results": results}, sys.stdout)
