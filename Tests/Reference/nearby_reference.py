@@ -10,6 +10,7 @@ stdin: {"beacons": [{"id", "owner", "lat", "lon", "perimeter": GeoJSON | {"type"
 stdout: {"results": [[ids covering query 0, sorted], ...]}
 """
 import json
+import math
 import sys
 
 from geographiclib.geodesic import Geodesic
@@ -41,9 +42,21 @@ def alive(b, at):
     return True
 
 
+def haversine(lat1, lon1, lat2, lon2):
+    p1, p2 = math.radians(lat1), math.radians(lat2)
+    h = math.sin((p2 - p1) / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(math.radians(lon2 - lon1) / 2) ** 2
+    return 2 * 6371008.8 * math.asin(min(1.0, math.sqrt(h)))
+
+
 def covers(b, lat, lon):
     kind, value = b["_test"]
     if kind == "circle":
+        # The sphere is within 1% of the ellipsoid: only close calls need GeographicLib.
+        rough = haversine(b["lat"], b["lon"], lat, lon)
+        if rough > value * 1.01 + 1:
+            return False
+        if rough < value * 0.99 - 1:
+            return True
         return Geodesic.WGS84.Inverse(b["lat"], b["lon"], lat, lon, Geodesic.DISTANCE)["s12"] <= value
     return value.covers(Point(lon, lat))
 

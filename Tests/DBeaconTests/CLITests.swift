@@ -1,0 +1,133 @@
+import DBeaconCore
+import Foundation
+import HummingbirdTesting
+import Testing
+
+/// Runs the built `dbeacon` executable.
+struct CLI {
+    static var executable: URL {
+        let candidates = [
+            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("dbeacon"),
+            Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("dbeacon"),
+            Bundle.main.bundleURL.appendingPathComponent("dbeacon"),
+        ]
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
+    }
+
+    /// Exit status, stdout and stderr.
+    @discardableResult
+    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, out: String, err: String) {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        env["DBEACON_SERVER"] = nil
+        env["DBEACON_TOKEN"] = nil
+        for (k, v) in environment { env[k] = v }
+        process.environment = env
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    }
+}
+
+@Suite struct CLITests {
+    func tempDB() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("dbeacon-cli-\(UUID().uuidString)/db.sqlite").path
+    }
+
+    @Test func helpIsWrittenForNewcomers() throws {
+        let root = try CLI.run(["--help"])
+        #expect(root.status == 0)
+        for command in ["serve", "user", "import", "nearby", "beacon"] { #expect(root.out.contains(command)) }
+        let nearby = try CLI.run(["nearby", "--help"])
+        #expect(nearby.out.contains("--lat") && nearby.out.contains("--tag") && nearby.out.contains("Example"))
+    }
+
+    @Test func worksOnTheLocalDatabase() throws {
+        let db = tempDB()
+        let user = try CLI.run(["user", "add", "ann", "--db", db, "--json"])
+        #expect(user.status == 0, "\(user.err)")
+        let created = try JSONParser.parse(user.out)
+        #expect(created["id"]?.stringValue?.hasPrefix("usr_") == true)
+        #expect(created["token"]?.stringValue?.isEmpty == false)
+
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("import-\(UUID().uuidString).geojson")
+        let collection: JSONValue = .object(["type": "FeatureCollection", "features": [
+            feature(name: "Currywurst stand", lat: 48.7786, lon: 9.1802, perimeter: circle(200), tags: ["food"]),
+            feature(name: "Bakery", lat: 48.7790, lon: 9.1790, perimeter: circle(300), tags: ["food", "cafe"],
+                    lifetime: (nil, "2099-01-01T00:00:00Z")),
+            feature(name: "Bookshop", lat: 48.7784, lon: 9.1800, perimeter: circle(100), tags: ["shopping"]),
+        ]])
+        try Data(JSONWriter.serialize(collection)).write(to: file)
+        let imported = try CLI.run(["import", file.path, "--owner", "ann", "--db", db])
+        #expect(imported.status == 0, "\(imported.err)")
+        #expect(imported.out.contains("imported 3 beacons"))
+
+        let table = try CLI.run(["nearby", "--lat", "48.7784", "--lon", "9.1800", "--tag", "food", "--db", db])
+        #expect(table.status == 0, "\(table.err)")
+        let lines = table.out.split(separator: "\n")
+        #expect(lines.first?.contains("NAME") == true && lines.first?.contains("ENDS IN") == true)
+        #expect(lines.count == 4)
+        #expect(lines[2].contains("Currywurst stand") && lines[2].contains("m"))
+        #expect(lines[3].contains("Bakery") && lines[3].contains("food,cafe"))
+        #expect(!table.out.contains("Bookshop"))
+
+        let json = try CLI.run(["nearby", "--lat", "48.7784", "--lon", "9.1800", "--json", "--db", db])
+        let features = try JSONParser.parse(json.out)["features"]?.arrayValue ?? []
+        #expect(features.count == 3)
+        #expect(features.first?["properties"]?["name"] == "Bookshop")
+
+        let list = try CLI.run(["beacon", "list", "--tag", "food", "--json", "--db", db])
+        let ids = (try JSONParser.parse(list.out)["features"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue }
+        #expect(ids.count == 2)
+        let one = try CLI.run(["beacon", "get", ids[0], "--db", db])
+        #expect(one.out.contains("Currywurst stand"))
+        let made = try CLI.run(["beacon", "create", "--name", "Kiosk", "--lat", "48.7", "--lon", "9.1", "--tag", "food",
+                                "--owner", "ann", "--json", "--db", db])
+        #expect(made.status == 0, "\(made.err)")
+        let madeID = try JSONParser.parse(made.out)["id"]?.stringValue ?? ""
+        #expect(try CLI.run(["beacon", "delete", madeID, "--db", db]).status == 0)
+        let gone = try CLI.run(["beacon", "get", madeID, "--db", db])
+        #expect(gone.status == 1)
+        #expect(gone.err.contains("not found"))
+    }
+
+    @Test func reportsBadInputClearly() throws {
+        let db = tempDB()
+        let bad = try CLI.run(["nearby", "--lat", "95", "--lon", "9", "--db", db])
+        #expect(bad.status != 0)
+        #expect(bad.err.contains("--lat"))
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString).geojson")
+        try Data(#"{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Point","coordinates":[9,48]},"properties":{}}]}"#.utf8).write(to: file)
+        _ = try CLI.run(["user", "add", "ann", "--db", db])
+        let imported = try CLI.run(["import", file.path, "--owner", "ann", "--db", db])
+        #expect(imported.status == 1)
+        #expect(imported.err.contains("features[0].properties.name"))
+    }
+
+    @Test func worksThroughTheAPI() async throws {
+        let h = try await TestHarness.make()
+        try await h.app().test(.live) { client in
+            let server = "http://127.0.0.1:\(client.port!)"
+            let user = try CLI.run(["user", "add", "ann", "--server", server, "--token", TestHarness.adminToken, "--json"])
+            #expect(user.status == 0, "\(user.err)")
+            let token = try JSONParser.parse(user.out)["token"]?.stringValue ?? ""
+            let made = try CLI.run(["beacon", "create", "--name", "Food truck", "--lat", "48.7784", "--lon", "9.18", "--radius", "80",
+                                    "--tag", "food", "--server", server, "--token", token, "--json"])
+            #expect(made.status == 0, "\(made.err)")
+            let nearby = try CLI.run(["nearby", "--lat", "48.7784", "--lon", "9.18", "--tag", "food"],
+                                     environment: ["DBEACON_SERVER": server, "DBEACON_TOKEN": token])
+            #expect(nearby.status == 0, "\(nearby.err)")
+            #expect(nearby.out.contains("Food truck"))
+            let denied = try CLI.run(["user", "add", "eve", "--server", server, "--token", token])
+            #expect(denied.status == 1)
+            #expect(denied.err.contains("403"))
+        }
+    }
+}

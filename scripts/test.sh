@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Sets up everything the tests need (Debian libraries, the Python reference libraries in a
+# virtualenv) and runs the whole test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib.sh
+install_build_dependencies
+install_test_references
+swift test "$@"
