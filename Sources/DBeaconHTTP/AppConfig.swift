@@ -1,4 +1,5 @@
 package import DBeaconGeo
+package import DBeaconServices
 package import Logging
 
 /// Everything `dbeacon serve` can be told (CONTRACT.md, "Process").
@@ -24,6 +25,12 @@ package struct AppConfig: Sendable {
     package var logLevel: Logger.Level = .info
     /// `synchronous=FULL` (durable on power loss); only benchmarks of the cost turn it off.
     package var synchronousFull = true
+    /// Dwell time, exit cushion and the other fence settings.
+    package var fences = FenceConfig()
+    /// Delivered events older than this many days are deleted; nil keeps them.
+    package var eventRetentionDays: Double? = 30
+    /// Whether to run the background services (deliverer, ticker); tests drive them by hand.
+    package var runBackgroundServices = true
 
     package init() {}
 }

@@ -4,6 +4,7 @@ package import DBeaconServices
 package import DBeaconStore
 import Foundation
 package import Logging
+package import ServiceLifecycle
 
 /// The wired-up domain: store, engines and services. Built once per process (or per test).
 package struct AppServices: Sendable {
@@ -12,8 +13,18 @@ package struct AppServices: Sendable {
     package let clock: any WallClock
     package let auth: AuthService
     package let beacons: BeaconService
+    package let fences: FenceEngine
+    package let webhooks: WebhookService
+    package let deliverer: WebhookDeliverer
+    package let ticker: LifetimeTicker
+    package let relay: BeaconChangeRelay
     /// A token generated on first start (to be shown once), if any.
     package let generatedAdminToken: String?
+
+    /// The background services to run with the HTTP server.
+    package var backgroundServices: [any Service] {
+        config.runBackgroundServices ? [deliverer, ticker, relay] : []
+    }
 
     /// Opens the database, configures the admin token and loads samples when asked.
     package static func make(_ config: AppConfig, clock: any WallClock = SystemClock(), logger: Logger) async throws -> AppServices {
@@ -22,8 +33,23 @@ package struct AppServices: Sendable {
         let generated = try await auth.configureAdmin(token: config.adminToken)
         let engine: any CoverageEngine = SQLCoverageEngine(store: store)
         let beacons = BeaconService(store: store, engine: engine, clock: clock, limits: config.limits)
-        let services = AppServices(config: config, store: store, clock: clock, auth: auth, beacons: beacons,
-                                   generatedAdminToken: generated)
+        let fences = FenceEngine(store: store, engine: engine, committer: GroupCommitter(store: store), clock: clock,
+                                 config: config.fences)
+        try await fences.reload()
+        let wake = WakeSignal()
+        let ssrf = SSRFGuard(allowPrivate: config.allowPrivateWebhooks)
+        let (changes, continuation) = AsyncStream.makeStream(of: BeaconChange.self)
+        store.observeChanges { continuation.yield($0) }
+        store.observeCommits { wake.signal() }
+        var ticker = LifetimeTicker(store: store, fences: fences, clock: clock, logger: logger)
+        ticker.retentionDays = config.eventRetentionDays
+        let services = AppServices(
+            config: config, store: store, clock: clock, auth: auth, beacons: beacons, fences: fences,
+            webhooks: WebhookService(store: store, ssrf: ssrf, clock: clock, wake: wake),
+            deliverer: WebhookDeliverer(store: store, ssrf: ssrf, clock: clock, schedule: config.webhookRetrySchedule,
+                                        wake: wake, logger: logger),
+            ticker: ticker, relay: BeaconChangeRelay(changes: changes, fences: fences, logger: logger),
+            generatedAdminToken: generated)
         if let dir = config.samplesDirectory {
             try await SampleLoader(services: services).loadIfEmpty(directory: dir, logger: logger)
         }

@@ -9,7 +9,7 @@ package func buildApplication(_ services: AppServices, logger: Logger) -> some A
     return Application(
         router: router,
         configuration: .init(address: .hostname(services.config.host, port: services.config.port), serverName: "dbeacon"),
-        services: [],
+        services: services.backgroundServices,
         logger: logger
     )
 }
@@ -38,6 +38,8 @@ package func buildRouter(_ services: AppServices) -> Router<AppRequestContext> {
     let maxBody = services.config.maxBodyBytes
     UserController(auth: services.auth, maxBodyBytes: maxBody).addRoutes(to: v1)
     BeaconController(beacons: services.beacons, maxBodyBytes: maxBody).addRoutes(to: v1)
+    LiveController(fences: services.fences, store: services.store, clock: services.clock, maxBodyBytes: maxBody).addRoutes(to: v1)
+    WebhookController(webhooks: services.webhooks, maxBodyBytes: maxBody).addRoutes(to: v1)
     return router
 }
 

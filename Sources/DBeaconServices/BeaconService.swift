@@ -27,7 +27,7 @@ package struct Directions: Sendable {
 /// Visibility is decided here for every read path with one rule (`Beacon.isVisible`): what the
 /// caller may not see is reported as not found, never as forbidden.
 package struct BeaconService: Sendable {
-    package let store: any BeaconStore
+    package let store: any DBeaconStore
     package let engine: any CoverageEngine
     package let clock: any WallClock
     package let limits: GeoLimits
@@ -36,7 +36,7 @@ package struct BeaconService: Sendable {
     package static let maxPageSize = 500
     package static let defaultPageSize = 50
 
-    package init(store: any BeaconStore, engine: any CoverageEngine, clock: any WallClock = SystemClock(),
+    package init(store: any DBeaconStore, engine: any CoverageEngine, clock: any WallClock = SystemClock(),
                  limits: GeoLimits = .default) {
         self.store = store
         self.engine = engine
@@ -164,7 +164,8 @@ package struct BeaconService: Sendable {
             let changed = Self.changedFields(current, updated)
             if changed.isEmpty { return (current, []) }
             do {
-                try await store.updateBeacon(updated, expectedVersion: current.version)
+                try await store.updateBeacon(updated, expectedVersion: current.version,
+                                             fanOut: Self.updatedFanOut(updated, changed: changed, at: updated.updatedAt))
                 return (updated, changed)
             } catch let error as DBeaconError where error.kind == .preconditionFailed && ifMatch == nil && attempt < 4 {
                 continue
@@ -201,6 +202,24 @@ package struct BeaconService: Sendable {
         return updated
     }
 
+    /// `beacon.updated` for followers: which fields changed and their new values.
+    package static func updatedFanOut(_ beacon: Beacon, changed: [String], at: Timestamp) -> FollowerFanOut {
+        FollowerFanOut(type: .updated, data: updatedData(beacon, changed: changed), at: at, requireAlive: true)
+    }
+
+    /// `{"beacon","name","version","changed":[…],"values":{field: new value}}`.
+    package static func updatedData(_ beacon: Beacon, changed: [String]) -> JSONObject {
+        let properties = BeaconFeatureCodec.encodeProperties(beacon)
+        var values = JSONObject()
+        for field in changed {
+            values[field] = field == "location" ? GeoJSONCodec.encodePoint(beacon.location) : properties[field] ?? .null
+        }
+        return JSONObject([
+            ("beacon", .string(beacon.id.rawValue)), ("name", .string(beacon.name)), ("version", .int(beacon.version)),
+            ("changed", .array(changed.map(JSONValue.string))), ("values", .object(values)),
+        ])
+    }
+
     /// Names of the Feature members that differ (`name`, `perimeter`, `location`, …).
     package static func changedFields(_ a: Beacon, _ b: Beacon) -> [String] {
         var fields: [String] = []
@@ -223,7 +242,9 @@ package struct BeaconService: Sendable {
         guard principal.isAdmin || principal.userID == current.owner else {
             throw DBeaconError.forbidden("only the owner may delete this beacon")
         }
-        try await store.deleteBeacon(id: id, expectedVersion: ifMatch ?? current.version)
+        let fanOut = FollowerFanOut(type: .deleted, data: ["beacon": .string(id.rawValue), "name": .string(current.name)],
+                                    at: clock.now(), requireAlive: false)
+        try await store.deleteBeacon(id: id, expectedVersion: ifMatch ?? current.version, fanOut: fanOut)
         return current
     }
 
@@ -248,7 +269,8 @@ package struct BeaconService: Sendable {
         updated.content.append(item)
         updated.version += 1
         updated.updatedAt = clock.now()
-        try await store.updateBeacon(updated, expectedVersion: current.version)
+        try await store.updateBeacon(updated, expectedVersion: current.version,
+                                     fanOut: Self.updatedFanOut(updated, changed: ["content"], at: updated.updatedAt))
         return updated
     }
 

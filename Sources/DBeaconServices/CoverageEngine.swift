@@ -9,6 +9,10 @@ package protocol CoverageEngine: Sendable {
     var name: String { get }
     /// Visible, alive, tag-matching beacons whose perimeter covers the point; unordered.
     func covering(_ query: CoverQuery) async throws -> [Beacon]
+    /// The beacons among `ids` that exist (no visibility filter).
+    func beacons(ids: [BeaconID]) async throws -> [Beacon]
+    /// The moving beacons of `owner`.
+    func trackingBeacons(owner: UserID) async throws -> [Beacon]
 }
 
 /// The SQL path: SpatiaLite's R*Tree plus `ST_Covers` / geodesic circle test.
@@ -21,5 +25,13 @@ package struct SQLCoverageEngine: CoverageEngine {
 
     package func covering(_ query: CoverQuery) async throws -> [Beacon] {
         try await store.coveringBeacons(query)
+    }
+
+    package func beacons(ids: [BeaconID]) async throws -> [Beacon] {
+        try await store.beacons(ids: ids)
+    }
+
+    package func trackingBeacons(owner: UserID) async throws -> [Beacon] {
+        try await store.trackingBeacons(owner: owner)
     }
 }

@@ -70,10 +70,29 @@ package struct Follower: Sendable, Hashable {
     }
 }
 
+/// An event for every follower of a beacon who may see it (checked in the transaction).
+package struct FollowerFanOut: Sendable {
+    package var type: EventType
+    package var data: JSONObject
+    package var at: Timestamp
+    /// Whether followers must also see it alive at `at` (updates) or only be owner/member
+    /// (lifetime start/end, deletion).
+    package var requireAlive: Bool
+
+    package init(type: EventType, data: JSONObject, at: Timestamp, requireAlive: Bool) {
+        self.type = type
+        self.data = data
+        self.at = at
+        self.requireAlive = requireAlive
+    }
+}
+
 /// A committed change to a beacon, reported in commit order so in-memory indexes stay exact.
 package enum BeaconChange: Sendable {
     case upsert(Beacon)
     case delete(BeaconID)
+    /// A moving beacon's new location (no new version).
+    case move(BeaconID, Position)
 }
 
 /// Persistent storage of DBeacon. One method is one transaction; implementations must keep
@@ -105,16 +124,20 @@ package protocol BeaconStore: Sendable {
     /// The beacons that exist among `ids`, in no particular order.
     func beacons(ids: [BeaconID]) async throws -> [Beacon]
     /// Replaces a beacon if its stored version is still `expectedVersion` (else
-    /// `preconditionFailed`); the caller sets the new version and `updatedAt`.
-    func updateBeacon(_ beacon: Beacon, expectedVersion: Int) async throws
+    /// `preconditionFailed`); the caller sets the new version and `updatedAt`. With `fanOut`,
+    /// an event goes to each follower who may see the updated beacon, in the same transaction.
+    func updateBeacon(_ beacon: Beacon, expectedVersion: Int, fanOut: FollowerFanOut?) async throws
     /// Deletes a beacon (with its tags, members, relationships from and to it, followers)
-    /// if its stored version is `expectedVersion` (or unconditionally when nil).
-    func deleteBeacon(id: BeaconID, expectedVersion: Int?) async throws
+    /// if its stored version is `expectedVersion` (or unconditionally when nil). With `fanOut`,
+    /// an event goes to each follower who could see it, in the same transaction.
+    func deleteBeacon(id: BeaconID, expectedVersion: Int?, fanOut: FollowerFanOut?) async throws
     /// Beacons visible to `viewer` at `now`, filtered, in creation order, one page.
     func listBeacons(_ query: BeaconListQuery, viewer: Principal, now: Timestamp) async throws -> Page<Beacon>
     /// The SQL reference path for "which beacons cover this point", with visibility, lifetime
     /// and tag filters applied in the database. Unordered.
     func coveringBeacons(_ query: CoverQuery) async throws -> [Beacon]
+    /// The beacons of `owner` whose location tracks the owner.
+    func trackingBeacons(owner: UserID) async throws -> [Beacon]
     /// Every beacon, in batches, for loading in-memory indexes.
     func forEachBeacon(batchSize: Int, _ body: @Sendable ([Beacon]) throws -> Void) async throws
     /// Number of stored beacons.

@@ -42,9 +42,9 @@ import Testing
         var edited = b
         edited.name = "edited"
         edited.version = 2
-        try await h.store.updateBeacon(edited, expectedVersion: 1)
-        await #expect(throws: DBeaconError.self) { try await h.store.updateBeacon(edited, expectedVersion: 1) }
-        await #expect(throws: DBeaconError.self) { try await h.store.deleteBeacon(id: b.id, expectedVersion: 1) }
+        try await h.store.updateBeacon(edited, expectedVersion: 1, fanOut: nil)
+        await #expect(throws: DBeaconError.self) { try await h.store.updateBeacon(edited, expectedVersion: 1, fanOut: nil) }
+        await #expect(throws: DBeaconError.self) { try await h.store.deleteBeacon(id: b.id, expectedVersion: 1, fanOut: nil) }
         #expect(try await h.store.beacon(id: b.id)?.name == "edited")
     }
 
@@ -54,7 +54,7 @@ import Testing
         let target = try await h.beacon(feature(name: "t"), owner: ann)
         let source = try await h.beacon(feature(name: "s", relationships: [.object(["type": "related", "target": .string(target.id.rawValue)])]), owner: ann)
         #expect(try await h.store.follow(beacon: target.id, user: ann, at: h.clock.now()))
-        try await h.store.deleteBeacon(id: target.id, expectedVersion: nil)
+        try await h.store.deleteBeacon(id: target.id, expectedVersion: nil, fanOut: nil)
         #expect(try await h.store.beacon(id: source.id)?.relationships == [])
         #expect(try await h.store.isFollowing(beacon: target.id, user: ann) == false)
     }

@@ -68,3 +68,10 @@ package enum RandomToken {
         (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x5F || b == 0x2D
     }
 }
+
+/// Id of a webhook endpoint (`whk_…`).
+package struct WebhookID: PrefixedID {
+    package static let prefix = "whk_"
+    package let rawValue: String
+    package init(uncheckedRawValue: String) { rawValue = uncheckedRawValue }
+}

@@ -25,17 +25,20 @@ extension SpatiaLiteStore {
         }
     }
 
-    package func updateBeacon(_ beacon: Beacon, expectedVersion: Int) async throws {
+    package func updateBeacon(_ beacon: Beacon, expectedVersion: Int, fanOut: FollowerFanOut?) async throws {
         try await write { db, changes in
             try Self.checkVersion(db, id: beacon.id, expected: expectedVersion)
             try Self.update(beacon, db: db)
+            if let fanOut { try Self.fanOutToFollowers(db, beacon: beacon.id, fanOut) }
             changes.append(.upsert(beacon))
         }
     }
 
-    package func deleteBeacon(id: BeaconID, expectedVersion: Int?) async throws {
+    package func deleteBeacon(id: BeaconID, expectedVersion: Int?, fanOut: FollowerFanOut?) async throws {
         try await write { db, changes in
             try Self.checkVersion(db, id: id, expected: expectedVersion)
+            // Followers are notified before the cascade removes them.
+            if let fanOut { try Self.fanOutToFollowers(db, beacon: id, fanOut) }
             try db.execute(sql: "DELETE FROM beacons WHERE id = ?", arguments: [id.rawValue])
             changes.append(.delete(id))
         }
@@ -170,6 +173,13 @@ extension SpatiaLiteStore {
                                                 arguments: StatementArguments(chunk.map(\.rawValue)))
             }
             return result
+        }
+    }
+
+    package func trackingBeacons(owner: UserID) async throws -> [Beacon] {
+        try await read { db in
+            try Self.fetchBeacons(db, sql: "SELECT \(Self.beaconColumns) FROM beacons b WHERE b.owner = ? AND b.tracks_owner = 1",
+                                  arguments: [owner.rawValue])
         }
     }
 

@@ -51,6 +51,21 @@ package final class SpatiaLiteStore: BeaconStore {
         }
         try db.execute(sql: "PRAGMA synchronous = \(synchronousFull ? "FULL" : "NORMAL")")
         db.add(function: circleContainsFunction)
+        db.add(function: eventIDFunction)
+        db.add(function: eventMatchesFunction)
+    }
+
+    /// `dbeacon_event_id()` → a new `evt_…` id (for events fanned out in SQL).
+    static let eventIDFunction = DatabaseFunction("dbeacon_event_id", argumentCount: 0, pure: false) { _ in
+        EventID.generate().rawValue
+    }
+
+    /// `dbeacon_event_matches(filters_json, type)` → 1 when a webhook's filters select the type.
+    static let eventMatchesFunction = DatabaseFunction("dbeacon_event_matches", argumentCount: 2, pure: true) { values in
+        guard let filters = String.fromDatabaseValue(values[0]), let type = String.fromDatabaseValue(values[1]),
+              let parsed = try? JSONParser.parse(filters), let list = parsed.arrayValue else { return 0 }
+        let eventType = EventType(rawValue: type)
+        return list.contains { $0.stringValue.map(eventType.matches(filter:)) ?? false } ? 1 : 0
     }
 
     /// `dbeacon_circle_contains(center_lat, center_lon, radius_m, lat, lon)` → 0/1.
@@ -68,16 +83,26 @@ package final class SpatiaLiteStore: BeaconStore {
         return try await translatingErrors {
             try await writer.write { db in
                 var changes: [BeaconChange] = []
+                let outboxBefore = db.totalChangesCount
                 let result = try body(db, &changes)
-                if !changes.isEmpty, let notify = observer.observer {
+                let notify = observer.observer
+                let wake = observer.outboxWaker
+                let wroteAnything = db.totalChangesCount != outboxBefore
+                if (!changes.isEmpty && notify != nil) || (wroteAnything && wake != nil) {
                     let committed = changes
                     db.afterNextTransaction { _ in
-                        for change in committed { notify(change) }
+                        if let notify { for change in committed { notify(change) } }
+                        wake?()
                     }
                 }
                 return result
             }
         }
+    }
+
+    /// Registers the function called after commits (to wake the webhook deliverer).
+    package func observeCommits(_ waker: @escaping @Sendable () -> Void) {
+        changeObserver.setOutboxWaker(waker)
     }
 
     func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
@@ -113,6 +138,20 @@ final class ChangeObserverBox: @unchecked Sendable {
     func set(_ observer: @escaping @Sendable (BeaconChange) -> Void) {
         lock.lock()
         _observer = observer
+        lock.unlock()
+    }
+
+    private var _outboxWaker: (@Sendable () -> Void)?
+
+    var outboxWaker: (@Sendable () -> Void)? {
+        lock.lock()
+        defer { lock.unlock() }
+        return _outboxWaker
+    }
+
+    func setOutboxWaker(_ waker: @escaping @Sendable () -> Void) {
+        lock.lock()
+        _outboxWaker = waker
         lock.unlock()
     }
 }

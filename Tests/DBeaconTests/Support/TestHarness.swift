@@ -28,6 +28,7 @@ struct TestHarness {
         config.engine = engine
         config.port = 0
         config.synchronousFull = false
+        config.runBackgroundServices = false
         configure(&config)
         let clock = ManualClock(start)
         let services = try await AppServices.make(config, clock: clock, logger: Self.logger)
@@ -42,6 +43,19 @@ struct TestHarness {
 
     var store: SpatiaLiteStore { services.store }
     var beacons: BeaconService { services.beacons }
+    var fences: FenceEngine { services.fences }
+
+    /// Reports one fix at the clock's current time (or `at`).
+    @discardableResult
+    func fix(_ user: UserID, lat: Double, lon: Double, accuracy: Double = 5, at: Timestamp? = nil) async throws -> FixReport {
+        try await fences.report(user: user, fixes: [LocationFix(position: Position(lon: lon, lat: lat), accuracyM: accuracy,
+                                                               timestamp: at ?? clock.now())])
+    }
+
+    /// The events addressed to a user, oldest first.
+    func events(_ user: UserID) async throws -> [Event] {
+        try await store.events(recipient: user, after: nil, limit: 10_000).items
+    }
 
     func app() -> some ApplicationProtocol {
         buildApplication(services, logger: Self.logger)

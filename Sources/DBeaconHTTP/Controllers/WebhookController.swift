@@ -1,0 +1,100 @@
+import DBeaconCore
+import DBeaconServices
+import DBeaconStore
+import Hummingbird
+
+/// `/v1/webhooks…`: registration, listing, secret rotation, deliveries, redelivery.
+struct WebhookController {
+    let webhooks: WebhookService
+    let maxBodyBytes: Int
+
+    func addRoutes(to group: RouterGroup<AuthenticatedContext>) {
+        group.post("webhooks", use: create)
+        group.get("webhooks", use: list)
+        group.get("webhooks/:id", use: get)
+        group.delete("webhooks/:id", use: delete)
+        group.post("webhooks/:id/rotate-secret", use: rotate)
+        group.post("webhooks/:id/enable", use: enable)
+        group.get("webhooks/:id/deliveries", use: deliveries)
+        group.post("webhooks/:id/deliveries/:delivery/redeliver", use: redeliver)
+    }
+
+    static func encode(_ w: Webhook, secret: Bool = false) -> JSONValue {
+        var o = JSONObject([
+            ("id", .string(w.id)), ("url", .string(w.url)), ("events", .array(w.events.map(JSONValue.string))),
+            ("scope", .string(w.scope.rawValue)), ("owner", .optional(w.owner?.rawValue)), ("description", .optional(w.description)),
+            ("status", .string(w.status.rawValue)), ("disabled_reason", .optional(w.disabledReason)),
+            ("created_at", .string(w.createdAt.rfc3339)),
+        ])
+        if secret { o["secret"] = .string(w.secret) }
+        return .object(o)
+    }
+
+    @Sendable func create(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        var request = request
+        let body = try ObjectReader(try await request.jsonBody(limit: maxBodyBytes))
+        let w = try await webhooks.create(url: try body.string("url", maxLength: 2048),
+                                          events: try body.optionalStringArray("events", maxCount: 50, maxLength: 64),
+                                          scope: try body.optionalString("scope", maxLength: 10),
+                                          description: try body.optionalString("description", maxLength: 500),
+                                          by: context.principal)
+        return .json(Self.encode(w, secret: true), status: .created, headers: [.location: "/v1/webhooks/\(w.id)"])
+    }
+
+    @Sendable func list(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        .json(.object(["webhooks": .array(try await webhooks.list(by: context.principal).map { Self.encode($0) })]))
+    }
+
+    @Sendable func get(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        .json(Self.encode(try await webhooks.get(try context.parameters.require("id"), by: context.principal)))
+    }
+
+    @Sendable func delete(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        try await webhooks.delete(try context.parameters.require("id"), by: context.principal)
+        return Response(status: .noContent)
+    }
+
+    @Sendable func rotate(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        let w = try await webhooks.rotateSecret(try context.parameters.require("id"), by: context.principal)
+        return .json(.object([
+            "id": .string(w.id), "secret": .string(w.secret),
+            "previous_secret_expires_at": .optional(w.previousSecretExpiresAt?.rfc3339),
+        ]))
+    }
+
+    @Sendable func enable(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        .json(Self.encode(try await webhooks.enable(try context.parameters.require("id"), by: context.principal)))
+    }
+
+    @Sendable func deliveries(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        let q = QueryReader(request)
+        let page = try await webhooks.deliveries(try context.parameters.require("id"), after: try q.cursor(), limit: try q.limit(),
+                                                 by: context.principal)
+        return .json(.object([
+            "deliveries": .array(page.items.map { d, attempts in
+                .object(JSONObject([
+                    ("id", .string("dlv_\(d.seq)")), ("event_id", .string(d.event.id.rawValue)),
+                    ("event_type", .string(d.event.type.rawValue)), ("status", .string(d.status.rawValue)),
+                    ("attempts", .int(d.attempts)),
+                    ("next_attempt_at", d.status == .pending ? .string(d.nextAttemptAt.rfc3339) : .null),
+                    ("last_status_code", .int(d.lastStatusCode)), ("last_error", .optional(d.lastError)),
+                    ("created_at", .string(d.createdAt.rfc3339)),
+                    ("attempt_log", .array(attempts.map { a in
+                        .object(JSONObject([
+                            ("attempt", .int(a.attempt)), ("started_at", .string(a.startedAt.rfc3339)),
+                            ("duration_ms", .int(a.durationMs)), ("status_code", .int(a.statusCode)), ("error", .optional(a.error)),
+                        ]))
+                    })),
+                ]))
+            }),
+            "next_cursor": .optional(Cursor.encode(page.next)),
+        ]))
+    }
+
+    @Sendable func redeliver(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        let raw = try context.parameters.require("delivery")
+        guard raw.hasPrefix("dlv_"), let seq = Int64(raw.dropFirst(4)) else { throw DBeaconError.notFound("delivery \(raw)") }
+        try await webhooks.redeliver(try context.parameters.require("id"), delivery: seq, by: context.principal)
+        return .json(.object(["id": .string(raw), "status": "pending"]), status: .accepted)
+    }
+}

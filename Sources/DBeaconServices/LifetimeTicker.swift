@@ -1,0 +1,101 @@
+package import DBeaconCore
+package import DBeaconStore
+package import Logging
+package import ServiceLifecycle
+
+/// The background clock of the event machinery: lifetime starts and ends (`beacon.started` /
+/// `beacon.ended` for followers, and fence re-evaluation of who is inside), dwell times, and
+/// event-log retention. Transitions are found by time window since the last committed tick,
+/// which is stored, so transitions during a restart are reported once.
+package struct LifetimeTicker: Service {
+    package let store: any DBeaconStore
+    package let fences: FenceEngine
+    package let clock: any WallClock
+    package let logger: Logger
+    package var interval: Duration = .seconds(1)
+    /// Events older than this are deleted (once delivered); nil keeps them forever.
+    package var retentionDays: Double? = 30
+
+    package init(store: any DBeaconStore, fences: FenceEngine, clock: any WallClock, logger: Logger) {
+        self.store = store
+        self.fences = fences
+        self.clock = clock
+        self.logger = logger
+    }
+
+    package func run() async throws {
+        try await cancelWhenGracefulShutdown {
+            var lastRetention = Timestamp(millis: 0)
+            while !Task.isCancelled {
+                do {
+                    try await tickOnce()
+                    let now = clock.now()
+                    if let days = retentionDays, now.seconds(since: lastRetention) > 3600 {
+                        let removed = try await store.deleteEvents(before: now.adding(seconds: -days * 86_400))
+                        if removed > 0 { logger.info("event retention", metadata: ["deleted": "\(removed)"]) }
+                        lastRetention = now
+                    }
+                } catch is CancellationError {
+                    return
+                } catch {
+                    logger.error("ticker failed", metadata: ["error": "\(error)"])
+                }
+                try? await Task.sleep(for: interval)
+            }
+        }
+    }
+
+    /// One tick: lifetime transitions since the last tick, then dwell times.
+    package func tickOnce() async throws {
+        let now = clock.now()
+        let last = try await store.setting(SpatiaLiteStore.lifetimeTickSetting).flatMap(Int64.init).map(Timestamp.init(millis:))
+        if let last, last < now {
+            let (started, ended) = try await store.lifetimeTransitions(after: last, upTo: now)
+            var fanOuts: [(beacon: BeaconID, fanOut: FollowerFanOut)] = []
+            for b in started {
+                let at = b.lifetime?.start ?? now
+                fanOuts.append((b.id, FollowerFanOut(type: .started, data: ["beacon": .string(b.id.rawValue), "name": .string(b.name),
+                                                                            "at": .string(at.rfc3339)], at: at, requireAlive: false)))
+            }
+            for b in ended {
+                let at = b.lifetime?.end ?? now
+                fanOuts.append((b.id, FollowerFanOut(type: .ended, data: ["beacon": .string(b.id.rawValue), "name": .string(b.name),
+                                                                          "at": .string(at.rfc3339)], at: at, requireAlive: false)))
+            }
+            try await store.commitLifetimeTick(upTo: now, fanOuts: fanOuts)
+            for b in started where b.isAlive(at: now) { try await fences.beaconChanged(b, reason: "started") }
+            for b in ended { try await fences.beaconChanged(b, reason: "ended") }
+        } else if last == nil {
+            try await store.commitLifetimeTick(upTo: now, fanOuts: [])
+        }
+        try await fences.tick()
+    }
+}
+
+/// Feeds committed beacon changes to the fence engine, in commit order, so a beacon that
+/// appears, moves, grows or changes visibility around a standing user enters or exits them.
+package struct BeaconChangeRelay: Service {
+    package let changes: AsyncStream<BeaconChange>
+    package let fences: FenceEngine
+    package let logger: Logger
+
+    package init(changes: AsyncStream<BeaconChange>, fences: FenceEngine, logger: Logger) {
+        self.changes = changes
+        self.fences = fences
+        self.logger = logger
+    }
+
+    package func run() async throws {
+        for await change in changes.cancelOnGracefulShutdown() {
+            do {
+                switch change {
+                case .upsert(let beacon): try await fences.beaconChanged(beacon, reason: "updated")
+                case .delete(let id): await fences.beaconDeleted(id)
+                case .move: break  // moves come from the fence engine itself
+                }
+            } catch {
+                logger.error("fence re-evaluation failed", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+}

@@ -1,0 +1,194 @@
+import DBeaconCore
+import DBeaconGeo
+import DBeaconServices
+import DBeaconStore
+import Foundation
+import Testing
+
+/// Positions around Stuttgart's Schlossplatz: a 100 m circle centred at `center`.
+private let center = (lat: 48.7784, lon: 9.1800)
+/// Metres → degrees of latitude (north offsets).
+private func north(_ m: Double) -> Double { center.lat + m / 111_200 }
+
+@Suite struct FenceEngineTests {
+    func setUp(dwell: Double = 300, cushion: Double = 25) async throws -> (TestHarness, UserID, Beacon) {
+        let h = try await TestHarness.make { c in
+            c.fences.dwellSeconds = dwell
+            c.fences.exitCushionM = cushion
+        }
+        let (owner, _) = try await h.user("owner")
+        let beacon = try await h.beacon(feature(name: "square", lat: center.lat, lon: center.lon, perimeter: circle(100)), owner: owner)
+        let (ann, _) = try await h.user("ann")
+        return (h, ann, beacon)
+    }
+
+    @Test func entersWhenAFixFallsInside() async throws {
+        let (h, ann, beacon) = try await setUp()
+        let outside = try await h.fix(ann, lat: north(300), lon: center.lon)
+        #expect(outside.inside.isEmpty && outside.events.isEmpty)
+        h.clock.advance(seconds: 10)
+        let inside = try await h.fix(ann, lat: north(50), lon: center.lon)
+        #expect(inside.inside == [beacon.id])
+        #expect(inside.events.map(\.type) == [.entered])
+        #expect(inside.events.first?.data["beacon"] == .string(beacon.id.rawValue))
+        // The event is in the log and was written with the state.
+        #expect(try await h.events(ann).map(\.type) == [.entered])
+        let snapshot = try await h.store.loadFenceSnapshot(locationsSince: Timestamp(millis: 0))
+        #expect(snapshot.states[ann]?.map(\.beacon) == [beacon.id])
+    }
+
+    @Test func exitsOnlyBeyondTheCushion() async throws {
+        let (h, ann, _) = try await setUp(cushion: 25)
+        try await h.fix(ann, lat: north(50), lon: center.lon)
+        h.clock.advance(seconds: 10)
+        // 110 m from the centre: outside the 100 m circle but within the 25 m cushion.
+        let jitter = try await h.fix(ann, lat: north(110), lon: center.lon, accuracy: 5)
+        #expect(jitter.events.isEmpty && jitter.inside.count == 1)
+        h.clock.advance(seconds: 10)
+        // 140 m out, but the fix is only accurate to 50 m: still within max(cushion, accuracy).
+        let vague = try await h.fix(ann, lat: north(140), lon: center.lon, accuracy: 50)
+        #expect(vague.events.isEmpty)
+        h.clock.advance(seconds: 10)
+        let gone = try await h.fix(ann, lat: north(140), lon: center.lon, accuracy: 5)
+        #expect(gone.events.map(\.type) == [.exited])
+        #expect(gone.inside.isEmpty)
+        // Back and forth across the edge inside the cushion does not flap.
+        for m in [95.0, 105, 98, 118, 99] {
+            h.clock.advance(seconds: 5)
+            try await h.fix(ann, lat: north(m), lon: center.lon)
+        }
+        #expect(try await h.events(ann).map(\.type) == [.entered, .exited, .entered])
+    }
+
+    @Test func dwellsAfterTheDwellTime() async throws {
+        let (h, ann, _) = try await setUp(dwell: 60)
+        try await h.fix(ann, lat: north(10), lon: center.lon)
+        h.clock.advance(seconds: 30)
+        #expect(try await h.fix(ann, lat: north(12), lon: center.lon).events.isEmpty)
+        h.clock.advance(seconds: 31)
+        #expect(try await h.fix(ann, lat: north(11), lon: center.lon).events.map(\.type) == [.dwelled])
+        h.clock.advance(seconds: 100)
+        #expect(try await h.fix(ann, lat: north(11), lon: center.lon).events.isEmpty)
+    }
+
+    @Test func dwellsWithoutNewFixesThroughTheTicker() async throws {
+        let (h, ann, _) = try await setUp(dwell: 60)
+        try await h.fix(ann, lat: north(10), lon: center.lon)
+        h.clock.advance(seconds: 61)
+        try await h.services.ticker.tickOnce()
+        #expect(try await h.events(ann).map(\.type) == [.entered, .dwelled])
+        try await h.services.ticker.tickOnce()
+        #expect(try await h.events(ann).count == 2)
+    }
+
+    @Test func olderFixesDoNotChangeState() async throws {
+        let (h, ann, _) = try await setUp()
+        let t0 = h.clock.now()
+        try await h.fix(ann, lat: north(50), lon: center.lon, at: t0)
+        let late = try await h.fix(ann, lat: north(500), lon: center.lon, at: t0.adding(seconds: -30))
+        #expect(late.ignored == 1 && late.accepted == 0 && late.events.isEmpty && late.inside.count == 1)
+        // A batch is applied in timestamp order, whatever order it arrives in.
+        let batch = try await h.fences.report(user: ann, fixes: [
+            LocationFix(position: Position(lon: center.lon, lat: north(60)), accuracyM: 5, timestamp: t0.adding(seconds: 20)),
+            LocationFix(position: Position(lon: center.lon, lat: north(500)), accuracyM: 5, timestamp: t0.adding(seconds: 10)),
+        ])
+        #expect(batch.accepted == 2)
+        #expect(batch.events.map(\.type) == [.exited, .entered])
+        #expect(await h.fences.location(of: ann)?.fixAt == t0.adding(seconds: 20))
+    }
+
+    @Test func invisibleBeaconsProduceNoEvents() async throws {
+        let h = try await TestHarness.make()
+        let (owner, _) = try await h.user("owner")
+        let (ann, _) = try await h.user("ann")
+        let (ben, _) = try await h.user("ben")
+        try await h.beacon(feature(name: "secret", lat: center.lat, lon: center.lon, perimeter: circle(100), members: [ben]), owner: owner)
+        try await h.beacon(feature(name: "later", lat: center.lat, lon: center.lon, perimeter: circle(100),
+                                   lifetime: ("2030-01-01T00:00:00Z", nil)), owner: owner)
+        #expect(try await h.fix(ann, lat: center.lat, lon: center.lon).events.isEmpty)
+        #expect(try await h.fix(ben, lat: center.lat, lon: center.lon).events.count == 1)
+    }
+
+    @Test func aMovingBeaconArrivesAroundAStandingUser() async throws {
+        let h = try await TestHarness.make()
+        let (friend, _) = try await h.user("friend")
+        let (ann, _) = try await h.user("ann")
+        let moving = try await h.beacon(feature(name: "friend", lat: 48.70, lon: 9.10, perimeter: circle(100),
+                                                extra: [("tracks_owner", true)]), owner: friend)
+        try await h.fix(ann, lat: center.lat, lon: center.lon)
+        #expect(try await h.events(ann).isEmpty)
+        h.clock.advance(seconds: 5)
+        // The friend walks up to 60 m from Ann: their beacon's circle now covers her.
+        let arrival = try await h.fix(friend, lat: north(60), lon: center.lon)
+        #expect(arrival.events.isEmpty, "the owner does not enter their own moving beacon")
+        #expect(try await h.events(ann).map(\.type) == [.entered])
+        #expect(try await h.events(ann).first?.data["reason"] == "moved")
+        let moved = try #require(try await h.store.beacon(id: moving.id))
+        #expect(moved.location == Position(lon: center.lon, lat: north(60)))
+        #expect(moved.version == 1, "a move is not an edit")
+        // Nearby follows the moving circle.
+        let found = try await h.beacons.nearby(point: Position(lon: center.lon, lat: center.lat), tags: [], at: nil, limit: 10, by: .user(ann))
+        #expect(found.map(\.beacon.id) == [moving.id])
+        h.clock.advance(seconds: 5)
+        try await h.fix(friend, lat: north(400), lon: center.lon)
+        #expect(try await h.events(ann).map(\.type) == [.entered, .exited])
+    }
+
+    @Test func editsAndDeletionReachFollowers() async throws {
+        let h = try await TestHarness.make()
+        let (owner, _) = try await h.user("owner")
+        let (ann, _) = try await h.user("ann")
+        let (ben, _) = try await h.user("ben")
+        let b = try await h.beacon(feature(name: "meet-up", members: [ann, ben]), owner: owner)
+        _ = try await h.beacons.follow(b.id, by: .user(ann))
+        _ = try await h.beacons.follow(b.id, by: .user(ben))
+        _ = try await h.beacons.update(b.id, patch: ["properties": ["name": "meet-up (moved)", "visibility": ["members": .array([.string(ann.rawValue)])]]],
+                                       ifMatch: nil, by: .user(owner))
+        let annEvents = try await h.events(ann)
+        #expect(annEvents.map(\.type) == [.updated])
+        #expect(annEvents.first?.data["changed"] == ["name", "visibility"])
+        #expect(annEvents.first?.data["values"]?["name"] == "meet-up (moved)")
+        // Ben lost sight of the beacon with this edit: he is not told about it.
+        #expect(try await h.events(ben).isEmpty)
+        _ = try await h.beacons.delete(b.id, ifMatch: nil, by: .user(owner))
+        #expect(try await h.events(ann).map(\.type) == [.updated, .deleted])
+        #expect(try await h.events(ben).isEmpty)
+    }
+
+    @Test func lifetimeStartAndEndReachFollowersAndFences() async throws {
+        let h = try await TestHarness.make()
+        let (owner, _) = try await h.user("owner")
+        let (ann, _) = try await h.user("ann")
+        let now = h.clock.now()
+        try await h.services.ticker.tickOnce()
+        let b = try await h.beacon(feature(name: "market", lat: center.lat, lon: center.lon, perimeter: circle(100),
+                                           lifetime: (now.adding(seconds: -60).rfc3339, now.adding(seconds: 120).rfc3339)), owner: owner)
+        _ = try await h.beacons.follow(b.id, by: .user(ann))
+        try await h.fix(ann, lat: center.lat, lon: center.lon)
+        h.clock.advance(seconds: 121)
+        try await h.services.ticker.tickOnce()
+        let types = try await h.events(ann).map(\.type)
+        #expect(types == [.entered, .ended, .exited])
+        #expect(try await h.events(ann).last?.data["reason"] == "ended")
+        try await h.services.ticker.tickOnce()
+        #expect(try await h.events(ann).count == 3, "each transition is reported once")
+
+        // A beacon that starts while a user stands inside enters them.
+        let c = try await h.beacon(feature(name: "pop-up", lat: center.lat, lon: center.lon, perimeter: circle(100),
+                                           lifetime: (h.clock.now().adding(seconds: 30).rfc3339, nil)), owner: owner)
+        _ = try await h.beacons.follow(c.id, by: .user(owner))
+        h.clock.advance(seconds: 5)
+        try await h.fix(ann, lat: center.lat, lon: center.lon)
+        h.clock.advance(seconds: 30)
+        try await h.services.ticker.tickOnce()
+        #expect(try await h.events(ann).suffix(1).map(\.type) == [.entered])
+        #expect(try await h.events(owner).map(\.type) == [.started])
+    }
+
+    @Test func exitCushionDistanceForPolygons() {
+        let square = Perimeter.polygon(Polygon(rings: [box(9.17, 48.77, 9.19, 48.79).map { Position(lon: $0.0, lat: $0.1) }]))
+        // 0.001° of latitude north of the top edge ≈ 111 m.
+        let d = PerimeterDistance.outside(Position(lon: 9.18, lat: 48.791), perimeter: square, center: Position(lon: 9.18, lat: 48.78), covered: false)
+        #expect(abs(d - 111.2) < 0.5)
+    }
+}
