@@ -6,8 +6,6 @@ package import Logging
 package struct AppConfig: Sendable {
     /// Which implementation answers coverage queries.
     package enum Engine: String, Sendable, CaseIterable {
-        /// In-memory R-tree with prepared GEOS geometries (default).
-        case memory
         /// SpatiaLite R*Tree + ST_Covers: the reference path.
         case sql
     }

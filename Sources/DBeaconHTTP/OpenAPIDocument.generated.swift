@@ -2,6 +2,3543 @@
 package enum OpenAPIDocument {
     package static let yaml = #"""
 openapi: 3.1.0
+info:
+  title: DBeacon
+  version: 1.0.0
+  summary: Geospatial digital beacons over JSON/HTTP.
+  description: |
+    DBeacon stores *digital beacons*: records that describe a geographical entity (a place,
+    an event, a moving person or vehicle) and control where, when and to whom its
+    information is shown.
+
+    ## The model
+    A beacon is represented as a GeoJSON Feature (RFC 7946). Its `geometry` is the beacon's
+    location (a Point, static or tracking the owner's live location when
+    `properties.tracks_owner` is true). Its `properties` hold:
+
+    * `perimeter`: where the beacon can be found: a GeoJSON Polygon or MultiPolygon (holes
+      allowed), or `{"type":"Circle","radius_m":…}` centred on the (possibly moving) location.
+      Without one, a beacon gets a 50 m circle.
+    * `lifetime`: an optional `[start, end)` window; outside it only the owner sees the beacon.
+    * `visibility`: an optional member list; absent or null means public. Non-members cannot
+      learn that a private beacon exists.
+    * `tags`, typed directed `relationships` to other beacons (`tour` with `order`,
+      `related`, custom types), `content` references (images, video, audio, web pages),
+      `followers_count`.
+    * Server-owned fields: `id` (when the client does not choose one), `owner`,
+      `followers_count`, `version`, `created_at`, `updated_at`.
+
+    Coordinates are `[lon, lat]` inside GeoJSON objects and named `lat`/`lon` elsewhere
+    (query parameters, location fixes, directions). Timestamps are RFC 3339, written in UTC.
+
+    ## Authentication
+    Every `/v1` call needs `Authorization: Bearer <token>`; without a valid token the answer is
+    401 with `WWW-Authenticate: Bearer`. User tokens are issued once by `POST /v1/users`
+    (admin token only) or `dbeacon user add`. The admin token acts as the operator: it sees
+    every beacon, may create users and delete any beacon, but cannot own or follow beacons.
+    `/healthz`, `/metrics` and `/openapi.yaml` need no token.
+
+    ## Errors
+    Every error has the body `{"error":{"code":"…","message":"…","path":"…"}}`; `path`
+    names the offending member or parameter (`properties.perimeter.coordinates[0][3]`,
+    `lat`, `If-Match`) when there is one.
+
+    | status | meaning | example codes |
+    |---|---|---|
+    | 400 | malformed JSON or parameters | `malformed_json`, `missing_body`, `invalid_parameter`, `missing_parameter`, `invalid_cursor`, `invalid_if_match` |
+    | 401 | missing or invalid token | `unauthorized` |
+    | 403 | visible to the caller but not theirs to change | `forbidden` |
+    | 404 | absent, **or not visible to the caller** (a private beacon is never revealed) | `not_found` |
+    | 409 | uniqueness or state conflict | `beacon_exists`, `edit_conflict`, `conflict` |
+    | 412 | `If-Match` does not name the current version | `version_mismatch` |
+    | 413 | request body over the limit (1 MiB by default) | `body_too_large` |
+    | 422 | well-formed but invalid (bad geometry, lat/lon out of range, NaN, too long, …) | `invalid_geometry`, `too_many_vertices`, `out_of_range`, `not_finite`, `invalid_type`, `missing_field`, `too_long`, `too_many`, `invalid_tag`, `invalid_id`, `invalid_url`, `invalid_lifetime`, `invalid_timestamp`, `read_only`, `unknown_target` |
+    | 429 | rate or frequency limit reached | `rate_limited` |
+
+    Unexpected failures answer 500 (`internal_error`) and an unavailable database 503
+    (`database_busy`), with the same body.
+
+    ## Pagination
+    Lists take `limit` (default 50; values above 500 are capped at 500) and `cursor`. The
+    response carries `next_cursor`: an opaque string to pass as `cursor` for the next page, or
+    null at the end. Cursors are stable under inserts.
+
+    ## Visibility
+    One rule decides every read: the owner (and the operator) always see a beacon; anyone
+    else sees it only while it is alive (inside its lifetime) and, when it is private, only if
+    they are a member. What the caller may not see answers 404, exactly as if it did not exist;
+    a beacon the caller can see but does not own answers 403 to writes reserved to its owner.
+
+    ## Concurrency
+    Single-beacon responses carry `ETag: "<version>"`. `PATCH` and `DELETE` honour `If-Match`
+    (412 on mismatch); `GET` honours `If-None-Match` (304 when unchanged).
+
+    ## Events and webhooks
+    Location fixes, sightings, moves and edits produce events (see the `Event` schema and the
+    `webhooks` section), readable from `GET /v1/events` and delivered to webhook endpoints
+    following the Standard Webhooks specification.
+servers:
+  - url: http://127.0.0.1:8080
+    description: Local `dbeacon serve` (default host and port)
+security:
+  - bearerAuth: []
+tags:
+  - name: operations
+    description: Health, metrics and this document (no authentication).
+  - name: users
+    description: Users and tokens.
+  - name: beacons
+    description: Digital beacons as GeoJSON Features.
+  - name: nearby
+    description: Beacons whose perimeter covers a point.
+  - name: followers
+    description: Following beacons to receive their events.
+  - name: location
+    description: Live location of the caller and fence evaluation.
+  - name: events
+    description: The caller's event log.
+  - name: webhooks
+    description: Webhook endpoints (Standard Webhooks delivery).
+  - name: meetings
+    description: Meeting organizer (meetings are beacons managed by the `meeting` service).
+  - name: groups
+    description: Group tracking.
+  - name: tours
+    description: City tours (tour beacons with ordered `tour` relationships to their stops).
+  - name: promotions
+    description: Location-based advertising.
+  - name: registry
+    description: Physical beacon (iBeacon, Eddystone-UID, AltBeacon) registry.
+  - name: sightings
+    description: Resolving physical beacon sightings to digital beacons.
+
+paths:
+  /healthz:
+    get:
+      tags: [operations]
+      operationId: getHealth
+      summary: Liveness
+      description: Answers once the server accepts requests.
+      security: []
+      responses:
+        '200':
+          description: The server is up.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [status]
+                properties:
+                  status:
+                    type: string
+                    const: ok
+              example: {"status": "ok"}
+
+  /metrics:
+    get:
+      tags: [operations]
+      operationId: getMetrics
+      summary: Prometheus metrics
+      description: >-
+        Metrics in the Prometheus text exposition format (version 0.0.4), such as
+        `dbeacon_http_requests_total` and `dbeacon_beacons_count`.
+      security: []
+      responses:
+        '200':
+          description: Prometheus text.
+          content:
+            text/plain:
+              schema:
+                type: string
+              example: |
+                # TYPE dbeacon_beacons_count gauge
+                dbeacon_beacons_count 42
+
+  /openapi.yaml:
+    get:
+      tags: [operations]
+      operationId: getOpenAPI
+      summary: This document
+      security: []
+      responses:
+        '200':
+          description: The OpenAPI document.
+          content:
+            application/yaml:
+              schema:
+                type: string
+
+  /v1/users:
+    post:
+      tags: [users]
+      operationId: createUser
+      summary: Create a user (admin token only)
+      description: >-
+        Creates a user and returns its bearer token. The token is shown only this
+        once; only its hash is stored. Only the admin token may call this (403 otherwise).
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              $ref: '#/components/schemas/UserCreate'
+            example: {"name": "ann"}
+      responses:
+        '201':
+          description: The user and its token.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/UserCreated'
+              example: {"id": "usr_7QpX2mR9vK4sT1wY6zB3cD", "name": "ann", "token": "dbt_Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2H1g0F9e"}
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '413':
+          $ref: '#/components/responses/PayloadTooLarge'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+
+  /v1/me:
+    get:
+      tags: [users]
+      operationId: getMe
+      summary: Who the token belongs to
+      responses:
+        '200':
+          description: The caller. `id` is null for the admin token.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/Me'
+              examples:
+                user:
+                  value: {"id": "usr_7QpX2mR9vK4sT1wY6zB3cD", "admin": false}
+                admin:
+                  value: {"id": null, "admin": true}
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+
+  /v1/me/location:
+    post:
+      tags: [location]
+      operationId: postMyLocation
+      summary: Report the caller's location
+      description: |
+        Reports one fix or a batch of fixes (applied in timestamp order). The server updates the
+        caller's live location (and every beacon of theirs with `tracks_owner: true`), evaluates
+        the fences of the beacons visible to the caller and returns the beacons the caller is
+        now inside together with the events this produced (`beacon.entered`, `beacon.exited`,
+        `beacon.dwelled`, group range events, …). Events are also written to the event log and
+        delivered to webhooks.
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              $ref: '#/components/schemas/LocationUpdate'
+            examples:
+              single:
+                value: {"lat": 48.7784, "lon": 9.18, "accuracy_m": 8, "timestamp": "2026-11-21T12:05:00Z"}
+              batch:
+                value:
+                  fixes:
+                    - {"lat": 48.7758, "lon": 9.1829, "accuracy_m": 12, "timestamp": "2026-11-21T12:03:00Z"}
+                    - {"lat": 48.7784, "lon": 9.18, "accuracy_m": 8, "timestamp": "2026-11-21T12:05:00Z"}
+      responses:
+        '200':
+          description: Where the caller is now and what happened.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/LocationResult'
+              example:
+                inside: ["bcn_4fJ2kQ9xLm7pR1sT3vW5yZ"]
+                events:
+                  - id: evt_8sD3fG5hJ7kL9zX2cV4bN6
+                    type: beacon.entered
+                    created_at: '2026-11-21T12:05:00Z'
+                    recipient: usr_7QpX2mR9vK4sT1wY6zB3cD
+                    data: {"beacon": "bcn_4fJ2kQ9xLm7pR1sT3vW5yZ", "name": "Lunch meet-up", "lat": 48.7784, "lon": 9.18}
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '413':
+          $ref: '#/components/responses/PayloadTooLarge'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+
+  /v1/me/interests:
+    put:
+      tags: [promotions]
+      operationId: putMyInterests
+      summary: Set the caller's interests
+      description: >-
+        Replaces the caller's interests, used to pick promotions. Interests are tags
+        (lower-cased on input).
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              $ref: '#/components/schemas/Interests'
+            example: {"interests": ["food", "music"]}
+      responses:
+        '200':
+          description: The stored interests.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/Interests'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '413':
+          $ref: '#/components/responses/PayloadTooLarge'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+
+  /v1/beacons:
+    post:
+      tags: [beacons]
+      operationId: createBeacon
+      summary: Create a beacon
+      description: |
+        Creates a beacon owned by the calling user (the admin token cannot own beacons: 403).
+
+        * `geometry` is the location, a Point. A Polygon or MultiPolygon geometry is also
+          accepted (so that ordinary GeoJSON files import as they are): it becomes the perimeter
+          unless `properties.perimeter` is given, and the location is a point on its surface.
+        * Without `perimeter` the beacon gets a circle of 50 m.
+        * `id` may be chosen by the client (`bcn_` + 1–64 of `[A-Za-z0-9_-]`); 409
+          `beacon_exists` if it is taken. Otherwise the server generates an unguessable id.
+        * `properties.owner`, when present, must name the caller (422 `read_only` otherwise);
+          `followers_count`, `version`, `created_at` and `updated_at` are ignored.
+        * Relationship targets must exist and be visible to the caller (422 `unknown_target`),
+          and may not be the beacon itself.
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              $ref: '#/components/schemas/BeaconInput'
+            examples:
+              circle:
+                summary: A point beacon with a 150 m circle, open for two hours
+                value:
+                  type: Feature
+                  geometry: {"type": "Point", "coordinates": [9.18, 48.7784]}
+                  properties:
+                    name: Lunch meet-up
+                    description: Maultaschen on the Schlossplatz
+                    perimeter: {"type": "Circle", "radius_m": 150}
+                    lifetime: {"start": "2026-11-21T12:00:00Z", "end": "2026-11-21T14:00:00Z"}
+                    tags: [food, meeting]
+                    content:
+                      - {"kind": "image", "url": "https://example.org/schlossplatz.jpg", "title": "Schlossplatz"}
+              polygon:
+                summary: A private beacon with a polygonal perimeter
+                value:
+                  type: Feature
+                  geometry: {"type": "Point", "coordinates": [9.18, 48.7784]}
+                  properties:
+                    name: Schlossplatz
+                    perimeter:
+                      type: Polygon
+                      coordinates: [[[9.1775, 48.777], [9.1825, 48.777], [9.1825, 48.78], [9.1775, 48.78], [9.1775, 48.777]]]
+                    visibility: {"members": ["usr_2bC4dE6fG8hJ0kL2mN4pQ6"]}
+                    tags: [sightseeing]
+      responses:
+        '201':
+          description: The created beacon.
+          headers:
+            ETag:
+              $ref: '#/components/headers/ETag'
+            Location:
+              $ref: '#/components/headers/Location'
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/BeaconFeature'
+              examples:
+                beacon:
+                  $ref: '#/components/examples/BeaconFeature'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '409':
+          $ref: '#/components/responses/Conflict'
+        '413':
+          $ref: '#/components/responses/PayloadTooLarge'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+    get:
+      tags: [beacons]
+      operationId: listBeacons
+      summary: List beacons
+      description: >-
+        Beacons visible to the caller (see Visibility), oldest first, filtered by
+        tag, owner, bounding box and service. Paginated with `limit` and `cursor`.
+      parameters:
+        - $ref: '#/components/parameters/Tag'
+        - name: owner
+          in: query
+          description: Only beacons of this owner; `me` for the caller (400 with the admin token).
+          schema:
+            oneOf:
+              - type: string
+                const: me
+              - $ref: '#/components/schemas/UserId'
+          example: me
+        - name: bbox
+          in: query
+          description: |
+            `west,south,east,north` in degrees: only beacons whose **location** lies in the box
+            (edges included). `west > east` means the box crosses the antimeridian. 400 when it
+            is not four numbers; 422 (`out_of_range`) when outside [-180, 180] × [-90, 90] or
+            south > north.
+          schema:
+            type: string
+            pattern: '^[^,]+,[^,]+,[^,]+,[^,]+$'
+          example: 9.1,48.7,9.3,48.85
+        - name: service
+          in: query
+          description: >-
+            Only beacons managed by this service (`meeting`, `group`, `tour`,
+            `place`, `promotion`).
+          schema:
+            type: string
+          example: meeting
+        - $ref: '#/components/parameters/Limit'
+        - $ref: '#/components/parameters/Cursor'
+      responses:
+        '200':
+          description: A page of beacons; `next_cursor` is null on the last page.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/BeaconPage'
+              examples:
+                page:
+                  $ref: '#/components/examples/BeaconPage'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+
+  /v1/beacons/{id}:
+    parameters:
+      - $ref: '#/components/parameters/BeaconId'
+    get:
+      tags: [beacons]
+      operationId: getBeacon
+      summary: Get one beacon
+      parameters:
+        - $ref: '#/components/parameters/IfNoneMatch'
+      responses:
+        '200':
+          description: The beacon.
+          headers:
+            ETag:
+              $ref: '#/components/headers/ETag'
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/BeaconFeature'
+              examples:
+                beacon:
+                  $ref: '#/components/examples/BeaconFeature'
+        '304':
+          description: '`If-None-Match` names the current version; no body.'
+          headers:
+            ETag:
+              $ref: '#/components/headers/ETag'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '404':
+          $ref: '#/components/responses/NotFound'
+    patch:
+      tags: [beacons]
+      operationId: updateBeacon
+      summary: Edit a beacon (JSON merge patch, owner only)
+      description: |
+        Applies an RFC 7396 JSON merge patch to the beacon's Feature representation and
+        validates the result exactly as on create. Members set to null are removed
+        (`"lifetime": null` makes it unlimited, `"visibility": null` makes it public,
+        `"perimeter": null` resets it to the default 50 m circle); arrays (`tags`,
+        `relationships`, `content`) are replaced as a whole.
+
+        * Only the owner may edit (403 for others who can see the beacon, 404 for those who
+          cannot).
+        * `id` and `properties.owner` cannot change (422 `read_only`); `followers_count`,
+          `version`, `created_at` and `updated_at` are ignored.
+        * With `If-Match` the patch applies only to that version (412 `version_mismatch`
+          otherwise). Without it, a concurrent edit is merged by re-applying the patch to the
+          newer version (409 `edit_conflict` if that keeps failing).
+        * Each effective change increments `version` and sends `beacon.updated` to followers; a
+          patch that changes nothing returns the beacon unchanged.
+      parameters:
+        - $ref: '#/components/parameters/IfMatch'
+      requestBody:
+        required: true
+        content:
+          application/merge-patch+json:
+            schema:
+              $ref: '#/components/schemas/BeaconPatch'
+            examples:
+              rename:
+                value: {"properties": {"name": "Lunch meet-up (moved)", "perimeter": {"type": "Circle", "radius_m": 200}}}
+              move:
+                value: {"geometry": {"type": "Point", "coordinates": [9.1829, 48.7758]}, "properties": {"lifetime": null}}
+          application/json:
+            schema:
+              $ref: '#/components/schemas/BeaconPatch'
+      responses:
+        '200':
+          description: The edited beacon.
+          headers:
+            ETag:
+              $ref: '#/components/headers/ETag'
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/BeaconFeature'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '409':
+          $ref: '#/components/responses/Conflict'
+        '412':
+          $ref: '#/components/responses/PreconditionFailed'
+        '413':
+          $ref: '#/components/responses/PayloadTooLarge'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+    delete:
+      tags: [beacons]
+      operationId: deleteBeacon
+      summary: Delete a beacon (owner only)
+      description: >-
+        Deletes the beacon (its owner, or the operator for moderation) and sends
+        `beacon.deleted` to its followers. `If-Match` is honoured.
+      parameters:
+        - $ref: '#/components/parameters/IfMatch'
+      responses:
+        '204':
+          description: Deleted.
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '412':
+          $ref: '#/components/responses/PreconditionFailed'
+
+  /v1/beacons/{id}/followers:
+    parameters:
+      - $ref: '#/components/parameters/BeaconId'
+    post:
+      tags: [followers]
+      operationId: followBeacon
+      summary: Follow a beacon
+      description: >-
+        The caller follows a beacon they can see and from then on receives its
+        events (`beacon.updated`, `beacon.deleted`, `beacon.started`, `beacon.ended`, …). Users
+        only (403 for the admin token). No request body.
+      responses:
+        '201':
+          description: Now following.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/FollowResult'
+              example: {"beacon": "bcn_4fJ2kQ9xLm7pR1sT3vW5yZ", "user": "usr_2bC4dE6fG8hJ0kL2mN4pQ6", "following": true, "followers_count": 1}
+        '200':
+          description: Was already following.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/FollowResult'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+    get:
+      tags: [followers]
+      operationId: listFollowers
+      summary: List followers (owner only)
+      description: >-
+        The followers of a beacon, in the order they started following. Only the
+        owner (or the operator) may list them; others who can see the beacon get 403.
+      parameters:
+        - $ref: '#/components/parameters/Limit'
+        - $ref: '#/components/parameters/Cursor'
+      responses:
+        '200':
+          description: A page of followers.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/FollowerList'
+              example:
+                followers:
+                  - {"id": "usr_2bC4dE6fG8hJ0kL2mN4pQ6", "name": "bob", "since": "2026-11-21T11:40:00Z"}
+                next_cursor: null
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+
+  /v1/beacons/{id}/followers/me:
+    parameters:
+      - $ref: '#/components/parameters/BeaconId'
+    delete:
+      tags: [followers]
+      operationId: unfollowBeacon
+      summary: Stop following
+      description: >-
+        The caller stops following. A follower may always unfollow, even after
+        losing sight of the beacon; otherwise the beacon must be visible (404). Unfollowing a
+        visible beacon one does not follow is a no-op (204).
+      responses:
+        '204':
+          description: Not following (any more).
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+
+  /v1/beacons/{id}/related:
+    parameters:
+      - $ref: '#/components/parameters/BeaconId'
+    get:
+      tags: [beacons]
+      operationId: listRelatedBeacons
+      summary: Related beacons
+      description: >-
+        The targets of the beacon's relationships that the caller can see (others
+        are silently left out), ordered by `order` (relationships without one last, in their
+        listed order). Each feature's properties add `relationship` (`type` and, when set,
+        `order`). Not paginated.
+      parameters:
+        - name: type
+          in: query
+          description: >-
+            Only relationships of this type (a tag, lower-cased; 422 `invalid_tag`
+            when not a valid tag).
+          schema:
+            $ref: '#/components/schemas/Tag'
+          example: tour
+      responses:
+        '200':
+          description: The related beacons.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/RelatedFeatureCollection'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+
+  /v1/beacons/{id}/content:
+    parameters:
+      - $ref: '#/components/parameters/BeaconId'
+    post:
+      tags: [beacons]
+      operationId: addBeaconContent
+      summary: Add a content reference (owner only)
+      description: >-
+        Appends a content reference (at most 100 per beacon: 422 `too_many`). The
+        server sets `added_by` and `created_at`; the beacon's `version` increments and
+        followers receive `beacon.updated`.
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              $ref: '#/components/schemas/ContentRefInput'
+            example: {"kind": "video", "url": "https://example.org/stuttgart-tour.mp4", "title": "A walk through Stuttgart"}
+      responses:
+        '201':
+          description: The updated beacon.
+          headers:
+            ETag:
+              $ref: '#/components/headers/ETag'
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/BeaconFeature'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '413':
+          $ref: '#/components/responses/PayloadTooLarge'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+
+  /v1/beacons/{id}/directions:
+    parameters:
+      - $ref: '#/components/parameters/BeaconId'
+    get:
+      tags: [beacons]
+      operationId: getDirections
+      summary: Directions to a beacon
+      description: >-
+        Geodesic distance (WGS84 ellipsoid) and initial bearing from a point to the
+        beacon's current location, a walking time at 1.4 m/s and an RFC 5870 `geo:` URI.
+      parameters:
+        - name: from_lat
+          in: query
+          required: true
+          description: >-
+            Latitude of the starting point (400 when missing or not a number, 422
+            when outside [-90, 90] or not finite).
+          schema:
+            type: number
+            minimum: -90
+            maximum: 90
+          example: 48.7758
+        - name: from_lon
+          in: query
+          required: true
+          description: >-
+            Longitude of the starting point (400 when missing or not a number, 422
+            when outside [-180, 180] or not finite).
+          schema:
+            type: number
+            minimum: -180
+            maximum: 180
+          example: 9.1829
+      responses:
+        '200':
+          description: Directions.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/Directions'
+              example:
+                beacon: bcn_4fJ2kQ9xLm7pR1sT3vW5yZ
+                from: {"lat": 48.7758, "lon": 9.1829}
+                to: {"lat": 48.7784, "lon": 9.18}
+                distance_m: 359.2
+                bearing_deg: 323.6
+                walking_eta_s: 257
+                geo_uri: geo:48.7784,9.18
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+
+  /v1/nearby:
+    get:
+      tags: [nearby]
+      operationId: nearby
+      summary: Beacons covering a point
+      description: |
+        Beacons whose perimeter covers the point (the boundary counts; circles by geodesic
+        distance from the beacon's current location), visible to the caller, alive at `at`
+        (default now). Each feature's properties add `distance_m` and `bearing_deg` from the
+        point to the beacon's location (WGS84 ellipsoid). Nearest first (ties by id), at most
+        `limit` features; not paginated. Repeated `tag` means any of them.
+      parameters:
+        - $ref: '#/components/parameters/Lat'
+        - $ref: '#/components/parameters/Lon'
+        - $ref: '#/components/parameters/Tag'
+        - $ref: '#/components/parameters/Limit'
+        - $ref: '#/components/parameters/At'
+      responses:
+        '200':
+          description: The covering beacons, nearest first.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/NearbyFeatureCollection'
+              examples:
+                stuttgart:
+                  $ref: '#/components/examples/Nearby'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+
+  /v1/events:
+    get:
+      tags: [events]
+      operationId: listEvents
+      summary: The caller's events
+      description: >-
+        The events addressed to the caller, oldest first (the admin token reads
+        every event). Resume with `after` set to the `next_cursor` of the previous page or to
+        the id of the last event seen.
+      parameters:
+        - name: after
+          in: query
+          description: A `next_cursor` value, or an event id (`evt_…`) to read the events after it.
+          schema:
+            type: string
+          example: evt_8sD3fG5hJ7kL9zX2cV4bN6
+        - $ref: '#/components/parameters/Limit'
+      responses:
+        '200':
+          description: A page of events.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/EventList'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+
+  /v1/webhooks:
+    post:
+      tags: [webhooks]
+      operationId: createWebhook
+      summary: Register a webhook endpoint
+      description: |
+        Registers an endpoint that receives events as Standard Webhooks (see the `webhooks`
+        section). `scope: user` (default) receives the caller's events; `scope: all` receives
+        every event and needs the admin token (403 otherwise). The signing `secret`
+        (`whsec_…`) is returned only in this response. URLs on loopback or private addresses
+        are refused (422) unless the server runs with `--allow-private-webhooks`.
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              $ref: '#/components/schemas/WebhookCreate'
+            example: {"url": "https://hooks.example.org/dbeacon", "events": ["*"], "scope": "user"}
+      responses:
+        '201':
+          description: The endpoint, with its secret (shown once).
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/WebhookCreated'
+              example:
+                id: whk_3kL5mN7pQ9rS1tU3vW5xY7
+                url: https://hooks.example.org/dbeacon
+                events: ['*']
+                scope: user
+                owner: usr_7QpX2mR9vK4sT1wY6zB3cD
+                description: null
+                status: active
+                disabled_reason: null
+                created_at: '2026-11-21T10:00:00Z'
+                secret: whsec_MfKQ9r8GKYqXo2ZbPZyR8s9JYa7sQEWc
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '413':
+          $ref: '#/components/responses/PayloadTooLarge'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+    get:
+      tags: [webhooks]
+      operationId: listWebhooks
+      summary: The caller's webhook endpoints
+      description: The caller's endpoints (all endpoints for the admin token), without secrets.
+      responses:
+        '200':
+          description: The endpoints.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [webhooks]
+                properties:
+                  webhooks:
+                    type: array
+                    items:
+                      $ref: '#/components/schemas/Webhook'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+
+  /v1/webhooks/{id}:
+    parameters:
+      - $ref: '#/components/parameters/WebhookId'
+    get:
+      tags: [webhooks]
+      operationId: getWebhook
+      summary: One webhook endpoint
+      responses:
+        '200':
+          description: The endpoint, without its secret.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/Webhook'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '404':
+          $ref: '#/components/responses/NotFound'
+    delete:
+      tags: [webhooks]
+      operationId: deleteWebhook
+      summary: Remove a webhook endpoint
+      description: Removes the endpoint and cancels its pending deliveries.
+      responses:
+        '204':
+          description: Removed.
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '404':
+          $ref: '#/components/responses/NotFound'
+
+  /v1/webhooks/{id}/deliveries:
+    parameters:
+      - $ref: '#/components/parameters/WebhookId'
+    get:
+      tags: [webhooks]
+      operationId: listWebhookDeliveries
+      summary: Delivery attempts and outcomes
+      description: >-
+        The deliveries of an endpoint (newest first), each with its attempts. Only
+        the endpoint's owner (or the operator) can see them; others get 404.
+      parameters:
+        - $ref: '#/components/parameters/Limit'
+        - $ref: '#/components/parameters/Cursor'
+      responses:
+        '200':
+          description: A page of deliveries.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/DeliveryList'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '404':
+          $ref: '#/components/responses/NotFound'
+
+  /v1/meetings:
+    post:
+      tags: [meetings]
+      operationId: createMeeting
+      summary: Organize a meeting
+      description: >-
+        Creates a meeting: a beacon managed by the `meeting` service, owned by the
+        caller (the organizer), alive from `start` to `end`, tagged `meeting`. With `invitees`
+        the meeting is private to the organizer and the invitees (its visibility members);
+        without, it is public. Invitees follow the meeting and receive `meeting.updated` and
+        `meeting.cancelled`.
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              $ref: '#/components/schemas/MeetingCreate'
+            example:
+              name: Lunch meet-up
+              description: Maultaschen on the Schlossplatz
+              location: {"lat": 48.7784, "lon": 9.18}
+              perimeter: {"type": "Circle", "radius_m": 150}
+              start: '2026-11-21T12:00:00Z'
+              end: '2026-11-21T14:00:00Z'
+              invitees: [usr_2bC4dE6fG8hJ0kL2mN4pQ6]
+      responses:
+        '201':
+          description: The meeting beacon.
+          headers:
+            ETag:
+              $ref: '#/components/headers/ETag'
+            Location:
+              $ref: '#/components/headers/Location'
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/BeaconFeature'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '413':
+          $ref: '#/components/responses/PayloadTooLarge'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+
+  /v1/meetings/nearby:
+    get:
+      tags: [meetings]
+      operationId: nearbyMeetings
+      summary: Meetings covering a point
+      description: Like `GET /v1/nearby`, restricted to meetings.
+      parameters:
+        - $ref: '#/components/parameters/Lat'
+        - $ref: '#/components/parameters/Lon'
+        - $ref: '#/components/parameters/Limit'
+        - $ref: '#/components/parameters/At'
+      responses:
+        '200':
+          description: The covering meetings, nearest first.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/NearbyFeatureCollection'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+
+  /v1/meetings/{id}:
+    parameters:
+      - $ref: '#/components/parameters/MeetingId'
+    patch:
+      tags: [meetings]
+      operationId: updateMeeting
+      summary: Change a meeting (organizer only)
+      description: >-
+        Changes any create field (merge semantics; `invitees` replaces the list).
+        Participants receive `meeting.updated`. `If-Match` is honoured.
+      parameters:
+        - $ref: '#/components/parameters/IfMatch'
+      requestBody:
+        required: true
+        content:
+          application/merge-patch+json:
+            schema:
+              $ref: '#/components/schemas/MeetingPatch'
+          application/json:
+            schema:
+              $ref: '#/components/schemas/MeetingPatch'
+            example: {"start": "2026-11-21T12:30:00Z", "end": "2026-11-21T14:30:00Z"}
+      responses:
+        '200':
+          description: The changed meeting.
+          headers:
+            ETag:
+              $ref: '#/components/headers/ETag'
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/BeaconFeature'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '409':
+          $ref: '#/components/responses/Conflict'
+        '412':
+          $ref: '#/components/responses/PreconditionFailed'
+        '413':
+          $ref: '#/components/responses/PayloadTooLarge'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+    delete:
+      tags: [meetings]
+      operationId: cancelMeeting
+      summary: Cancel a meeting (organizer only)
+      description: Deletes the meeting; participants receive `meeting.cancelled`.
+      parameters:
+        - $ref: '#/components/parameters/IfMatch'
+      responses:
+        '204':
+          description: Cancelled.
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '412':
+          $ref: '#/components/responses/PreconditionFailed'
+
+  /v1/meetings/{id}/join:
+    parameters:
+      - $ref: '#/components/parameters/MeetingId'
+    post:
+      tags: [meetings]
+      operationId: joinMeeting
+      summary: Join a meeting
+      description: >-
+        The caller joins a meeting they can see (invitees of a private meeting, or
+        anyone for a public one) and follows it. No request body.
+      responses:
+        '201':
+          description: Joined.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/MeetingJoinResult'
+              example: {"meeting": "bcn_9aB8cD7eF6gH5iJ4kL3mN2", "user": "usr_2bC4dE6fG8hJ0kL2mN4pQ6", "joined": true, "participants_count": 2}
+        '200':
+          description: Had already joined.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/MeetingJoinResult'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '409':
+          $ref: '#/components/responses/Conflict'
+
+  /v1/groups:
+    post:
+      tags: [groups]
+      operationId: createGroup
+      summary: Create a tracked group
+      description: >-
+        Creates a group led by the caller. Members share their live location within
+        the group; a member farther than `range_m` from the leader produces
+        `group.member_out_of_range` (and `group.member_back_in_range` on return) for the group.
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              $ref: '#/components/schemas/GroupCreate'
+            example: {"name": "School trip 4b", "range_m": 300, "members": ["usr_2bC4dE6fG8hJ0kL2mN4pQ6"]}
+      responses:
+        '201':
+          description: The group.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/Group'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '413':
+          $ref: '#/components/responses/PayloadTooLarge'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+
+  /v1/groups/{id}:
+    parameters:
+      - $ref: '#/components/parameters/GroupId'
+    get:
+      tags: [groups]
+      operationId: getGroup
+      summary: One group (members only)
+      responses:
+        '200':
+          description: The group and its members.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/Group'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '404':
+          $ref: '#/components/responses/NotFound'
+
+  /v1/groups/{id}/join:
+    parameters:
+      - $ref: '#/components/parameters/GroupId'
+    post:
+      tags: [groups]
+      operationId: joinGroup
+      summary: Join a group
+      description: >-
+        The caller joins the group; members receive `group.member_joined`. Joining
+        again is a no-op. No request body.
+      responses:
+        '200':
+          description: The group.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/Group'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '409':
+          $ref: '#/components/responses/Conflict'
+
+  /v1/groups/{id}/leave:
+    parameters:
+      - $ref: '#/components/parameters/GroupId'
+    post:
+      tags: [groups]
+      operationId: leaveGroup
+      summary: Leave a group
+      description: >-
+        The caller leaves the group; the remaining members receive
+        `group.member_left`. No request body.
+      responses:
+        '204':
+          description: Left.
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '409':
+          $ref: '#/components/responses/Conflict'
+
+  /v1/groups/{id}/members/{user}:
+    parameters:
+      - $ref: '#/components/parameters/GroupId'
+      - name: user
+        in: path
+        required: true
+        description: The member to remove.
+        schema:
+          $ref: '#/components/schemas/UserId'
+    delete:
+      tags: [groups]
+      operationId: removeGroupMember
+      summary: Remove a member (leader only)
+      description: The leader removes a member; the members receive `group.member_left`.
+      responses:
+        '204':
+          description: Removed.
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+
+  /v1/tours:
+    post:
+      tags: [tours]
+      operationId: createTour
+      summary: Create a city tour
+      description: >-
+        Creates a tour beacon (service `tour`) owned by the caller, with a `tour`
+        relationship (with `order`) to each stop. Stops are existing beacons the caller can
+        see (422 `unknown_target` otherwise). Without a perimeter the tour's perimeter covers
+        its stops.
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              $ref: '#/components/schemas/TourCreate'
+            example:
+              name: Stuttgart old town
+              description: From the Schlossplatz to the Marktplatz
+              tags: [sightseeing]
+              stops:
+                - {"beacon": "bcn_4fJ2kQ9xLm7pR1sT3vW5yZ"}
+                - {"beacon": "bcn_5gK3lR0yMn8qS2tU4wX6zA"}
+      responses:
+        '201':
+          description: The tour.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/Tour'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '413':
+          $ref: '#/components/responses/PayloadTooLarge'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+
+  /v1/tours/nearby:
+    get:
+      tags: [tours]
+      operationId: nearbyTours
+      summary: Tours covering a point
+      description: Like `GET /v1/nearby`, restricted to tours.
+      parameters:
+        - $ref: '#/components/parameters/Lat'
+        - $ref: '#/components/parameters/Lon'
+        - $ref: '#/components/parameters/Tag'
+        - $ref: '#/components/parameters/Limit'
+        - $ref: '#/components/parameters/At'
+      responses:
+        '200':
+          description: The covering tours, nearest first.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/NearbyFeatureCollection'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+
+  /v1/tours/{id}:
+    parameters:
+      - $ref: '#/components/parameters/TourId'
+    get:
+      tags: [tours]
+      operationId: getTour
+      summary: One tour with its stops
+      responses:
+        '200':
+          description: The tour and its visible stops in order.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/Tour'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '404':
+          $ref: '#/components/responses/NotFound'
+
+  /v1/tours/{id}/next:
+    parameters:
+      - $ref: '#/components/parameters/TourId'
+    get:
+      tags: [tours]
+      operationId: nextTourStop
+      summary: The next stop
+      description: >-
+        The stop after `from` (the first stop when `from` is absent), skipping stops
+        the caller cannot see; `next` is null at the end of the tour. With `lat`/`lon`,
+        `directions` leads from there to the next stop.
+      parameters:
+        - name: from
+          in: query
+          description: The current stop (a beacon id that is a stop of this tour; 422 otherwise).
+          schema:
+            $ref: '#/components/schemas/BeaconId'
+        - name: lat
+          in: query
+          description: Optional latitude of the caller, for directions.
+          schema:
+            type: number
+            minimum: -90
+            maximum: 90
+        - name: lon
+          in: query
+          description: Optional longitude of the caller, for directions.
+          schema:
+            type: number
+            minimum: -180
+            maximum: 180
+      responses:
+        '200':
+          description: The next stop.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/TourNext'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+
+  /v1/promotions:
+    post:
+      tags: [promotions]
+      operationId: createPromotion
+      summary: Create a promotion
+      description: >-
+        Creates a promotion: a beacon managed by the `promotion` service, owned by
+        the caller, shown to users inside its perimeter during its lifetime, targeted at
+        interests.
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              $ref: '#/components/schemas/PromotionCreate'
+            example:
+              name: 2-for-1 Maultaschen
+              location: {"lat": 48.7784, "lon": 9.18}
+              perimeter: {"type": "Circle", "radius_m": 250}
+              start: '2026-11-21T11:00:00Z'
+              end: '2026-11-21T15:00:00Z'
+              tags: [food]
+              interests: [food]
+              priority: 60
+              content:
+                - {"kind": "image", "url": "https://example.org/maultaschen.jpg", "title": "Maultaschen"}
+      responses:
+        '201':
+          description: The promotion beacon.
+          headers:
+            ETag:
+              $ref: '#/components/headers/ETag'
+            Location:
+              $ref: '#/components/headers/Location'
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/PromotionFeature'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '413':
+          $ref: '#/components/responses/PayloadTooLarge'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+
+  /v1/promotions/nearby:
+    get:
+      tags: [promotions]
+      operationId: nearbyPromotions
+      summary: Promotions covering a point
+      description: Like `GET /v1/nearby`, restricted to promotions.
+      parameters:
+        - $ref: '#/components/parameters/Lat'
+        - $ref: '#/components/parameters/Lon'
+        - $ref: '#/components/parameters/Tag'
+        - $ref: '#/components/parameters/Limit'
+        - $ref: '#/components/parameters/At'
+      responses:
+        '200':
+          description: The covering promotions, nearest first.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/NearbyFeatureCollection'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+
+  /v1/promotions/pick:
+    get:
+      tags: [promotions]
+      operationId: pickPromotion
+      summary: The best promotion for the caller here
+      description: >-
+        Scores the promotions covering the point by the caller's interests,
+        priority, distance and past interactions (dismissed promotions and frequency caps are
+        respected) and returns the best one, or null.
+      parameters:
+        - $ref: '#/components/parameters/Lat'
+        - $ref: '#/components/parameters/Lon'
+        - $ref: '#/components/parameters/At'
+      responses:
+        '200':
+          description: The pick.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/PromotionPick'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+
+  /v1/promotions/{id}/interactions:
+    parameters:
+      - $ref: '#/components/parameters/PromotionId'
+    post:
+      tags: [promotions]
+      operationId: recordPromotionInteraction
+      summary: Record an interaction
+      description: >-
+        Records that the caller saw, clicked, dismissed or converted on a
+        promotion they can see.
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              $ref: '#/components/schemas/InteractionCreate'
+            example: {"type": "click", "timestamp": "2026-11-21T12:06:00Z"}
+      responses:
+        '201':
+          description: Recorded.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/Interaction'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '413':
+          $ref: '#/components/responses/PayloadTooLarge'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+
+  /v1/promotions/{id}/stats:
+    parameters:
+      - $ref: '#/components/parameters/PromotionId'
+    get:
+      tags: [promotions]
+      operationId: getPromotionStats
+      summary: Interaction statistics (owner only)
+      responses:
+        '200':
+          description: Counts per interaction type.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/PromotionStats'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+
+  /v1/registry:
+    post:
+      tags: [registry]
+      operationId: registerPhysicalBeacon
+      summary: Register a physical beacon
+      description: |
+        Links a physical BLE beacon to a digital beacon the caller owns (403 for a visible
+        beacon of someone else, 404 for an invisible one). iBeacon entries may leave `major`
+        and/or `minor` out to match any value; resolution picks the most specific active entry.
+        Registering an identifier that is already registered (with the same specificity) is a
+        409.
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              $ref: '#/components/schemas/RegistryEntryCreate'
+            examples:
+              ibeacon:
+                value: {"type": "ibeacon", "uuid": "f7826da6-4fa2-4e98-8024-bc5b71e0893e", "major": 100, "minor": 7, "beacon": "bcn_4fJ2kQ9xLm7pR1sT3vW5yZ", "position": {"lat": 48.7784, "lon": 9.18, "level": 0}, "measured_power": -59}
+              eddystone:
+                value: {"type": "eddystone-uid", "namespace": "edd1ebeac04e5defa017", "instance": "0000000000a1", "beacon": "bcn_4fJ2kQ9xLm7pR1sT3vW5yZ"}
+      responses:
+        '201':
+          description: The registry entry.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/RegistryEntry'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '409':
+          $ref: '#/components/responses/Conflict'
+        '413':
+          $ref: '#/components/responses/PayloadTooLarge'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+
+  /v1/registry/resolve:
+    get:
+      tags: [registry]
+      operationId: resolvePhysicalBeacon
+      summary: Resolve an iBeacon identifier
+      description: >-
+        The digital beacon of the most specific active registry entry matching the
+        identifier (uuid+major+minor before uuid+major before uuid), if the caller can see it;
+        404 otherwise.
+      parameters:
+        - name: uuid
+          in: query
+          required: true
+          schema:
+            type: string
+            format: uuid
+          example: f7826da6-4fa2-4e98-8024-bc5b71e0893e
+        - name: major
+          in: query
+          schema:
+            type: integer
+            minimum: 0
+            maximum: 65535
+          example: 100
+        - name: minor
+          in: query
+          schema:
+            type: integer
+            minimum: 0
+            maximum: 65535
+          example: 7
+      responses:
+        '200':
+          description: The digital beacon.
+          headers:
+            ETag:
+              $ref: '#/components/headers/ETag'
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/BeaconFeature'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+
+  /v1/sightings:
+    post:
+      tags: [sightings]
+      operationId: postSightings
+      summary: Report physical beacon sightings
+      description: |
+        Resolves each sighting (an iBeacon identifier, or a raw advertisement in hex that is
+        parsed as iBeacon, Eddystone-UID or AltBeacon) through the registry, estimates the
+        distance from RSSI and the transmit power (`tx_power`, else the entry's
+        `measured_power`), estimates the caller's position from sightings of positioned
+        entries, and runs fence evaluation like a location fix. One result per sighting, in
+        order; a sighting that cannot be resolved carries an `error` and does not fail the
+        batch. Re-sending a `batch_id` returns the first answer without repeating its effects.
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              $ref: '#/components/schemas/SightingBatch'
+            example:
+              batch_id: b-2026-11-21-0001
+              sightings:
+                - {"uuid": "f7826da6-4fa2-4e98-8024-bc5b71e0893e", "major": 100, "minor": 7, "rssi": -67, "tx_power": -59, "timestamp": "2026-11-21T12:05:00Z"}
+                - {"adv": "0201061aff4c000215f7826da64fa24e988024bc5b71e0893e00640007c5", "rssi": -80, "timestamp": "2026-11-21T12:05:01Z"}
+      responses:
+        '200':
+          description: Results, position estimate and events.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/SightingResults'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '413':
+          $ref: '#/components/responses/PayloadTooLarge'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+
+webhooks:
+  event:
+    post:
+      summary: An event delivered to a webhook endpoint
+      description: |
+        Delivery follows the Standard Webhooks specification: a `POST` of the event JSON to the
+        endpoint URL. `webhook-signature` is `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`
+        keyed with the base64-decoded part of the endpoint's secret `whsec_<base64 key>` (during a
+        secret rotation, several space-separated signatures may be sent). A 2xx answer means
+        delivered; anything else, a timeout or a refused connection is retried on the retry
+        schedule (`--webhook-retry-schedule`, by default 0, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h,
+        10 h after the first attempt) with the same `webhook-id`; 410 disables the endpoint.
+        Visibility is checked again before each delivery.
+      security: []
+      parameters:
+        - name: webhook-id
+          in: header
+          required: true
+          description: The event id; the same on every retry (use it to de-duplicate).
+          schema:
+            type: string
+          example: evt_8sD3fG5hJ7kL9zX2cV4bN6
+        - name: webhook-timestamp
+          in: header
+          required: true
+          description: Unix seconds of this attempt.
+          schema:
+            type: integer
+          example: 1795262700
+        - name: webhook-signature
+          in: header
+          required: true
+          schema:
+            type: string
+          example: v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              $ref: '#/components/schemas/Event'
+      responses:
+        '2XX':
+          description: Delivered.
+        '410':
+          description: Gone; the endpoint is disabled.
+        default:
+          description: Not delivered; retried on the schedule.
+
+components:
+  securitySchemes:
+    bearerAuth:
+      type: http
+      scheme: bearer
+      description: A user token (from `POST /v1/users` or `dbeacon user add`) or the admin token.
+
+  headers:
+    ETag:
+      description: The beacon's version as a strong entity tag, `"<version>"`.
+      schema:
+        type: string
+        pattern: '^"[0-9]+"$'
+      example: '"3"'
+    Location:
+      description: The path of the created beacon.
+      schema:
+        type: string
+      example: /v1/beacons/bcn_4fJ2kQ9xLm7pR1sT3vW5yZ
+    RetryAfter:
+      description: Seconds to wait before retrying.
+      schema:
+        type: integer
+        minimum: 0
+    WWWAuthenticate:
+      description: Always `Bearer`.
+      schema:
+        type: string
+        const: Bearer
+
+  parameters:
+    BeaconId:
+      name: id
+      in: path
+      required: true
+      description: A beacon id. An id that cannot exist is simply not found (404).
+      schema:
+        $ref: '#/components/schemas/BeaconId'
+      example: bcn_4fJ2kQ9xLm7pR1sT3vW5yZ
+    MeetingId:
+      name: id
+      in: path
+      required: true
+      description: The meeting's beacon id.
+      schema:
+        $ref: '#/components/schemas/BeaconId'
+    TourId:
+      name: id
+      in: path
+      required: true
+      description: The tour's beacon id.
+      schema:
+        $ref: '#/components/schemas/BeaconId'
+    PromotionId:
+      name: id
+      in: path
+      required: true
+      description: The promotion's beacon id.
+      schema:
+        $ref: '#/components/schemas/BeaconId'
+    GroupId:
+      name: id
+      in: path
+      required: true
+      schema:
+        $ref: '#/components/schemas/GroupId'
+    WebhookId:
+      name: id
+      in: path
+      required: true
+      schema:
+        $ref: '#/components/schemas/WebhookId'
+    Limit:
+      name: limit
+      in: query
+      description: >-
+        Page size or result count, a positive integer (400 otherwise). Default 50;
+        values above 500 are accepted and capped at 500.
+      schema:
+        type: integer
+        minimum: 1
+        default: 50
+      example: 50
+    Cursor:
+      name: cursor
+      in: query
+      description: >-
+        The `next_cursor` of the previous page (opaque; 400 `invalid_cursor` for
+        anything else).
+      schema:
+        type: string
+    Tag:
+      name: tag
+      in: query
+      description: >-
+        Only beacons with any of these tags. Repeat the parameter
+        (`tag=food&tag=music`); comma-separated values are accepted too. Tags are lower-cased;
+        an invalid tag is a 422 `invalid_tag`.
+      style: form
+      explode: true
+      schema:
+        type: array
+        items:
+          $ref: '#/components/schemas/Tag'
+      example: [food]
+    Lat:
+      name: lat
+      in: query
+      required: true
+      description: >-
+        WGS84 latitude in degrees (400 when missing or not a number; 422
+        `out_of_range`/`not_finite` outside [-90, 90] or for NaN/Infinity).
+      schema:
+        type: number
+        minimum: -90
+        maximum: 90
+      example: 48.7784
+    Lon:
+      name: lon
+      in: query
+      required: true
+      description: >-
+        WGS84 longitude in degrees (400 when missing or not a number; 422
+        `out_of_range`/`not_finite` outside [-180, 180] or for NaN/Infinity).
+      schema:
+        type: number
+        minimum: -180
+        maximum: 180
+      example: 9.18
+    At:
+      name: at
+      in: query
+      description: >-
+        The instant to evaluate lifetimes at, RFC 3339 (default now; 400 when
+        unreadable).
+      schema:
+        type: string
+        format: date-time
+      example: '2026-11-21T12:30:00Z'
+    IfMatch:
+      name: If-Match
+      in: header
+      description: >-
+        Apply only if the beacon is at this version (`"3"`; `W/"3"` and `3` are
+        accepted, `*` means any). 412 `version_mismatch` otherwise; 400 `invalid_if_match` when
+        unreadable.
+      schema:
+        type: string
+      example: '"3"'
+    IfNoneMatch:
+      name: If-None-Match
+      in: header
+      description: 304 Not Modified when it equals the current ETag (`"<version>"`).
+      schema:
+        type: string
+      example: '"3"'
+
+  responses:
+    BadRequest:
+      description: Malformed JSON or parameters.
+      content:
+        application/json:
+          schema:
+            $ref: '#/components/schemas/Error'
+          example: {"error": {"code": "missing_parameter", "message": "lat is required", "path": "lat"}}
+    Unauthorized:
+      description: Missing or invalid bearer token.
+      headers:
+        WWW-Authenticate:
+          $ref: '#/components/headers/WWWAuthenticate'
+      content:
+        application/json:
+          schema:
+            $ref: '#/components/schemas/Error'
+          example: {"error": {"code": "unauthorized", "message": "the bearer token is not valid"}}
+    Forbidden:
+      description: Visible to the caller, but not theirs to change (or the wrong kind of token).
+      content:
+        application/json:
+          schema:
+            $ref: '#/components/schemas/Error'
+          example: {"error": {"code": "forbidden", "message": "only the owner may edit this beacon"}}
+    NotFound:
+      description: Absent, or not visible to the caller (indistinguishable on purpose).
+      content:
+        application/json:
+          schema:
+            $ref: '#/components/schemas/Error'
+          example: {"error": {"code": "not_found", "message": "beacon bcn_4fJ2kQ9xLm7pR1sT3vW5yZ not found"}}
+    Conflict:
+      description: A uniqueness or state conflict.
+      content:
+        application/json:
+          schema:
+            $ref: '#/components/schemas/Error'
+          example: {"error": {"code": "beacon_exists", "message": "a beacon with id bcn_lunch already exists", "path": "id"}}
+    PreconditionFailed:
+      description: '`If-Match` does not name the current version.'
+      content:
+        application/json:
+          schema:
+            $ref: '#/components/schemas/Error'
+          example: {"error": {"code": "version_mismatch", "message": "the beacon is at version 4, not 3"}}
+    PayloadTooLarge:
+      description: The request body exceeds the limit (1 MiB by default).
+      content:
+        application/json:
+          schema:
+            $ref: '#/components/schemas/Error'
+          example: {"error": {"code": "body_too_large", "message": "the request body exceeds the limit of 1048576 bytes"}}
+    UnprocessableEntity:
+      description: Well-formed but invalid (bad geometry, lat/lon out of range, NaN, limits).
+      content:
+        application/json:
+          schema:
+            $ref: '#/components/schemas/Error'
+          examples:
+            geometry:
+              value: {"error": {"code": "invalid_geometry", "message": "invalid geometry: Self-intersection at [9.18, 48.7784]", "path": "properties.perimeter"}}
+            antimeridian:
+              value: {"error": {"code": "invalid_geometry", "message": "this edge crosses the antimeridian; split the polygon at ±180° into a MultiPolygon (RFC 7946 §3.1.9)", "path": "properties.perimeter.coordinates[0][2]"}}
+            range:
+              value: {"error": {"code": "out_of_range", "message": "lat must be within [-90, 90]", "path": "lat"}}
+    TooManyRequests:
+      description: A rate or frequency limit was reached.
+      headers:
+        Retry-After:
+          $ref: '#/components/headers/RetryAfter'
+      content:
+        application/json:
+          schema:
+            $ref: '#/components/schemas/Error'
+          example: {"error": {"code": "rate_limited", "message": "too many location fixes; retry later"}}
+
+  examples:
+    BeaconFeature:
+      summary: A beacon on the Schlossplatz in Stuttgart
+      value:
+        type: Feature
+        id: bcn_4fJ2kQ9xLm7pR1sT3vW5yZ
+        geometry: {"type": "Point", "coordinates": [9.18, 48.7784]}
+        properties:
+          name: Lunch meet-up
+          description: Maultaschen on the Schlossplatz
+          owner: usr_7QpX2mR9vK4sT1wY6zB3cD
+          perimeter: {"type": "Circle", "radius_m": 150}
+          lifetime: {"start": "2026-11-21T12:00:00Z", "end": "2026-11-21T14:00:00Z"}
+          visibility: null
+          tags: [food, meeting]
+          relationships:
+            - {"type": "related", "target": "bcn_5gK3lR0yMn8qS2tU4wX6zA"}
+          content:
+            - {"kind": "image", "url": "https://example.org/schlossplatz.jpg", "title": "Schlossplatz"}
+          tracks_owner: false
+          followers_count: 0
+          version: 1
+          created_at: '2026-11-20T09:00:00Z'
+          updated_at: '2026-11-20T09:00:00Z'
+    BeaconPage:
+      summary: GET /v1/beacons?tag=food&bbox=9.1,48.7,9.3,48.85&limit=1
+      value:
+        type: FeatureCollection
+        features:
+          - type: Feature
+            id: bcn_4fJ2kQ9xLm7pR1sT3vW5yZ
+            geometry: {"type": "Point", "coordinates": [9.18, 48.7784]}
+            properties:
+              name: Lunch meet-up
+              description: Maultaschen on the Schlossplatz
+              owner: usr_7QpX2mR9vK4sT1wY6zB3cD
+              perimeter: {"type": "Circle", "radius_m": 150}
+              lifetime: {"start": "2026-11-21T12:00:00Z", "end": "2026-11-21T14:00:00Z"}
+              visibility: null
+              tags: [food, meeting]
+              relationships: []
+              content: []
+              tracks_owner: false
+              followers_count: 0
+              version: 1
+              created_at: '2026-11-20T09:00:00Z'
+              updated_at: '2026-11-20T09:00:00Z'
+        next_cursor: c2s
+    Nearby:
+      summary: GET /v1/nearby?lat=48.7784&lon=9.1800&tag=food
+      value:
+        type: FeatureCollection
+        features:
+          - type: Feature
+            id: bcn_4fJ2kQ9xLm7pR1sT3vW5yZ
+            geometry: {"type": "Point", "coordinates": [9.1803, 48.7782]}
+            properties:
+              name: Lunch meet-up
+              description: Maultaschen on the Schlossplatz
+              owner: usr_7QpX2mR9vK4sT1wY6zB3cD
+              perimeter: {"type": "Circle", "radius_m": 150}
+              lifetime: {"start": "2026-11-21T12:00:00Z", "end": "2026-11-21T14:00:00Z"}
+              visibility: null
+              tags: [food, meeting]
+              relationships: []
+              content: []
+              tracks_owner: false
+              followers_count: 3
+              version: 2
+              created_at: '2026-11-20T09:00:00Z'
+              updated_at: '2026-11-20T10:15:00Z'
+              distance_m: 31.3
+              bearing_deg: 135.2
+          - type: Feature
+            id: bcn_6hL4mS1zNo9rT3uV5xY7aB
+            geometry: {"type": "Point", "coordinates": [9.1795, 48.7771]}
+            properties:
+              name: Markthalle
+              description: null
+              owner: usr_2bC4dE6fG8hJ0kL2mN4pQ6
+              perimeter:
+                type: Polygon
+                coordinates: [[[9.1775, 48.777], [9.1825, 48.777], [9.1825, 48.78], [9.1775, 48.78], [9.1775, 48.777]]]
+              lifetime: null
+              visibility: null
+              tags: [food, shopping]
+              relationships: []
+              content: []
+              tracks_owner: false
+              followers_count: 12
+              version: 1
+              created_at: '2026-11-01T08:00:00Z'
+              updated_at: '2026-11-01T08:00:00Z'
+              distance_m: 149.2
+              bearing_deg: 194.3
+
+  schemas:
+    Error:
+      type: object
+      required: [error]
+      properties:
+        error:
+          type: object
+          required: [code, message]
+          properties:
+            code:
+              type: string
+              description: A stable, machine-readable code (`invalid_geometry`, `not_found`, …).
+              examples: [invalid_geometry]
+            message:
+              type: string
+              description: A human-readable explanation.
+            path:
+              type: string
+              description: >-
+                The offending member (`properties.perimeter.coordinates[0][3]`),
+                parameter (`lat`) or header (`If-Match`), when there is one.
+              examples: ['properties.perimeter.coordinates[0][3]']
+
+    BeaconId:
+      type: string
+      pattern: '^bcn_[A-Za-z0-9_-]{1,64}$'
+      description: A beacon id; server-generated ids have 22 random base-62 characters.
+      examples: [bcn_4fJ2kQ9xLm7pR1sT3vW5yZ]
+    UserId:
+      type: string
+      pattern: '^usr_[A-Za-z0-9_-]{1,64}$'
+      examples: [usr_7QpX2mR9vK4sT1wY6zB3cD]
+    EventId:
+      type: string
+      pattern: '^evt_[A-Za-z0-9_-]{1,64}$'
+      examples: [evt_8sD3fG5hJ7kL9zX2cV4bN6]
+    GroupId:
+      type: string
+      pattern: '^grp_[A-Za-z0-9_-]{1,64}$'
+      examples: [grp_1aZ2bY3cX4dW5eV6fU7gT8]
+    WebhookId:
+      type: string
+      pattern: '^whk_[A-Za-z0-9_-]{1,64}$'
+      examples: [whk_3kL5mN7pQ9rS1tU3vW5xY7]
+    RegistryId:
+      type: string
+      pattern: '^reg_[A-Za-z0-9_-]{1,64}$'
+      examples: [reg_0pO9iU8yT7rE6wQ5aS4dF3]
+    Timestamp:
+      type: string
+      format: date-time
+      description: >-
+        RFC 3339; the server writes UTC with millisecond precision when not whole
+        seconds (`2026-11-21T12:00:00Z`, `2026-11-21T12:00:00.250Z`).
+      examples: ['2026-11-21T12:00:00Z']
+    Tag:
+      type: string
+      description: >-
+        A slug of 1–40 characters. Input is trimmed and lower-cased, then must match
+        the pattern.
+      pattern: '^[a-z0-9_:-]{1,40}$'
+      examples: [food]
+    LatLon:
+      type: object
+      description: A WGS84 point with named coordinates.
+      required: [lat, lon]
+      properties:
+        lat:
+          type: number
+          minimum: -90
+          maximum: 90
+        lon:
+          type: number
+          minimum: -180
+          maximum: 180
+      examples:
+        - {"lat": 48.7784, "lon": 9.18}
+
+    Position:
+      type: array
+      description: >-
+        A GeoJSON position `[longitude, latitude]` (WGS84 degrees). A third
+        number (altitude) is accepted and dropped. NaN and Infinity are rejected (422).
+      minItems: 2
+      maxItems: 3
+      prefixItems:
+        - type: number
+          minimum: -180
+          maximum: 180
+        - type: number
+          minimum: -90
+          maximum: 90
+        - type: number
+      items:
+        type: number
+      examples:
+        - [9.18, 48.7784]
+    Point:
+      type: object
+      required: [type, coordinates]
+      properties:
+        type:
+          type: string
+          const: Point
+        coordinates:
+          $ref: '#/components/schemas/Position'
+      examples:
+        - {"type": "Point", "coordinates": [9.18, 48.7784]}
+    LinearRing:
+      type: array
+      description: >-
+        A closed ring (the last position equals the first) of at least 4
+        positions. No edge may span more than 180° of longitude (antimeridian crossings must be
+        split into a MultiPolygon, RFC 7946 §3.1.9).
+      minItems: 4
+      items:
+        $ref: '#/components/schemas/Position'
+    Polygon:
+      type: object
+      description: |
+        A GeoJSON Polygon: the exterior ring first, then holes. Validated with GEOS (no
+        self-intersections, holes inside the shell, …; 422 `invalid_geometry` with the reason
+        and location). Stored and returned normalised to the RFC 7946 right-hand rule
+        (exterior counter-clockwise, holes clockwise). At most 10,000 vertices per perimeter
+        (422 `too_many_vertices`).
+      required: [type, coordinates]
+      properties:
+        type:
+          type: string
+          const: Polygon
+        coordinates:
+          type: array
+          minItems: 1
+          items:
+            $ref: '#/components/schemas/LinearRing'
+      examples:
+        - type: Polygon
+          coordinates: [[[9.1775, 48.777], [9.1825, 48.777], [9.1825, 48.78], [9.1775, 48.78], [9.1775, 48.777]]]
+    MultiPolygon:
+      type: object
+      description: >-
+        A GeoJSON MultiPolygon (at least one polygon), validated and normalised like
+        Polygon; parts must not overlap. Use it for areas crossing the antimeridian. At most
+        10,000 vertices in total.
+      required: [type, coordinates]
+      properties:
+        type:
+          type: string
+          const: MultiPolygon
+        coordinates:
+          type: array
+          minItems: 1
+          items:
+            type: array
+            minItems: 1
+            items:
+              $ref: '#/components/schemas/LinearRing'
+      examples:
+        - type: MultiPolygon
+          coordinates:
+            - [[[179.5, -17.0], [180.0, -17.0], [180.0, -16.5], [179.5, -16.5], [179.5, -17.0]]]
+            - [[[-180.0, -17.0], [-179.5, -17.0], [-179.5, -16.5], [-180.0, -16.5], [-180.0, -17.0]]]
+    Circle:
+      type: object
+      description: >-
+        A circle of `radius_m` metres (geodesic) centred on the beacon's current
+        location, moving with it.
+      required: [type, radius_m]
+      properties:
+        type:
+          type: string
+          const: Circle
+        radius_m:
+          type: number
+          exclusiveMinimum: 0
+          maximum: 100000
+      examples:
+        - {"type": "Circle", "radius_m": 150}
+    Perimeter:
+      description: Where the beacon can be found. Defaults to a 50 m Circle.
+      oneOf:
+        - $ref: '#/components/schemas/Polygon'
+        - $ref: '#/components/schemas/MultiPolygon'
+        - $ref: '#/components/schemas/Circle'
+      discriminator:
+        propertyName: type
+        mapping:
+          Polygon: '#/components/schemas/Polygon'
+          MultiPolygon: '#/components/schemas/MultiPolygon'
+          Circle: '#/components/schemas/Circle'
+    Lifetime:
+      type: object
+      description: '`[start, end)`; either bound may be absent or null (open). `end` must be
+        after `start` (422 `invalid_lifetime`). An object with neither bound means no lifetime.
+        Outside it only the owner sees the beacon.'
+      properties:
+        start:
+          oneOf:
+            - $ref: '#/components/schemas/Timestamp'
+            - type: 'null'
+        end:
+          oneOf:
+            - $ref: '#/components/schemas/Timestamp'
+            - type: 'null'
+      examples:
+        - {"start": "2026-11-21T12:00:00Z", "end": "2026-11-21T14:00:00Z"}
+    Visibility:
+      type: object
+      description: >-
+        A private beacon's visibility group. Only the owner and these members can
+        see it; to everyone else it does not exist (404). Absent or null means public.
+      properties:
+        members:
+          type: array
+          maxItems: 1000
+          description: At most 1,000 user ids; duplicates are dropped.
+          items:
+            $ref: '#/components/schemas/UserId'
+      examples:
+        - {"members": ["usr_2bC4dE6fG8hJ0kL2mN4pQ6"]}
+    Relationship:
+      type: object
+      description: >-
+        A typed, directed link to another beacon. The target must exist, be visible
+        to the owner and differ from the beacon itself; a (type, target) pair appears once.
+      required: [type, target]
+      properties:
+        type:
+          $ref: '#/components/schemas/Tag'
+          description: '`tour`, `related` or a custom type (a tag, lower-cased).'
+        target:
+          $ref: '#/components/schemas/BeaconId'
+        order:
+          type: integer
+          minimum: -1000000
+          maximum: 1000000
+          description: Position in an ordered relationship such as a tour.
+      examples:
+        - {"type": "tour", "target": "bcn_5gK3lR0yMn8qS2tU4wX6zA", "order": 2}
+    ContentRefInput:
+      type: object
+      description: A reference to media about the beacon.
+      required: [kind, url]
+      properties:
+        kind:
+          $ref: '#/components/schemas/Tag'
+          description: '`image`, `video`, `audio`, `web`, `text` or another tag.'
+        url:
+          type: string
+          format: uri
+          maxLength: 2048
+          pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^ ]+$'
+          description: An absolute http(s) URL (422 `invalid_url` otherwise).
+        title:
+          type: ['string', 'null']
+          maxLength: 500
+    ContentRef:
+      description: >-
+        A content reference as stored. `added_by` and `created_at` are set by the
+        server for references added through `POST /v1/beacons/{id}/content`.
+      allOf:
+        - $ref: '#/components/schemas/ContentRefInput'
+        - type: object
+          properties:
+            added_by:
+              $ref: '#/components/schemas/UserId'
+            created_at:
+              $ref: '#/components/schemas/Timestamp'
+      examples:
+        - {"kind": "image", "url": "https://example.org/schlossplatz.jpg", "title": "Schlossplatz"}
+
+    BeaconProperties:
+      type: object
+      description: The properties of a beacon as returned by the server.
+      required: [name, description, owner, perimeter, lifetime, visibility, tags, relationships,
+        content, tracks_owner, followers_count, version, created_at, updated_at]
+      properties:
+        name:
+          type: string
+          minLength: 1
+          maxLength: 200
+        description:
+          type: ['string', 'null']
+          maxLength: 10000
+        owner:
+          $ref: '#/components/schemas/UserId'
+        perimeter:
+          $ref: '#/components/schemas/Perimeter'
+        lifetime:
+          oneOf:
+            - $ref: '#/components/schemas/Lifetime'
+            - type: 'null'
+        visibility:
+          oneOf:
+            - $ref: '#/components/schemas/Visibility'
+            - type: 'null'
+        tags:
+          type: array
+          maxItems: 32
+          uniqueItems: true
+          items:
+            $ref: '#/components/schemas/Tag'
+        relationships:
+          type: array
+          maxItems: 200
+          items:
+            $ref: '#/components/schemas/Relationship'
+        content:
+          type: array
+          maxItems: 100
+          items:
+            $ref: '#/components/schemas/ContentRef'
+        tracks_owner:
+          type: boolean
+          description: When true the location follows the owner's live location.
+        service:
+          type: string
+          description: >-
+            The service that manages this beacon (`meeting`, `group`, `tour`,
+            `place`, `promotion`); absent for plain beacons.
+        followers_count:
+          type: integer
+          minimum: 0
+        version:
+          type: integer
+          minimum: 1
+          description: Incremented by every change; the ETag is `"<version>"`.
+        created_at:
+          $ref: '#/components/schemas/Timestamp'
+        updated_at:
+          $ref: '#/components/schemas/Timestamp'
+    BeaconFeature:
+      type: object
+      description: A beacon as a GeoJSON Feature; `geometry` is its location.
+      required: [type, id, geometry, properties]
+      properties:
+        type:
+          type: string
+          const: Feature
+        id:
+          $ref: '#/components/schemas/BeaconId'
+        geometry:
+          $ref: '#/components/schemas/Point'
+        properties:
+          $ref: '#/components/schemas/BeaconProperties'
+    BeaconInputProperties:
+      type: object
+      description: What a client may set. Server-owned members are read-only.
+      required: [name]
+      properties:
+        name:
+          type: string
+          minLength: 1
+          maxLength: 200
+          description: Required, not blank, at most 200 characters.
+        description:
+          type: ['string', 'null']
+          maxLength: 10000
+        perimeter:
+          oneOf:
+            - $ref: '#/components/schemas/Perimeter'
+            - type: 'null'
+          description: Default a 50 m Circle (or the Feature's Polygon/MultiPolygon geometry).
+        lifetime:
+          oneOf:
+            - $ref: '#/components/schemas/Lifetime'
+            - type: 'null'
+        visibility:
+          oneOf:
+            - $ref: '#/components/schemas/Visibility'
+            - type: 'null'
+        tags:
+          type: array
+          maxItems: 32
+          description: >-
+            At most 32; each is trimmed and lower-cased, then must match
+            `^[a-z0-9_:-]{1,40}$` (422 `invalid_tag`); duplicates are dropped.
+          items:
+            type: string
+            maxLength: 40
+        relationships:
+          type: array
+          maxItems: 200
+          items:
+            $ref: '#/components/schemas/Relationship'
+        content:
+          type: array
+          maxItems: 100
+          items:
+            $ref: '#/components/schemas/ContentRef'
+        tracks_owner:
+          type: boolean
+          default: false
+        owner:
+          $ref: '#/components/schemas/UserId'
+          readOnly: true
+          description: Set by the server to the creating user; may only repeat it.
+        service:
+          type: string
+          readOnly: true
+        followers_count:
+          type: integer
+          readOnly: true
+        version:
+          type: integer
+          readOnly: true
+        created_at:
+          $ref: '#/components/schemas/Timestamp'
+          readOnly: true
+        updated_at:
+          $ref: '#/components/schemas/Timestamp'
+          readOnly: true
+    BeaconInput:
+      type: object
+      description: A beacon as sent by a client (create, import). See `POST /v1/beacons`.
+      required: [geometry, properties]
+      properties:
+        type:
+          type: string
+          const: Feature
+        id:
+          $ref: '#/components/schemas/BeaconId'
+          description: Optional client-chosen id; generated by the server when absent.
+        geometry:
+          description: The location (Point), or a Polygon/MultiPolygon used as the perimeter.
+          oneOf:
+            - $ref: '#/components/schemas/Point'
+            - $ref: '#/components/schemas/Polygon'
+            - $ref: '#/components/schemas/MultiPolygon'
+        properties:
+          $ref: '#/components/schemas/BeaconInputProperties'
+    BeaconPatch:
+      type: object
+      description: >-
+        An RFC 7396 JSON merge patch of the beacon's Feature (see
+        `PATCH /v1/beacons/{id}`). Any member of BeaconInput; null removes a member.
+      properties:
+        type:
+          type: string
+          const: Feature
+        id:
+          $ref: '#/components/schemas/BeaconId'
+          description: May only repeat the current id.
+        geometry:
+          oneOf:
+            - $ref: '#/components/schemas/Point'
+            - $ref: '#/components/schemas/Polygon'
+            - $ref: '#/components/schemas/MultiPolygon'
+        properties:
+          type: object
+          description: Members of BeaconInputProperties; null removes one.
+    FeatureCollection:
+      type: object
+      description: >-
+        A GeoJSON FeatureCollection of beacons. `next_cursor` is present on
+        paginated lists (null on the last page).
+      required: [type, features]
+      properties:
+        type:
+          type: string
+          const: FeatureCollection
+        features:
+          type: array
+          items:
+            $ref: '#/components/schemas/BeaconFeature'
+        next_cursor:
+          type: ['string', 'null']
+    BeaconPage:
+      description: A page of `GET /v1/beacons`.
+      allOf:
+        - $ref: '#/components/schemas/FeatureCollection'
+        - type: object
+          required: [next_cursor]
+    NearbyFeature:
+      description: A beacon found by a nearby query.
+      allOf:
+        - $ref: '#/components/schemas/BeaconFeature'
+        - type: object
+          properties:
+            properties:
+              type: object
+              required: [distance_m, bearing_deg]
+              properties:
+                distance_m:
+                  type: number
+                  minimum: 0
+                  description: >-
+                    Geodesic distance (WGS84 ellipsoid) from the query point to
+                    the beacon's location, in metres.
+                bearing_deg:
+                  type: number
+                  minimum: 0
+                  exclusiveMaximum: 360
+                  description: >-
+                    Initial bearing from the query point to the location, degrees
+                    clockwise from true north.
+    NearbyFeatureCollection:
+      type: object
+      required: [type, features]
+      properties:
+        type:
+          type: string
+          const: FeatureCollection
+        features:
+          type: array
+          description: Nearest first.
+          items:
+            $ref: '#/components/schemas/NearbyFeature'
+    RelatedFeature:
+      description: A related beacon, with the relationship that links to it.
+      allOf:
+        - $ref: '#/components/schemas/BeaconFeature'
+        - type: object
+          properties:
+            properties:
+              type: object
+              required: [relationship]
+              properties:
+                relationship:
+                  type: object
+                  required: [type]
+                  properties:
+                    type:
+                      $ref: '#/components/schemas/Tag'
+                    order:
+                      type: integer
+    RelatedFeatureCollection:
+      type: object
+      required: [type, features]
+      properties:
+        type:
+          type: string
+          const: FeatureCollection
+        features:
+          type: array
+          items:
+            $ref: '#/components/schemas/RelatedFeature'
+    Directions:
+      type: object
+      required: [beacon, from, to, distance_m, bearing_deg, walking_eta_s, geo_uri]
+      properties:
+        beacon:
+          $ref: '#/components/schemas/BeaconId'
+        from:
+          $ref: '#/components/schemas/LatLon'
+        to:
+          $ref: '#/components/schemas/LatLon'
+        distance_m:
+          type: number
+          minimum: 0
+          description: Geodesic distance on the WGS84 ellipsoid, metres.
+        bearing_deg:
+          type: number
+          minimum: 0
+          exclusiveMaximum: 360
+          description: Initial bearing, degrees clockwise from true north.
+        walking_eta_s:
+          type: integer
+          minimum: 0
+          description: Walking time at 1.4 m/s, seconds (rounded).
+        geo_uri:
+          type: string
+          description: RFC 5870 URI of the destination, `geo:<lat>,<lon>`.
+          examples: ['geo:48.7784,9.18']
+
+    UserCreate:
+      type: object
+      required: [name]
+      properties:
+        name:
+          type: string
+          minLength: 1
+          maxLength: 100
+          description: 1–100 characters after trimming.
+    User:
+      type: object
+      required: [id, name]
+      properties:
+        id:
+          $ref: '#/components/schemas/UserId'
+        name:
+          type: string
+    UserCreated:
+      description: A new user and its bearer token (shown only once).
+      allOf:
+        - $ref: '#/components/schemas/User'
+        - type: object
+          required: [token]
+          properties:
+            token:
+              type: string
+              description: The bearer token; only its hash is stored.
+    Me:
+      type: object
+      required: [id, admin]
+      properties:
+        id:
+          oneOf:
+            - $ref: '#/components/schemas/UserId'
+            - type: 'null'
+          description: The caller's user id; null for the admin token.
+        admin:
+          type: boolean
+    Follower:
+      type: object
+      required: [id, name, since]
+      properties:
+        id:
+          $ref: '#/components/schemas/UserId'
+        name:
+          type: string
+        since:
+          $ref: '#/components/schemas/Timestamp'
+    FollowerList:
+      type: object
+      required: [followers, next_cursor]
+      properties:
+        followers:
+          type: array
+          items:
+            $ref: '#/components/schemas/Follower'
+        next_cursor:
+          type: ['string', 'null']
+    FollowResult:
+      type: object
+      required: [beacon, user, following, followers_count]
+      properties:
+        beacon:
+          $ref: '#/components/schemas/BeaconId'
+        user:
+          $ref: '#/components/schemas/UserId'
+        following:
+          type: boolean
+          const: true
+        followers_count:
+          type: integer
+          minimum: 1
+
+    EventType:
+      type: string
+      enum:
+        - beacon.entered
+        - beacon.exited
+        - beacon.dwelled
+        - beacon.updated
+        - beacon.deleted
+        - beacon.started
+        - beacon.ended
+        - meeting.updated
+        - meeting.cancelled
+        - group.member_joined
+        - group.member_left
+        - group.member_out_of_range
+        - group.member_back_in_range
+    Event:
+      type: object
+      description: |
+        Something that happened, addressed to one user; the body of webhook deliveries too.
+        `data` depends on the type; beacon events carry `beacon` (its id) and `name`, e.g.
+        `beacon.updated`: `{"beacon","name","version","changed":[fields],"values":{field: new value}}`;
+        `beacon.deleted`: `{"beacon","name"}`; group events carry `group` and `user`.
+      required: [id, type, created_at, recipient, data]
+      properties:
+        id:
+          $ref: '#/components/schemas/EventId'
+        type:
+          $ref: '#/components/schemas/EventType'
+        created_at:
+          $ref: '#/components/schemas/Timestamp'
+        recipient:
+          $ref: '#/components/schemas/UserId'
+        data:
+          type: object
+          additionalProperties: true
+      examples:
+        - id: evt_8sD3fG5hJ7kL9zX2cV4bN6
+          type: beacon.updated
+          created_at: '2026-11-21T10:15:00Z'
+          recipient: usr_2bC4dE6fG8hJ0kL2mN4pQ6
+          data:
+            beacon: bcn_4fJ2kQ9xLm7pR1sT3vW5yZ
+            name: Lunch meet-up
+            version: 2
+            changed: [perimeter]
+            values: {"perimeter": {"type": "Circle", "radius_m": 200}}
+    EventList:
+      type: object
+      required: [events, next_cursor]
+      properties:
+        events:
+          type: array
+          description: Oldest first.
+          items:
+            $ref: '#/components/schemas/Event'
+        next_cursor:
+          type: ['string', 'null']
+
+    LocationFix:
+      type: object
+      required: [lat, lon, timestamp]
+      properties:
+        lat:
+          type: number
+          minimum: -90
+          maximum: 90
+        lon:
+          type: number
+          minimum: -180
+          maximum: 180
+        accuracy_m:
+          type: number
+          minimum: 0
+          description: Horizontal accuracy (radius, metres).
+        timestamp:
+          $ref: '#/components/schemas/Timestamp'
+          description: When the fix was taken.
+    LocationBatch:
+      type: object
+      required: [fixes]
+      properties:
+        fixes:
+          type: array
+          minItems: 1
+          maxItems: 1000
+          items:
+            $ref: '#/components/schemas/LocationFix'
+    LocationUpdate:
+      oneOf:
+        - $ref: '#/components/schemas/LocationFix'
+        - $ref: '#/components/schemas/LocationBatch'
+    LocationResult:
+      type: object
+      required: [inside, events]
+      properties:
+        inside:
+          type: array
+          description: The beacons whose perimeter the caller is now inside.
+          items:
+            $ref: '#/components/schemas/BeaconId'
+        events:
+          type: array
+          items:
+            $ref: '#/components/schemas/Event'
+
+    EventFilter:
+      type: string
+      description: '`*` (everything), a prefix such as `beacon.*`, or an exact event type.'
+      pattern: '^(\*|[a-z_]+\.\*|[a-z_]+\.[a-z_]+)$'
+      examples: ['*', 'beacon.*', beacon.entered]
+    WebhookCreate:
+      type: object
+      required: [url]
+      properties:
+        url:
+          type: string
+          format: uri
+          maxLength: 2048
+          description: >-
+            An absolute http(s) URL; loopback/private addresses only with
+            `--allow-private-webhooks`.
+        events:
+          type: array
+          minItems: 1
+          default: ['*']
+          items:
+            $ref: '#/components/schemas/EventFilter'
+        scope:
+          type: string
+          enum: [user, all]
+          default: user
+          description: '`all` (admin token only) receives every event.'
+        description:
+          type: ['string', 'null']
+          maxLength: 500
+    Webhook:
+      type: object
+      required: [id, url, events, scope, owner, status, created_at]
+      properties:
+        id:
+          $ref: '#/components/schemas/WebhookId'
+        url:
+          type: string
+          format: uri
+        events:
+          type: array
+          items:
+            $ref: '#/components/schemas/EventFilter'
+        scope:
+          type: string
+          enum: [user, all]
+        owner:
+          oneOf:
+            - $ref: '#/components/schemas/UserId'
+            - type: 'null'
+          description: >-
+            The subscribing user; null for the operator's `scope: all` endpoints.
+        description:
+          type: ['string', 'null']
+        status:
+          type: string
+          enum: [active, disabled]
+        disabled_reason:
+          type: ['string', 'null']
+          description: Why the endpoint was disabled (e.g. it answered 410).
+        created_at:
+          $ref: '#/components/schemas/Timestamp'
+    WebhookCreated:
+      allOf:
+        - $ref: '#/components/schemas/Webhook'
+        - type: object
+          required: [secret]
+          properties:
+            secret:
+              type: string
+              pattern: '^whsec_[A-Za-z0-9+/=]+$'
+              description: The signing secret, shown only in this response.
+    DeliveryAttempt:
+      type: object
+      required: [attempt, started_at, duration_ms, status_code, error]
+      properties:
+        attempt:
+          type: integer
+          minimum: 1
+        started_at:
+          $ref: '#/components/schemas/Timestamp'
+        duration_ms:
+          type: integer
+          minimum: 0
+        status_code:
+          type: ['integer', 'null']
+          description: The endpoint's HTTP status; null on a timeout or connection error.
+        error:
+          type: ['string', 'null']
+    Delivery:
+      type: object
+      required: [id, event, status, attempts, next_attempt_at, created_at]
+      properties:
+        id:
+          $ref: '#/components/schemas/EventId'
+          description: The `webhook-id` of the delivery (the event id).
+        event:
+          $ref: '#/components/schemas/Event'
+        status:
+          type: string
+          enum: [pending, in_flight, delivered, failed, cancelled]
+        attempts:
+          type: array
+          items:
+            $ref: '#/components/schemas/DeliveryAttempt'
+        first_attempt_at:
+          oneOf:
+            - $ref: '#/components/schemas/Timestamp'
+            - type: 'null'
+        next_attempt_at:
+          $ref: '#/components/schemas/Timestamp'
+        last_status_code:
+          type: ['integer', 'null']
+        last_error:
+          type: ['string', 'null']
+        created_at:
+          $ref: '#/components/schemas/Timestamp'
+    DeliveryList:
+      type: object
+      required: [deliveries, next_cursor]
+      properties:
+        deliveries:
+          type: array
+          description: Newest first.
+          items:
+            $ref: '#/components/schemas/Delivery'
+        next_cursor:
+          type: ['string', 'null']
+
+    MeetingCreate:
+      type: object
+      required: [name, location, start, end]
+      properties:
+        name:
+          type: string
+          minLength: 1
+          maxLength: 200
+        description:
+          type: ['string', 'null']
+          maxLength: 10000
+        location:
+          $ref: '#/components/schemas/LatLon'
+        perimeter:
+          $ref: '#/components/schemas/Perimeter'
+        start:
+          $ref: '#/components/schemas/Timestamp'
+        end:
+          $ref: '#/components/schemas/Timestamp'
+          description: After `start` (422 otherwise).
+        invitees:
+          type: array
+          maxItems: 1000
+          uniqueItems: true
+          items:
+            $ref: '#/components/schemas/UserId'
+    MeetingPatch:
+      type: object
+      description: Any MeetingCreate field; absent fields are kept.
+      properties:
+        name:
+          type: string
+          minLength: 1
+          maxLength: 200
+        description:
+          type: ['string', 'null']
+          maxLength: 10000
+        location:
+          $ref: '#/components/schemas/LatLon'
+        perimeter:
+          $ref: '#/components/schemas/Perimeter'
+        start:
+          $ref: '#/components/schemas/Timestamp'
+        end:
+          $ref: '#/components/schemas/Timestamp'
+        invitees:
+          type: array
+          maxItems: 1000
+          uniqueItems: true
+          items:
+            $ref: '#/components/schemas/UserId'
+    MeetingJoinResult:
+      type: object
+      required: [meeting, user, joined, participants_count]
+      properties:
+        meeting:
+          $ref: '#/components/schemas/BeaconId'
+        user:
+          $ref: '#/components/schemas/UserId'
+        joined:
+          type: boolean
+          const: true
+        participants_count:
+          type: integer
+          minimum: 1
+
+    GroupCreate:
+      type: object
+      required: [name, range_m]
+      properties:
+        name:
+          type: string
+          minLength: 1
+          maxLength: 200
+        range_m:
+          type: number
+          exclusiveMinimum: 0
+          maximum: 100000
+          description: Members farther than this from the leader are out of range.
+        members:
+          type: array
+          maxItems: 1000
+          uniqueItems: true
+          items:
+            $ref: '#/components/schemas/UserId'
+    GroupMember:
+      type: object
+      required: [id, role, joined_at]
+      properties:
+        id:
+          $ref: '#/components/schemas/UserId'
+        name:
+          type: string
+        role:
+          type: string
+          enum: [leader, member]
+        joined_at:
+          $ref: '#/components/schemas/Timestamp'
+        in_range:
+          type: ['boolean', 'null']
+          description: >-
+            Whether the member is within `range_m` of the leader; null while
+            either location is unknown.
+    Group:
+      type: object
+      required: [id, name, owner, range_m, members, created_at]
+      properties:
+        id:
+          $ref: '#/components/schemas/GroupId'
+        name:
+          type: string
+        owner:
+          $ref: '#/components/schemas/UserId'
+          description: The leader.
+        range_m:
+          type: number
+        members:
+          type: array
+          items:
+            $ref: '#/components/schemas/GroupMember'
+        created_at:
+          $ref: '#/components/schemas/Timestamp'
+      examples:
+        - id: grp_1aZ2bY3cX4dW5eV6fU7gT8
+          name: School trip 4b
+          owner: usr_7QpX2mR9vK4sT1wY6zB3cD
+          range_m: 300
+          members:
+            - {"id": "usr_7QpX2mR9vK4sT1wY6zB3cD", "name": "ann", "role": "leader", "joined_at": "2026-11-21T09:00:00Z", "in_range": true}
+            - {"id": "usr_2bC4dE6fG8hJ0kL2mN4pQ6", "name": "bob", "role": "member", "joined_at": "2026-11-21T09:02:00Z", "in_range": null}
+          created_at: '2026-11-21T09:00:00Z'
+
+    TourStopInput:
+      type: object
+      required: [beacon]
+      properties:
+        beacon:
+          $ref: '#/components/schemas/BeaconId'
+        order:
+          type: integer
+          description: Default the position in the list (1-based).
+    TourCreate:
+      type: object
+      required: [name, stops]
+      properties:
+        name:
+          type: string
+          minLength: 1
+          maxLength: 200
+        description:
+          type: ['string', 'null']
+          maxLength: 10000
+        perimeter:
+          $ref: '#/components/schemas/Perimeter'
+        lifetime:
+          $ref: '#/components/schemas/Lifetime'
+        visibility:
+          $ref: '#/components/schemas/Visibility'
+        tags:
+          type: array
+          maxItems: 32
+          items:
+            $ref: '#/components/schemas/Tag'
+        stops:
+          type: array
+          minItems: 1
+          maxItems: 200
+          items:
+            $ref: '#/components/schemas/TourStopInput'
+    TourStop:
+      type: object
+      required: [order, beacon]
+      properties:
+        order:
+          type: integer
+        beacon:
+          $ref: '#/components/schemas/BeaconFeature'
+    Tour:
+      type: object
+      required: [tour, stops]
+      properties:
+        tour:
+          $ref: '#/components/schemas/BeaconFeature'
+        stops:
+          type: array
+          description: The stops the caller can see, in order.
+          items:
+            $ref: '#/components/schemas/TourStop'
+    TourNext:
+      type: object
+      required: [tour, from, next, remaining, directions]
+      properties:
+        tour:
+          $ref: '#/components/schemas/BeaconId'
+        from:
+          oneOf:
+            - $ref: '#/components/schemas/BeaconId'
+            - type: 'null'
+        next:
+          oneOf:
+            - $ref: '#/components/schemas/TourStop'
+            - type: 'null'
+          description: Null at the end of the tour.
+        remaining:
+          type: integer
+          minimum: 0
+          description: Visible stops after `next`.
+        directions:
+          oneOf:
+            - $ref: '#/components/schemas/Directions'
+            - type: 'null'
+          description: From `lat`/`lon` to the next stop; null without them or at the end.
+
+    Interests:
+      type: object
+      required: [interests]
+      properties:
+        interests:
+          type: array
+          maxItems: 32
+          items:
+            $ref: '#/components/schemas/Tag'
+    PromotionCreate:
+      type: object
+      required: [name, location]
+      properties:
+        name:
+          type: string
+          minLength: 1
+          maxLength: 200
+        description:
+          type: ['string', 'null']
+          maxLength: 10000
+        location:
+          $ref: '#/components/schemas/LatLon'
+        perimeter:
+          $ref: '#/components/schemas/Perimeter'
+        start:
+          $ref: '#/components/schemas/Timestamp'
+        end:
+          $ref: '#/components/schemas/Timestamp'
+        tags:
+          type: array
+          maxItems: 32
+          items:
+            $ref: '#/components/schemas/Tag'
+        content:
+          type: array
+          maxItems: 100
+          items:
+            $ref: '#/components/schemas/ContentRefInput'
+        interests:
+          type: array
+          maxItems: 32
+          description: Interests this promotion targets (empty = everyone).
+          items:
+            $ref: '#/components/schemas/Tag'
+        priority:
+          type: integer
+          minimum: 0
+          maximum: 100
+          default: 50
+        max_impressions_per_user_per_day:
+          type: ['integer', 'null']
+          minimum: 1
+          description: Frequency cap; null for none.
+    PromotionSettings:
+      type: object
+      required: [interests, priority]
+      properties:
+        interests:
+          type: array
+          items:
+            $ref: '#/components/schemas/Tag'
+        priority:
+          type: integer
+        max_impressions_per_user_per_day:
+          type: ['integer', 'null']
+    PromotionFeature:
+      description: A promotion beacon (service `promotion`).
+      allOf:
+        - $ref: '#/components/schemas/BeaconFeature'
+        - type: object
+          properties:
+            properties:
+              type: object
+              required: [promotion]
+              properties:
+                promotion:
+                  $ref: '#/components/schemas/PromotionSettings'
+    PromotionPick:
+      type: object
+      required: [promotion, score]
+      properties:
+        promotion:
+          oneOf:
+            - $ref: '#/components/schemas/NearbyFeature'
+            - type: 'null'
+        score:
+          type: ['number', 'null']
+    InteractionType:
+      type: string
+      enum: [impression, click, dismiss, conversion]
+    InteractionCreate:
+      type: object
+      required: [type]
+      properties:
+        type:
+          $ref: '#/components/schemas/InteractionType'
+        timestamp:
+          $ref: '#/components/schemas/Timestamp'
+          description: Default now.
+    Interaction:
+      type: object
+      required: [promotion, user, type, created_at]
+      properties:
+        promotion:
+          $ref: '#/components/schemas/BeaconId'
+        user:
+          $ref: '#/components/schemas/UserId'
+        type:
+          $ref: '#/components/schemas/InteractionType'
+        created_at:
+          $ref: '#/components/schemas/Timestamp'
+    PromotionStats:
+      type: object
+      required: [promotion, impressions, clicks, dismissals, conversions, unique_users]
+      properties:
+        promotion:
+          $ref: '#/components/schemas/BeaconId'
+        impressions:
+          type: integer
+          minimum: 0
+        clicks:
+          type: integer
+          minimum: 0
+        dismissals:
+          type: integer
+          minimum: 0
+        conversions:
+          type: integer
+          minimum: 0
+        unique_users:
+          type: integer
+          minimum: 0
+        click_through_rate:
+          type: ['number', 'null']
+          description: clicks / impressions; null without impressions.
+
+    RegistryPosition:
+      type: object
+      description: >-
+        Where the physical beacon is mounted (used to estimate positions from
+        sightings).
+      required: [lat, lon]
+      properties:
+        lat:
+          type: number
+          minimum: -90
+          maximum: 90
+        lon:
+          type: number
+          minimum: -180
+          maximum: 180
+        level:
+          type: integer
+          description: Building floor (0 = ground).
+    RegistryCommon:
+      type: object
+      required: [beacon]
+      properties:
+        beacon:
+          $ref: '#/components/schemas/BeaconId'
+          description: The digital beacon this physical beacon stands for (owned by the caller).
+        position:
+          $ref: '#/components/schemas/RegistryPosition'
+        measured_power:
+          type: integer
+          minimum: -127
+          maximum: 20
+          description: RSSI at 1 m in dBm, for distance estimates.
+        status:
+          type: string
+          enum: [active, inactive]
+          default: active
+    IBeaconEntry:
+      allOf:
+        - $ref: '#/components/schemas/RegistryCommon'
+        - type: object
+          required: [type, uuid]
+          properties:
+            type:
+              type: string
+              const: ibeacon
+            uuid:
+              type: string
+              format: uuid
+            major:
+              type: integer
+              minimum: 0
+              maximum: 65535
+              description: Absent = any major.
+            minor:
+              type: integer
+              minimum: 0
+              maximum: 65535
+              description: Absent = any minor (needs `major`).
+    EddystoneUIDEntry:
+      allOf:
+        - $ref: '#/components/schemas/RegistryCommon'
+        - type: object
+          required: [type, namespace, instance]
+          properties:
+            type:
+              type: string
+              const: eddystone-uid
+            namespace:
+              type: string
+              pattern: '^[0-9a-fA-F]{20}$'
+              description: 10-byte namespace, hex.
+            instance:
+              type: string
+              pattern: '^[0-9a-fA-F]{12}$'
+              description: 6-byte instance, hex.
+    AltBeaconEntry:
+      allOf:
+        - $ref: '#/components/schemas/RegistryCommon'
+        - type: object
+          required: [type, id1]
+          properties:
+            type:
+              type: string
+              const: altbeacon
+            id1:
+              type: string
+              description: 16-byte identifier (UUID form or 32 hex digits).
+            id2:
+              type: integer
+              minimum: 0
+              maximum: 65535
+            id3:
+              type: integer
+              minimum: 0
+              maximum: 65535
+    RegistryEntryCreate:
+      oneOf:
+        - $ref: '#/components/schemas/IBeaconEntry'
+        - $ref: '#/components/schemas/EddystoneUIDEntry'
+        - $ref: '#/components/schemas/AltBeaconEntry'
+      discriminator:
+        propertyName: type
+        mapping:
+          ibeacon: '#/components/schemas/IBeaconEntry'
+          eddystone-uid: '#/components/schemas/EddystoneUIDEntry'
+          altbeacon: '#/components/schemas/AltBeaconEntry'
+    RegistryEntry:
+      description: A registry entry as stored.
+      allOf:
+        - $ref: '#/components/schemas/RegistryEntryCreate'
+        - type: object
+          required: [id, owner, created_at]
+          properties:
+            id:
+              $ref: '#/components/schemas/RegistryId'
+            owner:
+              $ref: '#/components/schemas/UserId'
+            created_at:
+              $ref: '#/components/schemas/Timestamp'
+
+    IBeaconSighting:
+      type: object
+      required: [uuid, major, minor, rssi, timestamp]
+      properties:
+        uuid:
+          type: string
+          format: uuid
+        major:
+          type: integer
+          minimum: 0
+          maximum: 65535
+        minor:
+          type: integer
+          minimum: 0
+          maximum: 65535
+        rssi:
+          type: integer
+          minimum: -127
+          maximum: 20
+        tx_power:
+          type: integer
+          minimum: -127
+          maximum: 20
+          description: Calibrated RSSI at 1 m (dBm); default the entry's `measured_power`.
+        timestamp:
+          $ref: '#/components/schemas/Timestamp'
+    RawSighting:
+      type: object
+      required: [adv, rssi, timestamp]
+      properties:
+        adv:
+          type: string
+          pattern: '^([0-9a-fA-F]{2})+$'
+          maxLength: 124
+          description: The raw advertisement payload in hex (iBeacon, Eddystone-UID or AltBeacon).
+        rssi:
+          type: integer
+          minimum: -127
+          maximum: 20
+        timestamp:
+          $ref: '#/components/schemas/Timestamp'
+    SightingBatch:
+      type: object
+      required: [sightings]
+      properties:
+        batch_id:
+          type: string
+          maxLength: 100
+          description: Idempotency key; a repeated batch returns the first answer.
+        sightings:
+          type: array
+          minItems: 1
+          maxItems: 1000
+          items:
+            oneOf:
+              - $ref: '#/components/schemas/IBeaconSighting'
+              - $ref: '#/components/schemas/RawSighting'
+    SightingError:
+      type: object
+      required: [code, message]
+      properties:
+        code:
+          type: string
+          examples: [unknown_beacon]
+        message:
+          type: string
+    SightingResult:
+      type: object
+      required: [index, beacon, distance_m, proximity, error]
+      properties:
+        index:
+          type: integer
+          minimum: 0
+          description: The sighting's position in the request.
+        beacon:
+          oneOf:
+            - $ref: '#/components/schemas/BeaconFeature'
+            - type: 'null'
+          description: The resolved digital beacon (null when unknown, inactive or not visible).
+        distance_m:
+          type: ['number', 'null']
+          minimum: 0
+          description: Estimated distance from RSSI and transmit power.
+        proximity:
+          oneOf:
+            - type: string
+              enum: [immediate, near, far, unknown]
+            - type: 'null'
+        error:
+          oneOf:
+            - $ref: '#/components/schemas/SightingError'
+            - type: 'null'
+    EstimatedPosition:
+      type: object
+      required: [lat, lon, accuracy_m]
+      properties:
+        lat:
+          type: number
+          minimum: -90
+          maximum: 90
+        lon:
+          type: number
+          minimum: -180
+          maximum: 180
+        accuracy_m:
+          type: number
+          minimum: 0
+        level:
+          type: ['integer', 'null']
+    SightingResults:
+      type: object
+      required: [results, position, events]
+      properties:
+        results:
+          type: array
+          items:
+            $ref: '#/components/schemas/SightingResult'
+        position:
+          oneOf:
+            - $ref: '#/components/schemas/EstimatedPosition'
+            - type: 'null'
+          description: The caller's estimated position (null without positioned sightings).
+        events:
+          type: array
+          items:
+            $ref: '#/components/schemas/Event'
 
 """#
 }

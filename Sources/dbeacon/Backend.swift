@@ -19,6 +19,11 @@ protocol Backend: Sendable {
     func listBeacons(tags: [String], owner: String?, bbox: String?, limit: Int, cursor: String?) async throws -> JSONValue
     func createBeacon(_ feature: JSONValue, owner: String?) async throws -> JSONValue
     func deleteBeacon(_ id: String) async throws
+    func reportLocation(lat: Double, lon: Double, accuracy: Double?, asUser: String?) async throws -> JSONValue
+    func events(after: String?, limit: Int, asUser: String?) async throws -> JSONValue
+    func addWebhook(url: String, events: [String], scope: String?, asUser: String?) async throws -> JSONValue
+    func listWebhooks(asUser: String?) async throws -> JSONValue
+    func deliveries(webhook: String, limit: Int) async throws -> JSONValue
 }
 
 /// Acts directly on the database file, as the operator (who sees every beacon).
@@ -99,6 +104,60 @@ struct LocalBackend: Backend {
         guard let bid = BeaconID(id) else { throw DBeaconError.notFound("beacon \(id)") }
         _ = try await services.beacons.delete(bid, ifMatch: nil, by: .admin)
     }
+
+    /// `--as USER` as a principal; the operator when absent.
+    func principal(_ asUser: String?) async throws -> Principal {
+        guard let asUser else { return .admin }
+        return .user(try await resolveUser(asUser))
+    }
+
+    func reportLocation(lat: Double, lon: Double, accuracy: Double?, asUser: String?) async throws -> JSONValue {
+        guard let asUser else { throw DBeaconError.badRequest("--as USER is required on the local database", path: "as") }
+        let user = try await resolveUser(asUser)
+        let report = try await services.fences.report(user: user, fixes: [
+            LocationFix(position: Position(lon: lon, lat: lat), accuracyM: accuracy ?? 0, timestamp: services.clock.now()),
+        ])
+        return .object([
+            "inside": .array(report.inside.map { .string($0.rawValue) }), "events": .array(report.events.map(\.json)),
+            "accepted": .int(report.accepted), "ignored": .int(report.ignored),
+        ])
+    }
+
+    func events(after: String?, limit: Int, asUser: String?) async throws -> JSONValue {
+        let principal = try await principal(asUser)
+        var position: Int64?
+        if let after {
+            if let id = EventID(after) { position = try await services.store.eventPosition(id: id) } else { position = Cursor.decode(after) }
+            guard position != nil else { throw DBeaconError.badRequest("--after must be an event id or a cursor", path: "after") }
+        }
+        let page = try await services.store.events(recipient: principal.userID, after: position, limit: limit)
+        return .object(["events": .array(page.items.map(\.json)), "next_cursor": .optional(Cursor.encode(page.next))])
+    }
+
+    func addWebhook(url: String, events: [String], scope: String?, asUser: String?) async throws -> JSONValue {
+        let w = try await services.webhooks.create(url: url, events: events.isEmpty ? nil : events, scope: scope, description: nil,
+                                                   by: try await principal(asUser))
+        return .object(["id": .string(w.id), "url": .string(w.url), "scope": .string(w.scope.rawValue),
+                        "events": .array(w.events.map(JSONValue.string)), "secret": .string(w.secret)])
+    }
+
+    func listWebhooks(asUser: String?) async throws -> JSONValue {
+        let list = try await services.webhooks.list(by: try await principal(asUser))
+        return .object(["webhooks": .array(list.map { w in
+            .object(["id": .string(w.id), "url": .string(w.url), "scope": .string(w.scope.rawValue), "status": .string(w.status.rawValue),
+                     "owner": .optional(w.owner?.rawValue), "events": .array(w.events.map(JSONValue.string))])
+        })])
+    }
+
+    func deliveries(webhook: String, limit: Int) async throws -> JSONValue {
+        let page = try await services.webhooks.deliveries(webhook, after: nil, limit: limit, by: .admin)
+        return .object(["deliveries": .array(page.items.map { d, attempts in
+            .object(["id": .string("dlv_\(d.seq)"), "event_id": .string(d.event.id.rawValue), "event_type": .string(d.event.type.rawValue),
+                     "status": .string(d.status.rawValue), "attempts": .int(d.attempts), "last_status_code": .int(d.lastStatusCode),
+                     "last_error": .optional(d.lastError),
+                     "next_attempt_at": d.status == .pending ? .string(d.nextAttemptAt.rfc3339) : .null])
+        })])
+    }
 }
 
 /// Goes through the HTTP API with a bearer token.
@@ -176,5 +235,40 @@ struct RemoteBackend: Backend {
 
     func deleteBeacon(_ id: String) async throws {
         _ = try await call(.DELETE, "/v1/beacons/\(id)")
+    }
+
+    func noAs(_ asUser: String?) throws {
+        if asUser != nil { throw DBeaconError.badRequest("--as only applies to --db; through the API the token decides") }
+    }
+
+    func reportLocation(lat: Double, lon: Double, accuracy: Double?, asUser: String?) async throws -> JSONValue {
+        try noAs(asUser)
+        var fix: JSONObject = ["lat": .number(lat), "lon": .number(lon), "timestamp": .string(Timestamp.now().rfc3339)]
+        if let accuracy { fix["accuracy_m"] = .number(accuracy) }
+        return try await call(.POST, "/v1/me/location", body: .object(fix)) ?? .null
+    }
+
+    func events(after: String?, limit: Int, asUser: String?) async throws -> JSONValue {
+        try noAs(asUser)
+        var query = [("limit", String(limit))]
+        if let after { query.append(("after", after)) }
+        return try await call(.GET, "/v1/events", query: query) ?? .null
+    }
+
+    func addWebhook(url: String, events: [String], scope: String?, asUser: String?) async throws -> JSONValue {
+        try noAs(asUser)
+        var body: JSONObject = ["url": .string(url)]
+        if !events.isEmpty { body["events"] = .array(events.map(JSONValue.string)) }
+        if let scope { body["scope"] = .string(scope) }
+        return try await call(.POST, "/v1/webhooks", body: .object(body)) ?? .null
+    }
+
+    func listWebhooks(asUser: String?) async throws -> JSONValue {
+        try noAs(asUser)
+        return try await call(.GET, "/v1/webhooks") ?? .null
+    }
+
+    func deliveries(webhook: String, limit: Int) async throws -> JSONValue {
+        try await call(.GET, "/v1/webhooks/\(webhook)/deliveries", query: [("limit", String(limit))]) ?? .null
     }
 }

@@ -11,6 +11,7 @@ struct DBeaconCommand: AsyncParsableCommand {
             (--db PATH, default $DBEACON_DB or ./data/dbeacon.sqlite) or through the HTTP API
             (--server http://127.0.0.1:8080 --token TOKEN, or $DBEACON_SERVER and $DBEACON_TOKEN).
             """,
-        subcommands: [ServeCommand.self, UserCommand.self, ImportCommand.self, NearbyCommand.self, BeaconCommand.self]
+        subcommands: [ServeCommand.self, UserCommand.self, ImportCommand.self, NearbyCommand.self, BeaconCommand.self,
+                      LocationCommand.self, EventsCommand.self, WebhookCommand.self]
     )
 }

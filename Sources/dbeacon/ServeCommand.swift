@@ -26,8 +26,13 @@ struct ServeCommand: AsyncParsableCommand {
     var allowPrivateWebhooks = false
     @Option(name: .customLong("webhook-retry-schedule"), help: "Seconds after the first attempt for each delivery attempt.")
     var webhookRetrySchedule = "0,5,300,1800,7200,18000,36000,36000"
-    @Option(help: "Coverage engine: memory (in-memory index) or sql (SpatiaLite reference path).")
-    var engine = "memory"
+    @Option(help: "Coverage engine: sql (SpatiaLite R*Tree + ST_Covers).")
+    var engine = "sql"
+    @Option(name: .customLong("dwell-seconds"), help: "Time inside a beacon before beacon.dwelled.") var dwellSeconds = 300.0
+    @Option(name: .customLong("exit-cushion-m"), help: "Distance outside a perimeter before beacon.exited (at least the fix accuracy).")
+    var exitCushionM = 25.0
+    @Option(name: .customLong("event-retention-days"), help: "Delete delivered events older than this (0 keeps them).")
+    var eventRetentionDays = 30.0
     @Option(name: .customLong("max-vertices"), help: "Largest number of vertices in one perimeter.") var maxVertices = 10_000
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.") var logLevel = "info"
     @Flag(name: .customLong("log-json"), help: "Write logs as one JSON object per line.") var logJSON = false
@@ -35,8 +40,13 @@ struct ServeCommand: AsyncParsableCommand {
     func validate() throws {
         guard (1...65535).contains(port) else { throw ValidationError("--port must be between 1 and 65535") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
-        guard AppConfig.Engine(rawValue: engine) != nil else { throw ValidationError("--engine must be memory or sql") }
+        guard AppConfig.Engine(rawValue: engine) != nil else {
+            throw ValidationError("--engine must be one of \(AppConfig.Engine.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
         guard maxVertices >= 4 else { throw ValidationError("--max-vertices must be at least 4") }
+        guard dwellSeconds >= 0, exitCushionM >= 0, eventRetentionDays >= 0 else {
+            throw ValidationError("--dwell-seconds, --exit-cushion-m and --event-retention-days must not be negative")
+        }
         _ = try parseSchedule()
     }
 
@@ -58,8 +68,11 @@ struct ServeCommand: AsyncParsableCommand {
         config.samplesDirectory = samples
         config.allowPrivateWebhooks = allowPrivateWebhooks
         config.webhookRetrySchedule = try parseSchedule()
-        config.engine = AppConfig.Engine(rawValue: engine) ?? .memory
+        config.engine = AppConfig.Engine(rawValue: engine) ?? .sql
         config.limits.maxVertices = maxVertices
+        config.fences.dwellSeconds = dwellSeconds
+        config.fences.exitCushionM = exitCushionM
+        config.eventRetentionDays = eventRetentionDays > 0 ? eventRetentionDays : nil
         config.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         let level = config.logLevel
         let json = logJSON

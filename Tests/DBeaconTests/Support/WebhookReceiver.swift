@@ -44,7 +44,7 @@ final class WebhookReceiver: Sendable {
             return Response(status: .init(code: status), headers: fields, body: .init(byteBuffer: ByteBuffer(string: "ok")))
         }
         var logger = Logger(label: "receiver")
-        logger.logLevel = .error
+        logger.logLevel = .critical
         let (started, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
                               onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)

@@ -1,0 +1,125 @@
+import ArgumentParser
+import DBeaconCore
+
+struct LocationCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "location",
+        abstract: "Report a location fix and print the beacons you are inside and the events it produced.",
+        discussion: "Example: dbeacon location --lat 48.7784 --lon 9.18 --server http://127.0.0.1:8080 --token TOKEN"
+    )
+    @Option(help: "Latitude in degrees.") var lat: Double
+    @Option(help: "Longitude in degrees.") var lon: Double
+    @Option(help: "Horizontal accuracy in metres.") var accuracy: Double?
+    @Option(name: .customLong("as"), help: "On the local database: the user (id or name) who reports.") var asUser: String?
+    @OptionGroup var target: TargetOptions
+
+    func validate() throws {
+        guard lat.isFinite, (-90...90).contains(lat) else { throw ValidationError("--lat must be within [-90, 90]") }
+        guard lon.isFinite, (-180...180).contains(lon) else { throw ValidationError("--lon must be within [-180, 180]") }
+    }
+
+    func run() async throws {
+        try await reportingErrors {
+            let result = try await target.backend().reportLocation(lat: lat, lon: lon, accuracy: accuracy, asUser: asUser)
+            if target.json { print(result.jsonString); return }
+            let inside = (result["inside"]?.arrayValue ?? []).compactMap(\.stringValue)
+            print("inside: \(inside.isEmpty ? "—" : inside.joined(separator: ", "))")
+            for e in result["events"]?.arrayValue ?? [] {
+                print("\(e["type"]?.stringValue ?? "")  \(e["data"]?["name"]?.stringValue ?? "")  \(e["data"]?["beacon"]?.stringValue ?? "")")
+            }
+        }
+    }
+}
+
+struct EventsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "events",
+        abstract: "List events, oldest first (yours through the API; everyone's, or --as USER's, on the local database).",
+        discussion: "Example: dbeacon events --after evt_… --limit 20"
+    )
+    @Option(help: "Only events after this event id or cursor.") var after: String?
+    @Option(help: "At most this many events.") var limit = 50
+    @Option(name: .customLong("as"), help: "On the local database: only this user's events.") var asUser: String?
+    @OptionGroup var target: TargetOptions
+
+    func run() async throws {
+        try await reportingErrors {
+            let result = try await target.backend().events(after: after, limit: limit, asUser: asUser)
+            if target.json { print(result.jsonString); return }
+            let rows: [[String]] = (result["events"]?.arrayValue ?? []).map { e in
+                [e["created_at"]?.stringValue ?? "", e["type"]?.stringValue ?? "", e["recipient"]?.stringValue ?? "",
+                 e["data"]?["name"]?.stringValue ?? e["data"]?["beacon"]?.stringValue ?? "", e["id"]?.stringValue ?? ""]
+            }
+            print(Output.table(["TIME", "TYPE", "RECIPIENT", "ABOUT", "ID"], rows))
+            if let next = result["next_cursor"]?.stringValue { print("more: --after \(next)") }
+        }
+    }
+}
+
+struct WebhookCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "webhook",
+        abstract: "Register webhooks and inspect their deliveries.",
+        subcommands: [Add.self, List.self, Deliveries.self]
+    )
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Register a webhook; prints its signing secret once.",
+            discussion: "Example: dbeacon webhook add https://example.com/hooks --event 'beacon.*' --server … --token …"
+        )
+        @Argument(help: "The http(s) URL to POST events to.") var url: String
+        @Option(name: .customLong("event"), parsing: .singleValue, help: "Event type or pattern (repeatable; default *).")
+        var events: [String] = []
+        @Option(help: "user (your events) or all (every event; admin token).") var scope: String?
+        @Option(name: .customLong("as"), help: "On the local database: the owning user (else scope all).") var asUser: String?
+        @OptionGroup var target: TargetOptions
+
+        func run() async throws {
+            try await reportingErrors {
+                let w = try await target.backend().addWebhook(url: url, events: events, scope: scope, asUser: asUser)
+                if target.json { print(w.jsonString); return }
+                print("id:     \(w["id"]?.stringValue ?? "")")
+                print("secret: \(w["secret"]?.stringValue ?? "")  (shown only this once)")
+            }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List webhooks.")
+        @Option(name: .customLong("as"), help: "On the local database: only this user's webhooks.") var asUser: String?
+        @OptionGroup var target: TargetOptions
+
+        func run() async throws {
+            try await reportingErrors {
+                let result = try await target.backend().listWebhooks(asUser: asUser)
+                if target.json { print(result.jsonString); return }
+                let rows: [[String]] = (result["webhooks"]?.arrayValue ?? []).map { w in
+                    [w["id"]?.stringValue ?? "", w["status"]?.stringValue ?? "", w["scope"]?.stringValue ?? "",
+                     (w["events"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ","), w["url"]?.stringValue ?? ""]
+                }
+                print(Output.table(["ID", "STATUS", "SCOPE", "EVENTS", "URL"], rows))
+            }
+        }
+    }
+
+    struct Deliveries: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show a webhook's recent deliveries, newest first.")
+        @Argument(help: "Webhook id (whk_…).") var id: String
+        @Option(help: "At most this many.") var limit = 20
+        @OptionGroup var target: TargetOptions
+
+        func run() async throws {
+            try await reportingErrors {
+                let result = try await target.backend().deliveries(webhook: id, limit: limit)
+                if target.json { print(result.jsonString); return }
+                let rows: [[String]] = (result["deliveries"]?.arrayValue ?? []).map { d in
+                    [d["id"]?.stringValue ?? "", d["event_type"]?.stringValue ?? "", d["status"]?.stringValue ?? "",
+                     String(Int(d["attempts"]?.numberValue ?? 0)), d["last_status_code"]?.numberValue.map { String(Int($0)) } ?? "—",
+                     d["next_attempt_at"]?.stringValue ?? "—", d["last_error"]?.stringValue ?? ""]
+                }
+                print(Output.table(["ID", "EVENT", "STATUS", "ATTEMPTS", "LAST", "NEXT", "ERROR"], rows))
+            }
+        }
+    }
+}
