@@ -6,6 +6,9 @@ package import Logging
 package struct AppConfig: Sendable {
     /// Which implementation answers coverage queries.
     package enum Engine: String, Sendable, CaseIterable {
+        /// The in-memory spatial index (hierarchical grid, prepared GEOS geometries, edge-indexed
+        /// large polygons): the fast path and the default.
+        case memory
         /// SpatiaLite R*Tree + ST_Covers: the reference path.
         case sql
     }
@@ -17,7 +20,7 @@ package struct AppConfig: Sendable {
     package var samplesDirectory: String?
     package var allowPrivateWebhooks = false
     package var webhookRetrySchedule: [Double] = [0, 5, 300, 1800, 7200, 18000, 36000, 36000]
-    package var engine: Engine = .sql
+    package var engine: Engine = .memory
     package var maxBodyBytes = 1 << 20
     package var limits = GeoLimits()
     package var logLevel: Logger.Level = .info

@@ -10,6 +10,8 @@ package import ServiceLifecycle
 package struct AppServices: Sendable {
     package let config: AppConfig
     package let store: SpatiaLiteStore
+    /// The engine answering coverage queries (`config.engine`).
+    package let engine: any CoverageEngine
     package let clock: any WallClock
     package let auth: AuthService
     package let beacons: BeaconService
@@ -31,20 +33,37 @@ package struct AppServices: Sendable {
         let store = try SpatiaLiteStore(path: config.databasePath, synchronousFull: config.synchronousFull)
         let auth = AuthService(store: store, clock: clock)
         let generated = try await auth.configureAdmin(token: config.adminToken)
-        let engine: any CoverageEngine = SQLCoverageEngine(store: store)
+        let (changes, continuation) = AsyncStream.makeStream(of: BeaconChange.self)
+        let engine: any CoverageEngine
+        switch config.engine {
+        case .sql:
+            engine = SQLCoverageEngine(store: store)
+            store.observeChanges { continuation.yield($0) }
+        case .memory:
+            // Observe before loading, so a change committed during the load is not lost.
+            let memory = MemoryCoverageEngine()
+            store.observeChanges { change in
+                memory.apply(change)
+                continuation.yield(change)
+            }
+            let started = ContinuousClock.now
+            try await memory.load(from: store)
+            logger.info("in-memory index loaded", metadata: [
+                "beacons": "\(memory.count)", "seconds": "\((ContinuousClock.now - started).components.seconds)",
+            ])
+            engine = memory
+        }
         let beacons = BeaconService(store: store, engine: engine, clock: clock, limits: config.limits)
         let fences = FenceEngine(store: store, engine: engine, committer: GroupCommitter(store: store), clock: clock,
                                  config: config.fences)
         try await fences.reload()
         let wake = WakeSignal()
         let ssrf = SSRFGuard(allowPrivate: config.allowPrivateWebhooks)
-        let (changes, continuation) = AsyncStream.makeStream(of: BeaconChange.self)
-        store.observeChanges { continuation.yield($0) }
         store.observeCommits { wake.signal() }
         var ticker = LifetimeTicker(store: store, fences: fences, clock: clock, logger: logger)
         ticker.retentionDays = config.eventRetentionDays
         let services = AppServices(
-            config: config, store: store, clock: clock, auth: auth, beacons: beacons, fences: fences,
+            config: config, store: store, engine: engine, clock: clock, auth: auth, beacons: beacons, fences: fences,
             webhooks: WebhookService(store: store, ssrf: ssrf, clock: clock, wake: wake),
             deliverer: WebhookDeliverer(store: store, ssrf: ssrf, clock: clock, schedule: config.webhookRetrySchedule,
                                         wake: wake, logger: logger),

@@ -26,8 +26,8 @@ struct ServeCommand: AsyncParsableCommand {
     var allowPrivateWebhooks = false
     @Option(name: .customLong("webhook-retry-schedule"), help: "Seconds after the first attempt for each delivery attempt.")
     var webhookRetrySchedule = "0,5,300,1800,7200,18000,36000,36000"
-    @Option(help: "Coverage engine: sql (SpatiaLite R*Tree + ST_Covers).")
-    var engine = "sql"
+    @Option(help: "Coverage engine: memory (in-memory spatial index, the default) or sql (SpatiaLite R*Tree + ST_Covers, the reference path).")
+    var engine = "memory"
     @Option(name: .customLong("dwell-seconds"), help: "Time inside a beacon before beacon.dwelled.") var dwellSeconds = 300.0
     @Option(name: .customLong("exit-cushion-m"), help: "Distance outside a perimeter before beacon.exited (at least the fix accuracy).")
     var exitCushionM = 25.0
@@ -68,7 +68,7 @@ struct ServeCommand: AsyncParsableCommand {
         config.samplesDirectory = samples
         config.allowPrivateWebhooks = allowPrivateWebhooks
         config.webhookRetrySchedule = try parseSchedule()
-        config.engine = AppConfig.Engine(rawValue: engine) ?? .sql
+        config.engine = AppConfig.Engine(rawValue: engine) ?? .memory
         config.limits.maxVertices = maxVertices
         config.fences.dwellSeconds = dwellSeconds
         config.fences.exitCushionM = exitCushionM

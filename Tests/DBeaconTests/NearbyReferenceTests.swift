@@ -1,5 +1,6 @@
 import DBeaconCore
 import DBeaconGeo
+import DBeaconHTTP
 import DBeaconServices
 import DBeaconStore
 import Testing
@@ -8,8 +9,9 @@ import Testing
 /// for circles, the contract's lifetime/visibility/tag rules re-implemented in Python) on
 /// thousands of random points.
 @Suite struct NearbyReferenceTests {
-    @Test func agreesWithShapelyAndGeographicLib() async throws {
-        let h = try await TestHarness.make(engine: .sql)
+    @Test(arguments: [AppConfig.Engine.memory, .sql])
+    func agreesWithShapelyAndGeographicLib(engine: AppConfig.Engine) async throws {
+        let h = try await TestHarness.make(engine: engine)
         var users: [UserID] = []
         for name in ["ann", "ben", "chen"] { users.append(try await h.user(name).id) }
         var generator = RandomBeacons(seed: 2026, users: users)

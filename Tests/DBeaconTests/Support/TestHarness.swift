@@ -18,7 +18,7 @@ struct TestHarness {
     let services: AppServices
     let clock: ManualClock
 
-    static func make(engine: AppConfig.Engine = .sql, start: Timestamp = Timestamp(rfc3339: "2026-11-21T12:00:00Z")!,
+    static func make(engine: AppConfig.Engine = .memory, start: Timestamp = Timestamp(rfc3339: "2026-11-21T12:00:00Z")!,
                      configure: (inout AppConfig) -> Void = { _ in }) async throws -> TestHarness {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dbeacon-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

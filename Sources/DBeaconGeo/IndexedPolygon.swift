@@ -1,0 +1,189 @@
+package import DBeaconCore
+
+/// Point-in-polygon for large polygons: the rings' edges bucketed into horizontal strips, so
+/// a test looks only at the edges whose latitude range spans the point's latitude — a few
+/// dozen for a 5,000-vertex region instead of all of them.
+///
+/// The test itself is GEOS's `RayCrossingCounter` (the algorithm behind `ST_Covers` and
+/// prepared-geometry point location), with GEOS's orientation predicate — a floating-point
+/// filter and a double-double fallback — so the answer, boundary cases included, is the one
+/// GEOS gives. The rings are shared with the beacon (copy-on-write arrays), so the index
+/// adds only its strip table and four bytes per edge per strip.
+package struct IndexedPolygon: Sendable {
+    private let rings: [Ring]
+    private let south: Double, north: Double, west: Double, east: Double
+    private let stripHeight: Double
+    private let stripCount: Int
+    /// Edges of strip `s` are `edges[stripStart[s] ..< stripStart[s+1]]`; an edge is
+    /// `ring << 24 | index of its first vertex`.
+    private let stripStart: [UInt32]
+    private let edges: [UInt32]
+
+    package init(_ polygon: Polygon) {
+        rings = polygon.rings
+        let box = BoundingBox(of: polygon.exterior)
+        south = box.south
+        north = box.north
+        west = box.west
+        east = box.east
+        let edgeCount = polygon.rings.reduce(0) { $0 + max(0, $1.count - 1) }
+        stripCount = max(1, min(edgeCount / 4, 1 << 16))
+        let height = (box.north - box.south) / Double(stripCount)
+        let h = height > 0 ? height : 1
+        stripHeight = h
+        let n = stripCount, s0 = box.south
+        // Two passes (count, then fill) into compressed-row arrays.
+        var counts = [UInt32](repeating: 0, count: n + 1)
+        func range(_ a: Position, _ b: Position) -> ClosedRange<Int> {
+            Self.strip(min(a.lat, b.lat), south: s0, height: h, count: n)...Self.strip(max(a.lat, b.lat), south: s0, height: h, count: n)
+        }
+        for ring in polygon.rings where ring.count > 1 {
+            for i in 0..<(ring.count - 1) { for s in range(ring[i], ring[i + 1]) { counts[s + 1] += 1 } }
+        }
+        for s in 0..<n { counts[s + 1] += counts[s] }
+        var fill = counts
+        var edges = [UInt32](repeating: 0, count: Int(counts[n]))
+        for (r, ring) in polygon.rings.enumerated() where ring.count > 1 {
+            for i in 0..<(ring.count - 1) {
+                for s in range(ring[i], ring[i + 1]) {
+                    edges[Int(fill[s])] = UInt32(r) << 24 | UInt32(i)
+                    fill[s] += 1
+                }
+            }
+        }
+        stripStart = counts
+        self.edges = edges
+    }
+
+    @inline(__always)
+    private static func strip(_ lat: Double, south: Double, height: Double, count: Int) -> Int {
+        let s = Int(((lat - south) / height).rounded(.down))
+        return s < 0 ? 0 : (s >= count ? count - 1 : s)
+    }
+
+    /// True when the polygon covers the point (interior or boundary, holes excluded).
+    package func covers(lon x: Double, lat y: Double) -> Bool {
+        guard y >= south, y <= north, x >= west, x <= east else { return false }
+        let s = Self.strip(y, south: south, height: stripHeight, count: stripCount)
+        var crossings = 0
+        return rings.withUnsafeBufferPointer { rings in
+            for k in Int(stripStart[s])..<Int(stripStart[s + 1]) {
+                let ref = edges[k]
+                let ring = rings[Int(ref >> 24)]
+                let i = Int(ref & 0xFF_FFFF)
+                let p1 = ring[i], p2 = ring[i + 1]
+                // GEOS RayCrossingCounter::countSegment, ray towards +x.
+                if p1.lon < x && p2.lon < x { continue }
+                if x == p2.lon && y == p2.lat { return true }
+                if p1.lat == y && p2.lat == y {
+                    let lo = min(p1.lon, p2.lon), hi = max(p1.lon, p2.lon)
+                    if x >= lo && x <= hi { return true }
+                    continue
+                }
+                if (p1.lat > y && p2.lat <= y) || (p2.lat > y && p1.lat <= y) {
+                    var sign = Orientation.index(p1.lon, p1.lat, p2.lon, p2.lat, x, y)
+                    if sign == 0 { return true }
+                    if p2.lat < p1.lat { sign = -sign }
+                    if sign > 0 { crossings += 1 }
+                }
+            }
+            return crossings & 1 == 1
+        }
+    }
+
+    /// Number of edge references (memory accounting).
+    package var edgeReferences: Int { edges.count }
+}
+
+/// GEOS's `Orientation::index` (`CGAlgorithmsDD::orientationIndex`): the side of `q` relative
+/// to the directed line p1→p2 (1 left, −1 right, 0 collinear), with a floating-point filter
+/// and a double-double fallback near zero.
+package enum Orientation {
+    @inline(__always)
+    package static func index(_ p1x: Double, _ p1y: Double, _ p2x: Double, _ p2y: Double, _ qx: Double, _ qy: Double) -> Int {
+        let filtered = filter(p1x, p1y, p2x, p2y, qx, qy)
+        if filtered <= 1 { return filtered }
+        let dx1 = DD(p2x) + DD(-p1x)
+        let dy1 = DD(p2y) + DD(-p1y)
+        let dx2 = DD(qx) + DD(-p2x)
+        let dy2 = DD(qy) + DD(-p2y)
+        return (dx1 * dy2 - dy1 * dx2).signum
+    }
+
+    @inline(__always)
+    static func sign(_ x: Double) -> Int { x < 0 ? -1 : (x > 0 ? 1 : 0) }
+
+    /// `orientationIndexFilter`: the sign when it is certain, 2 otherwise.
+    @inline(__always)
+    static func filter(_ pax: Double, _ pay: Double, _ pbx: Double, _ pby: Double, _ pcx: Double, _ pcy: Double) -> Int {
+        let detleft = (pax - pcx) * (pby - pcy)
+        let detright = (pay - pcy) * (pbx - pcx)
+        let det = detleft - detright
+        let detsum: Double
+        if detleft > 0 {
+            if detright <= 0 { return sign(det) }
+            detsum = detleft + detright
+        } else if detleft < 0 {
+            if detright >= 0 { return sign(det) }
+            detsum = -detleft - detright
+        } else {
+            return sign(det)
+        }
+        let errbound = 1e-15 * detsum
+        if det >= errbound || -det >= errbound { return sign(det) }
+        return 2
+    }
+
+    /// GEOS's double-double number (`geos::math::DD`), with the operations the predicate uses.
+    struct DD {
+        var hi: Double
+        var lo: Double
+
+        init(_ x: Double) { hi = x; lo = 0 }
+        init(_ hi: Double, _ lo: Double) { self.hi = hi; self.lo = lo }
+
+        static func + (x: DD, y: DD) -> DD {
+            let S = x.hi + y.hi
+            let T = x.lo + y.lo
+            var e = S - x.hi
+            let f = T - x.lo
+            var s = S - e
+            var t = T - f
+            s = (y.hi - e) + (x.hi - s)
+            t = (y.lo - f) + (x.lo - t)
+            e = s + T
+            let H = S + e
+            let h = e + (S - H)
+            e = t + h
+            let zhi = H + e
+            return DD(zhi, e + (H - zhi))
+        }
+
+        static func - (x: DD, y: DD) -> DD { x + DD(-y.hi, -y.lo) }
+
+        static func * (x: DD, y: DD) -> DD {
+            let split = 134_217_729.0
+            var C = split * x.hi
+            var hx = C - x.hi
+            var c = split * y.hi
+            hx = C - hx
+            let tx = x.hi - hx
+            var hy = c - y.hi
+            C = x.hi * y.hi
+            hy = c - hy
+            let ty = y.hi - hy
+            c = ((((hx * hy - C) + hx * ty) + tx * hy) + tx * ty) + (x.hi * y.lo + x.lo * y.hi)
+            let zhi = C + c
+            hx = C - zhi
+            return DD(zhi, c + hx)
+        }
+
+        var signum: Int {
+            if hi > 0 { return 1 }
+            if hi < 0 { return -1 }
+            if lo > 0 { return 1 }
+            if lo < 0 { return -1 }
+            return 0
+        }
+    }
+}

@@ -1,0 +1,89 @@
+package import DBeaconCore
+
+/// A multi-level uniform grid over longitude/latitude boxes: the spatial index of the
+/// in-memory engine.
+///
+/// Level `L` has square cells of `baseCell · 2^L` degrees. A box goes to the finest level
+/// whose cells are at least as large as the box, so it touches at most 2×2 cells there; a
+/// point query looks up one cell per occupied level. Inserts and removals are O(1) and the
+/// cost of a query does not depend on how large the indexed boxes are — a 50 km region and
+/// a 20 m circle are both found with one hash lookup each.
+package struct HierarchicalGrid {
+    package static let baseCell = 1.0 / 512 // ≈ 217 m of latitude
+    package static let levels = 18 // the coarsest level's cells (256°) hold any box
+
+    /// Per level: cell key → slots.
+    private var cells: [[UInt64: [Int32]]]
+    /// Number of boxes per level, so empty levels are skipped by queries.
+    private var population: [Int]
+    /// Levels with at least one box, finest first (kept in sync with `population`).
+    private(set) var occupied: [Int] = []
+
+    package init() {
+        cells = Array(repeating: [:], count: Self.levels)
+        population = Array(repeating: 0, count: Self.levels)
+    }
+
+    @inline(__always)
+    static func size(_ level: Int) -> Double { baseCell * Double(1 << level) }
+
+    @inline(__always)
+    static func key(_ ix: Int, _ iy: Int) -> UInt64 { UInt64(UInt32(truncatingIfNeeded: ix)) << 32 | UInt64(UInt32(truncatingIfNeeded: iy)) }
+
+    @inline(__always)
+    static func index(_ v: Double, offset: Double, size: Double) -> Int { Int(((v + offset) / size).rounded(.down)) }
+
+    static func level(for box: BoundingBox) -> Int {
+        let extent = max(box.east - box.west, box.north - box.south)
+        var level = 0
+        while level < levels - 1 && size(level) < extent { level += 1 }
+        return level
+    }
+
+    /// The cells a box occupies: (level, keys).
+    static func cells(for box: BoundingBox) -> (level: Int, keys: [UInt64]) {
+        let level = level(for: box)
+        let s = size(level)
+        let x0 = index(box.west, offset: 180, size: s), x1 = index(box.east, offset: 180, size: s)
+        let y0 = index(box.south, offset: 90, size: s), y1 = index(box.north, offset: 90, size: s)
+        var keys: [UInt64] = []
+        keys.reserveCapacity((x1 - x0 + 1) * (y1 - y0 + 1))
+        for x in x0...x1 { for y in y0...y1 { keys.append(key(x, y)) } }
+        return (level, keys)
+    }
+
+    package mutating func insert(_ slot: Int32, level: Int, keys: [UInt64]) {
+        for k in keys { cells[level][k, default: []].append(slot) }
+        population[level] += 1
+        if population[level] == 1 { occupied = (0..<Self.levels).filter { population[$0] > 0 } }
+    }
+
+    package mutating func remove(_ slot: Int32, level: Int, keys: [UInt64]) {
+        for k in keys {
+            guard var list = cells[level][k], let i = list.firstIndex(of: slot) else { continue }
+            list.swapAt(i, list.count - 1)
+            list.removeLast()
+            cells[level][k] = list.isEmpty ? nil : list
+        }
+        population[level] -= 1
+        if population[level] == 0 { occupied = (0..<Self.levels).filter { population[$0] > 0 } }
+    }
+
+    /// Calls `body` with the slots of every cell containing the point (a slot may repeat only
+    /// when its beacon has several boxes).
+    @inline(__always)
+    package func forEachCandidate(lon: Double, lat: Double, _ body: (Int32) -> Void) {
+        for level in occupied {
+            let s = Self.size(level)
+            let k = Self.key(Self.index(lon, offset: 180, size: s), Self.index(lat, offset: 90, size: s))
+            if let list = cells[level][k] {
+                for slot in list { body(slot) }
+            }
+        }
+    }
+
+    /// Cell statistics for benchmarks: (occupied cells, total entries).
+    package var statistics: (cells: Int, entries: Int) {
+        cells.reduce((0, 0)) { acc, level in (acc.0 + level.count, acc.1 + level.values.reduce(0) { $0 + $1.count }) }
+    }
+}

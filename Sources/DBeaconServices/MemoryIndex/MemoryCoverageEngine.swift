@@ -1,0 +1,392 @@
+package import DBeaconCore
+package import DBeaconGeo
+package import DBeaconStore
+import Dispatch
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The fast path of "which beacons cover this point": every beacon in memory, indexed by a
+/// hierarchical grid over its perimeter's bounding box(es).
+///
+/// A query looks up one grid cell per occupied level, then filters the candidates with
+/// plain-old-data checks (box, lifetime, tag bits, service, visibility) before the exact
+/// test: geodesic distance for circles (the same `Geodesy.circleContains` the SQL path
+/// registers as `dbeacon_circle_contains`), a GEOS prepared geometry for small polygons, and
+/// an edge-indexed polygon (`IndexedPolygon`, GEOS's point-location rules) for large ones,
+/// so a 5,000-vertex region costs a few dozen edge tests rather than thousands.
+///
+/// Readers run in parallel under a read lock; a change (create, update, delete, move) is
+/// prepared outside the lock and swapped in under the write lock, synchronously from the
+/// store's commit hook, so a write is visible to queries as soon as the writer returns.
+package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
+    /// Polygons with more vertices than this use `IndexedPolygon` instead of GEOS.
+    package static let largePolygonThreshold = 256
+
+    /// The fields a query filters on, packed without references so the scan over a cell
+    /// touches no reference counts.
+    struct Hot {
+        var west = 0.0, south = 0.0, east = 0.0, north = 0.0
+        var lat = 0.0, lon = 0.0, radius = 0.0
+        var lifeStart = Int64.min, lifeEnd = Int64.max
+        var tagBits: UInt64 = 0
+        var owner: Int32 = -1
+        var service: Int32 = 0
+        var kind: Kind = .free
+        var isPrivate = false
+        var multiBox = false
+        var overflowTags = false
+    }
+
+    enum Kind: UInt8 { case free, circle, prepared, indexed }
+
+    /// Everything else about a slot.
+    struct Cold {
+        var beacon: Beacon
+        var prepared: PreparedPerimeter?
+        var indexed: [IndexedPolygon]
+        var members: Set<Int32>
+        var boxes: [BoundingBox]
+        var cells: [(level: Int, keys: [UInt64])]
+        var tags: Set<String>
+    }
+
+    private let lock = ReadWriteLock()
+    private var hot: [Hot] = []
+    private var cold: [Cold?] = []
+    private var freeSlots: [Int32] = []
+    private var slots: [BeaconID: Int32] = [:]
+    private var grid = HierarchicalGrid()
+    private var users: [UserID: Int32] = [:]
+    private var tagIDs: [String: Int] = [:]
+    private var services: [String: Int32] = [:]
+    private var tracking: [Int32: Set<Int32>] = [:]
+    /// Ids changed through `apply` while `load` runs: the loader must not overwrite them.
+    private var touchedDuringLoad: Set<BeaconID>?
+
+    package init() {}
+
+    package var name: String { "memory" }
+
+    /// Number of beacons indexed.
+    package var count: Int { lock.read { slots.count } }
+
+    // MARK: Loading and changes
+
+    /// Bulk-loads every stored beacon. Register `apply` with the store before calling this:
+    /// changes committed while loading win over the loader's (older) copy.
+    package func load(from store: any BeaconStore, batchSize: Int = 20_000) async throws {
+        lock.write { touchedDuringLoad = [] }
+        defer { lock.write { touchedDuringLoad = nil } }
+        try await store.forEachBeacon(batchSize: batchSize) { [self] batch in
+            let prepared = Self.prepareConcurrently(batch)
+            lock.write {
+                for (beacon, prep) in zip(batch, prepared) where !(touchedDuringLoad?.contains(beacon.id) ?? false) {
+                    install(beacon, prep)
+                }
+            }
+        }
+    }
+
+    /// Applies one committed change (the store's change observer calls this).
+    package func apply(_ change: BeaconChange) {
+        switch change {
+        case .upsert(let beacon):
+            let prep = Self.prepare(beacon)
+            lock.write {
+                touchedDuringLoad?.insert(beacon.id)
+                install(beacon, prep)
+            }
+        case .delete(let id):
+            lock.write {
+                touchedDuringLoad?.insert(id)
+                if let slot = slots[id] { uninstall(slot) }
+            }
+        case .move(let id, let position):
+            // A move keeps the perimeter's shape: circles move with the location; a polygon of a
+            // moving beacon stays where it is (the model moves circles only).
+            guard var beacon = lock.read({ slots[id].flatMap { cold[Int($0)]?.beacon } }) else { return }
+            beacon.location = position
+            let prep = Self.prepare(beacon)
+            lock.write {
+                touchedDuringLoad?.insert(id)
+                install(beacon, prep)
+            }
+        }
+    }
+
+    /// What an exact test needs, built outside the lock (GEOS preparation can take milliseconds).
+    struct Prepared: @unchecked Sendable {
+        var prepared: PreparedPerimeter?
+        var indexed: [IndexedPolygon]
+    }
+
+    static func prepare(_ beacon: Beacon) -> Prepared {
+        switch beacon.perimeter {
+        case .circle:
+            return Prepared(prepared: nil, indexed: [])
+        case .polygon, .multiPolygon:
+            let polygons = beacon.perimeter.polygons
+            if beacon.perimeter.vertexCount > largePolygonThreshold {
+                return Prepared(prepared: nil, indexed: polygons.map(IndexedPolygon.init))
+            }
+            return Prepared(prepared: PreparedPerimeter(polygons), indexed: [])
+        }
+    }
+
+    static func prepareConcurrently(_ batch: [Beacon]) -> [Prepared] {
+        let results = UnsafeMutableBufferPointer<Prepared>.allocate(capacity: batch.count)
+        results.initialize(repeating: Prepared(prepared: nil, indexed: []))
+        defer { results.deallocate() }
+        let workers = max(1, ProcessInfo.processInfo.activeProcessorCount)
+        let chunk = (batch.count + workers - 1) / workers
+        // Each worker writes its own disjoint range of `results`.
+        let output = UncheckedSendable(results.baseAddress!)
+        DispatchQueue.concurrentPerform(iterations: workers) { w in
+            let lo = w * chunk, hi = min(batch.count, lo + chunk)
+            guard lo < hi else { return }
+            for i in lo..<hi { (output.value + i).pointee = prepare(batch[i]) }
+        }
+        return Array(results)
+    }
+
+    /// Must hold the write lock.
+    private func install(_ beacon: Beacon, _ prep: Prepared) {
+        if let old = slots[beacon.id] { uninstall(old) }
+        let slot: Int32
+        if let free = freeSlots.popLast() {
+            slot = free
+        } else {
+            slot = Int32(hot.count)
+            hot.append(Hot())
+            cold.append(nil)
+        }
+        var h = Hot()
+        let boxes = Self.boxes(of: beacon)
+        let all = boxes.dropFirst().reduce(boxes[0]) { $0.union($1) }
+        (h.west, h.south, h.east, h.north) = (all.west, all.south, all.east, all.north)
+        h.multiBox = boxes.count > 1
+        h.lat = beacon.location.lat
+        h.lon = beacon.location.lon
+        h.radius = beacon.perimeter.radiusM ?? 0
+        h.lifeStart = beacon.lifetime?.start?.millis ?? .min
+        h.lifeEnd = beacon.lifetime?.end?.millis ?? .max
+        h.owner = userIndex(beacon.owner)
+        h.service = beacon.service.map(serviceIndex) ?? 0
+        h.isPrivate = beacon.members != nil
+        for tag in beacon.tags {
+            let id = tagIndex(tag)
+            if id < 64 { h.tagBits |= 1 << UInt64(id) } else { h.overflowTags = true }
+        }
+        switch beacon.perimeter {
+        case .circle: h.kind = .circle
+        case .polygon, .multiPolygon: h.kind = prep.indexed.isEmpty ? .prepared : .indexed
+        }
+        if h.kind == .prepared && prep.prepared == nil { h.kind = .free } // GEOS refused it: never matches
+        let cells = boxes.map(HierarchicalGrid.cells(for:))
+        for c in cells { grid.insert(slot, level: c.level, keys: c.keys) }
+        hot[Int(slot)] = h
+        cold[Int(slot)] = Cold(beacon: beacon, prepared: prep.prepared, indexed: prep.indexed,
+                               members: Set((beacon.members ?? []).map(userIndex)), boxes: boxes, cells: cells,
+                               tags: Set(beacon.tags))
+        slots[beacon.id] = slot
+        if beacon.tracksOwner { tracking[h.owner, default: []].insert(slot) }
+    }
+
+    /// Must hold the write lock.
+    private func uninstall(_ slot: Int32) {
+        guard let c = cold[Int(slot)] else { return }
+        for cell in c.cells { grid.remove(slot, level: cell.level, keys: cell.keys) }
+        if c.beacon.tracksOwner, let owner = users[c.beacon.owner] {
+            tracking[owner]?.remove(slot)
+            if tracking[owner]?.isEmpty == true { tracking[owner] = nil }
+        }
+        slots[c.beacon.id] = nil
+        hot[Int(slot)] = Hot()
+        cold[Int(slot)] = nil
+        freeSlots.append(slot)
+    }
+
+    private func userIndex(_ user: UserID) -> Int32 {
+        if let i = users[user] { return i }
+        let i = Int32(users.count)
+        users[user] = i
+        return i
+    }
+
+    private func serviceIndex(_ service: String) -> Int32 {
+        if let i = services[service] { return i }
+        let i = Int32(services.count + 1)
+        services[service] = i
+        return i
+    }
+
+    private func tagIndex(_ tag: String) -> Int {
+        if let i = tagIDs[tag] { return i }
+        let i = tagIDs.count
+        tagIDs[tag] = i
+        return i
+    }
+
+    /// The boxes a perimeter is indexed under: circles by their geodesic extent (two boxes
+    /// across the antimeridian); polygons by their extent, or one box per polygon when a
+    /// multipolygon is split at the antimeridian.
+    static func boxes(of beacon: Beacon) -> [BoundingBox] {
+        switch beacon.perimeter {
+        case .circle(let r):
+            return Geodesy.boundingBoxes(center: beacon.location, radiusM: r)
+        case .polygon, .multiPolygon:
+            let perPolygon = beacon.perimeter.polygons.map { BoundingBox(of: $0.exterior) }
+            let all = perPolygon.dropFirst().reduce(perPolygon[0]) { $0.union($1) }
+            return all.east - all.west > 180 ? perPolygon : [all]
+        }
+    }
+
+    // MARK: Queries
+
+    package func covering(_ query: CoverQuery) async throws -> [Beacon] {
+        coveringNow(query)
+    }
+
+    /// Synchronous form of `covering` (benchmarks and callers outside async contexts).
+    package func coveringNow(_ query: CoverQuery) -> [Beacon] {
+        var out: [Beacon] = []
+        lock.read {
+            visit(query) { slot in out.append(cold[Int(slot)]!.beacon) }
+        }
+        return out
+    }
+
+    /// Number of covering beacons, without copying them out (benchmarks).
+    package func countCovering(_ query: CoverQuery) -> Int {
+        var n = 0
+        lock.read { visit(query) { _ in n += 1 } }
+        return n
+    }
+
+    /// Calls `body` with each matching slot once. Must hold the read lock.
+    @inline(__always)
+    private func visit(_ query: CoverQuery, _ body: (Int32) -> Void) {
+        let lon = query.point.lon, lat = query.point.lat
+        let at = query.at.millis
+        var viewer: Int32 = -2 // a user unknown to the index owns nothing and is in no group
+        var isAdmin = false
+        switch query.viewer {
+        case .admin: isAdmin = true
+        case .user(let uid): viewer = users[uid] ?? -2
+        }
+        var tagMask: UInt64 = 0
+        var overflowQuery = false
+        var tagFilter = !query.tags.isEmpty
+        if tagFilter {
+            for tag in query.tags {
+                if let id = tagIDs[tag] {
+                    if id < 64 { tagMask |= 1 << UInt64(id) } else { overflowQuery = true }
+                }
+            }
+            if tagMask == 0 && !overflowQuery { return } // no beacon has any of these tags
+            tagFilter = true
+        }
+        var service: Int32 = 0
+        if let s = query.service {
+            guard let i = services[s] else { return }
+            service = i
+        }
+        var polygonCandidates: [Int32] = []
+        var multiBoxSeen: [Int32] = []
+        hot.withUnsafeBufferPointer { hot in
+            grid.forEachCandidate(lon: lon, lat: lat) { slot in
+                let h = hot[Int(slot)]
+                guard lon >= h.west, lon <= h.east, lat >= h.south, lat <= h.north else { return }
+                guard h.lifeStart <= at, at < h.lifeEnd else { return }
+                if service != 0 && h.service != service { return }
+                if tagFilter && h.tagBits & tagMask == 0 {
+                    guard overflowQuery && h.overflowTags,
+                          let c = cold[Int(slot)], query.tags.contains(where: c.tags.contains) else { return }
+                }
+                if !isAdmin && h.isPrivate && h.owner != viewer {
+                    guard let c = cold[Int(slot)], c.members.contains(viewer) else { return }
+                }
+                if h.multiBox {
+                    guard let c = cold[Int(slot)], c.boxes.contains(where: { $0.contains(query.point) }),
+                          !multiBoxSeen.contains(slot) else { return }
+                    multiBoxSeen.append(slot)
+                }
+                switch h.kind {
+                case .circle:
+                    if Geodesy.circleContains(center: Position(lon: h.lon, lat: h.lat), radiusM: h.radius, point: query.point) {
+                        body(slot)
+                    }
+                case .prepared:
+                    polygonCandidates.append(slot)
+                case .indexed:
+                    if let c = cold[Int(slot)], c.indexed.contains(where: { $0.covers(lon: lon, lat: lat) }) { body(slot) }
+                case .free:
+                    return
+                }
+            }
+        }
+        if !polygonCandidates.isEmpty, let probe = PointProbe(query.point) {
+            for slot in polygonCandidates where cold[Int(slot)]?.prepared?.covers(probe) == true { body(slot) }
+        }
+    }
+
+    package func beacons(ids: [BeaconID]) async throws -> [Beacon] {
+        lock.read { ids.compactMap { slots[$0].flatMap { cold[Int($0)]?.beacon } } }
+    }
+
+    package func trackingBeacons(owner: UserID) async throws -> [Beacon] {
+        lock.read {
+            guard let o = users[owner], let set = tracking[o] else { return [] }
+            return set.compactMap { cold[Int($0)]?.beacon }.sorted { $0.id < $1.id }
+        }
+    }
+
+    /// Index statistics for benchmarks and logs.
+    package var statistics: (beacons: Int, cells: Int, cellEntries: Int, indexedPolygons: Int) {
+        lock.read {
+            let g = grid.statistics
+            return (slots.count, g.cells, g.entries, hot.reduce(0) { $0 + ($1.kind == .indexed ? 1 : 0) })
+        }
+    }
+}
+
+/// A value handed across threads by code that guarantees exclusive access itself.
+struct UncheckedSendable<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}
+
+/// A `pthread_rwlock_t`: many readers or one writer.
+final class ReadWriteLock: @unchecked Sendable {
+    private let rw: UnsafeMutablePointer<pthread_rwlock_t>
+
+    init() {
+        rw = .allocate(capacity: 1)
+        rw.initialize(to: pthread_rwlock_t())
+        pthread_rwlock_init(rw, nil)
+    }
+
+    deinit {
+        pthread_rwlock_destroy(rw)
+        rw.deallocate()
+    }
+
+    @inline(__always)
+    func read<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_rwlock_rdlock(rw)
+        defer { pthread_rwlock_unlock(rw) }
+        return try body()
+    }
+
+    @inline(__always)
+    func write<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_rwlock_wrlock(rw)
+        defer { pthread_rwlock_unlock(rw) }
+        return try body()
+    }
+}

@@ -1,0 +1,136 @@
+import DBeaconCore
+import DBeaconGeo
+import DBeaconHTTP
+import DBeaconServices
+import DBeaconStore
+import Foundation
+import Testing
+
+/// The in-memory engine must answer exactly as the SQL reference path (SpatiaLite R*Tree +
+/// `ST_Covers`) on the same random data — before and after creates, updates, deletes and
+/// moves — and its edge-indexed polygons must agree with GEOS, boundaries included.
+@Suite struct EngineEquivalenceTests {
+    /// A star polygon with `vertices` vertices and a hole: large enough for `IndexedPolygon`.
+    static func largePolygon(_ g: inout RandomBeacons, at c: Position, vertices: Int) -> Perimeter {
+        let outer = g.starRing(c, vertices: vertices, rMin: 0.01, rMax: 0.03)
+        let hole = g.starRing(c, vertices: max(3, vertices / 10), rMin: 0.002, rMax: 0.006)
+        return .polygon(Polygon(rings: [outer, hole]))
+    }
+
+    func compare(_ memory: any CoverageEngine, _ sql: any CoverageEngine, _ queries: [RandomQuery],
+                 label: String) async throws -> Int {
+        var mismatches = 0, nonEmpty = 0
+        for q in queries {
+            let query = CoverQuery(point: q.point, tags: q.tags, at: q.at, viewer: q.viewer)
+            let a = try await memory.covering(query).map(\.id.rawValue).sorted()
+            let b = try await sql.covering(query).map(\.id.rawValue).sorted()
+            if !b.isEmpty { nonEmpty += 1 }
+            if a != b {
+                mismatches += 1
+                if mismatches <= 5 { Issue.record("\(label): \(q.point) \(q.viewer) \(q.tags): memory \(a), sql \(b)") }
+            }
+        }
+        #expect(nonEmpty > queries.count / 3, "\(label): too few queries find anything for the test to mean much")
+        return mismatches
+    }
+
+    @Test func memoryAgreesWithSQLThroughChanges() async throws {
+        let h = try await TestHarness.make(engine: .memory)
+        let memory = try #require(h.services.engine as? MemoryCoverageEngine)
+        let sql = SQLCoverageEngine(store: h.store)
+        var users: [UserID] = []
+        for name in ["ann", "ben", "chen"] { users.append(try await h.user(name).id) }
+        var g = RandomBeacons(seed: 6006, users: users)
+        var beacons = (0..<500).map { g.beacon(index: $0) }
+        // Large polygons (edge index), a tagged service, and circles across the antimeridian.
+        for i in 0..<12 {
+            beacons[i].perimeter = Self.largePolygon(&g, at: beacons[i].location, vertices: 300 + 150 * i)
+        }
+        for i in 12..<40 { beacons[i].service = i % 2 == 0 ? "tour" : "promotion" }
+        beacons.append(Beacon(id: BeaconID(uncheckedRawValue: "bcn_dateline"), name: "dateline", owner: users[0],
+                              location: Position(lon: 179.999, lat: -16.5), perimeter: .circle(radiusM: 900),
+                              createdAt: RandomBeacons.base, updatedAt: RandomBeacons.base))
+        try await h.store.insertBeacons(beacons)
+        #expect(memory.count == beacons.count)
+
+        var queries = g.queries(count: 1500, beacons: beacons)
+        queries += [Position(lon: -179.999, lat: -16.5), Position(lon: 179.9999, lat: -16.501)].map {
+            RandomQuery(point: $0, viewer: .user(users[0]), at: RandomBeacons.base, tags: [])
+        }
+        #expect(try await compare(memory, sql, queries, label: "after insert") == 0)
+
+        // A fresh engine bulk-loaded from the store agrees too.
+        let loaded = MemoryCoverageEngine()
+        try await loaded.load(from: h.store, batchSize: 97)
+        #expect(loaded.count == beacons.count)
+        #expect(try await compare(loaded, sql, queries, label: "bulk load") == 0)
+
+        // Updates (new perimeter, lifetime, tags, visibility) and deletes.
+        var changed = 0
+        for i in stride(from: 0, to: 300, by: 3) {
+            var b = beacons[i]
+            let replacement = g.beacon(index: 10_000 + i)
+            b.perimeter = i % 30 == 0 ? Self.largePolygon(&g, at: b.location, vertices: 400) : replacement.perimeter
+            b.lifetime = replacement.lifetime
+            b.tags = replacement.tags
+            b.members = replacement.members
+            b.version += 1
+            try await h.store.updateBeacon(b, expectedVersion: b.version - 1, fanOut: nil)
+            beacons[i] = b
+            changed += 1
+        }
+        for i in stride(from: 1, to: 300, by: 5) {
+            try await h.store.deleteBeacon(id: beacons[i].id, expectedVersion: nil, fanOut: nil)
+        }
+        #expect(changed == 100)
+        #expect(try await compare(memory, sql, queries, label: "after updates and deletes") == 0)
+
+        // Moving beacons: a circle that tracks its owner follows the owner's fixes.
+        var mover = g.beacon(index: 20_000)
+        mover.id = BeaconID(uncheckedRawValue: "bcn_mover")
+        mover.perimeter = .circle(radiusM: 300)
+        mover.tracksOwner = true
+        mover.owner = users[1]
+        mover.members = nil
+        mover.lifetime = nil
+        try await h.store.insertBeacon(mover)
+        let target = Position(lon: RandomBeacons.center.lon + 0.02, lat: RandomBeacons.center.lat - 0.01)
+        try await h.fix(users[1], lat: target.lat, lon: target.lon)
+        let near = Position(lon: target.lon + 0.001, lat: target.lat)
+        let q = CoverQuery(point: near, at: h.clock.now(), viewer: .user(users[0]))
+        #expect(try await memory.covering(q).contains { $0.id == mover.id })
+        #expect(try await sql.covering(q).contains { $0.id == mover.id })
+        #expect(try await compare(memory, sql, queries, label: "after a move") == 0)
+        #expect(try await memory.trackingBeacons(owner: users[1]).map(\.id) == [mover.id])
+    }
+
+    @Test func indexedPolygonAgreesWithGEOSOnBoundaries() throws {
+        var g = RandomBeacons(seed: 77, users: [UserID(uncheckedRawValue: "usr_x")])
+        for round in 0..<20 {
+            let c = g.point()
+            guard case .polygon(let polygon) = Self.largePolygon(&g, at: c, vertices: 300 + round * 40) else { return }
+            let indexed = IndexedPolygon(polygon)
+            let geos = try #require(PreparedPerimeter([polygon]))
+            var points: [Position] = (0..<400).map { _ in
+                Position(lon: c.lon + .random(in: -0.04...0.04, using: &g.rng), lat: c.lat + .random(in: -0.03...0.03, using: &g.rng))
+            }
+            // Vertices, edge midpoints and points a hair off the edges.
+            for ring in polygon.rings {
+                for i in stride(from: 0, to: ring.count - 1, by: 7) {
+                    let a = ring[i], b = ring[i + 1]
+                    points.append(a)
+                    points.append(Position(lon: (a.lon + b.lon) / 2, lat: (a.lat + b.lat) / 2))
+                    points.append(Position(lon: (a.lon + b.lon) / 2 + 1e-12, lat: (a.lat + b.lat) / 2))
+                    points.append(Position(lon: a.lon, lat: (a.lat + b.lat) / 2))
+                }
+            }
+            var inside = 0
+            for p in points {
+                let expected = geos.covers(p)
+                if expected { inside += 1 }
+                #expect(indexed.covers(lon: p.lon, lat: p.lat) == expected, "\(p) round \(round)")
+            }
+            #expect(inside > points.count / 10)
+        }
+    }
+}
