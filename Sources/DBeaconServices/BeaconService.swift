@@ -68,13 +68,32 @@ package struct BeaconService: Sendable {
 
     /// Nearest first (ties by id, so results are stable), at most `limit`.
     package static func rank(_ beacons: [Beacon], from point: Position, limit: Int) -> [NearbyResult] {
-        var results = beacons.map { b in
+        var results = preselect(beacons, from: point, limit: limit).map { b in
             let (d, bearing) = Geodesy.inverse(from: point, to: b.location)
             return NearbyResult(beacon: b, distanceM: d, bearingDeg: bearing)
         }
         results.sort { $0.distanceM != $1.distanceM ? $0.distanceM < $1.distanceM : $0.beacon.id < $1.beacon.id }
         if results.count > limit { results.removeLast(results.count - limit) }
         return results
+    }
+
+    /// When there are many more beacons than `limit`, drops those that cannot be among the
+    /// nearest `limit` before the (costlier) ellipsoidal distances are computed: a beacon whose
+    /// flat-earth distance (error under 2e-5 below 20 km, see `Geodesy.approximateDistance`)
+    /// exceeds the `limit`-th smallest by more than 1e-4 is farther than `limit` others on the
+    /// ellipsoid too. Far beacons (beyond 15 km) are always kept.
+    package static func preselect(_ beacons: [Beacon], from point: Position, limit: Int) -> [Beacon] {
+        guard limit > 0, beacons.count > 2 * limit, abs(point.lat) < 75 else { return beacons }
+        let approx = beacons.map { Geodesy.approximateDistance(point, $0.location) }
+        var sorted = approx
+        sorted.sort()
+        let kth = sorted[limit - 1]
+        guard kth < 15_000 else { return beacons }
+        let threshold = kth * (1 + 1e-4) + 0.01
+        var kept: [Beacon] = []
+        kept.reserveCapacity(limit * 2)
+        for (i, b) in beacons.enumerated() where approx[i] <= threshold || approx[i] > 15_000 { kept.append(b) }
+        return kept
     }
 
     package func related(_ id: BeaconID, type: String?, by principal: Principal) async throws -> [(Beacon, Relationship)] {

@@ -133,4 +133,20 @@ import Testing
             #expect(inside > points.count / 10)
         }
     }
+
+    /// Ranking drops far beacons before computing ellipsoidal distances; the answer must be
+    /// exactly the full sort's.
+    @Test func rankingPreselectionKeepsTheNearest() {
+        var g = RandomBeacons(seed: 91, users: [UserID(uncheckedRawValue: "usr_x")], span: 0.1)
+        let beacons = (0..<600).map { g.beacon(index: $0) }
+        for _ in 0..<200 {
+            let p = g.point()
+            let limit = Int.random(in: 1...40, using: &g.rng)
+            let ranked = BeaconService.rank(beacons, from: p, limit: limit)
+            var full = beacons.map { b in (b.id, Geodesy.inverse(from: p, to: b.location).distance) }
+            full.sort { $0.1 != $1.1 ? $0.1 < $1.1 : $0.0 < $1.0 }
+            #expect(ranked.map(\.beacon.id) == full.prefix(limit).map(\.0))
+            #expect(BeaconService.preselect(beacons, from: p, limit: limit).count < beacons.count)
+        }
+    }
 }

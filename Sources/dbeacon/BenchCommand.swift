@@ -1,0 +1,463 @@
+import ArgumentParser
+import AsyncHTTPClient
+import DBeaconCore
+import DBeaconServices
+import DBeaconStore
+import Dispatch
+import Foundation
+import Logging
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `dbeacon bench`: the reproducible performance figures of BENCHMARKS.md.
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Measure lookups, SQL lookups, HTTP nearby, location fixes, start-up time and memory.",
+        discussion: """
+            For each N, generates N synthetic beacons (see BENCHMARKS.md: 70% circles, 25% polygons, 5% \
+            complex polygons with holes, lifetimes, private groups, 8 tags) into a SpatiaLite file under \
+            --workdir, then measures:
+              • in-process lookups (in-memory engine) on 1 and 2 threads, with p50/p99 latency;
+              • the same lookups on the SQL path (SpatiaLite R*Tree + ST_Covers);
+              • location fixes per second through the fence engine, each acknowledged once durable;
+              • a `dbeacon serve` child process: start-up time, resident memory, and GET /v1/nearby
+                under load from wrk (Debian package `wrk`; skipped with a note when missing).
+            Build with `swift build -c release` first: debug builds are many times slower.
+            """
+    )
+
+    @Option(help: "Comma-separated beacon counts.") var beacons = "100000,1000000"
+    @Option(help: "Seconds per measurement.") var duration = 5.0
+    @Option(help: "Folder for the generated databases (reused with --reuse).") var workdir = "./data/bench"
+    @Option(help: "Seed of the synthetic city.") var seed: UInt64 = 2026
+    @Flag(help: "Reuse a database generated earlier for the same N and seed.") var reuse = false
+    @Flag(name: .customLong("skip-http"), help: "Skip the server measurements.") var skipHTTP = false
+    @Flag(name: .customLong("skip-sql"), help: "Skip the SQL path.") var skipSQL = false
+    @Flag(name: .customLong("skip-fixes"), help: "Skip the location-fix measurement.") var skipFixes = false
+    @Option(name: .customLong("wrk-connections"), help: "Concurrent HTTP connections.") var wrkConnections = 32
+    @Option(name: .customLong("wrk-threads"), help: "wrk threads.") var wrkThreads = 1
+    @Option(help: "Port of the server under test.") var port = 18_090
+    @Flag(help: "Print one JSON object per N instead of a table.") var json = false
+
+    func validate() throws {
+        guard !counts.isEmpty, counts.allSatisfy({ $0 > 0 }) else { throw ValidationError("--beacons must list positive counts") }
+        guard duration > 0 else { throw ValidationError("--duration must be positive") }
+    }
+
+    var counts: [Int] { beacons.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
+
+    func run() async throws {
+        #if DEBUG
+        FileHandle.standardError.write(Data("warning: this is a debug build; figures are meaningless (swift build -c release)\n".utf8))
+        #endif
+        var rows: [BenchResult] = []
+        for n in counts {
+            let result = try await BenchRun(command: self, count: n).run()
+            rows.append(result)
+            if json { print(result.json) }
+        }
+        if !json { print(BenchResult.table(rows)) }
+    }
+}
+
+/// The figures of one N.
+struct BenchResult {
+    var beacons = 0
+    var generateSec = 0.0
+    var dbBytes = 0
+    var loadSec = 0.0
+    var avgResults = 0.0
+    var lookups1 = 0.0, lookupP50us = 0.0, lookupP99us = 0.0
+    var lookups2 = 0.0
+    var sql1: Double?, sqlP50us: Double?, sqlP99us: Double?
+    var sql2: Double?
+    var fixes: Double?, fixEvents: Double?, fixP99ms: Double?
+    var http: Double?, httpP50ms: Double?, httpP99ms: Double?
+    var startupSec: Double?
+    var rssBytes: Int?
+
+    var json: String {
+        func n(_ v: Double?) -> JSONValue { v.map { .number(($0 * 1000).rounded() / 1000) } ?? .null }
+        func i(_ v: Int?) -> JSONValue { v.map { .number(Double($0)) } ?? .null }
+        let o: JSONValue = .object(JSONObject([
+            ("beacons", i(beacons)), ("lookups_per_sec", n(lookups1)), ("lookups_per_sec_2t", n(lookups2)),
+            ("lookup_p50_us", n(lookupP50us)), ("lookup_p99_us", n(lookupP99us)), ("avg_results_per_lookup", n(avgResults)),
+            ("sql_lookups_per_sec", n(sql1)), ("sql_lookups_per_sec_2t", n(sql2)), ("sql_p50_us", n(sqlP50us)),
+            ("sql_p99_us", n(sqlP99us)), ("speedup_vs_sql", n(sql1.map { lookups1 / $0 })),
+            ("http_requests_per_sec", n(http)), ("http_p50_ms", n(httpP50ms)), ("http_p99_ms", n(httpP99ms)),
+            ("fixes_per_sec", n(fixes)), ("fix_events_per_sec", n(fixEvents)), ("fix_p99_ms", n(fixP99ms)),
+            ("startup_sec", n(startupSec)), ("index_load_sec", n(loadSec)), ("rss_bytes", i(rssBytes)),
+            ("generate_sec", n(generateSec)), ("db_bytes", i(dbBytes)),
+        ]))
+        return JSONWriter.string(o)
+    }
+
+    static func table(_ rows: [BenchResult]) -> String {
+        func f(_ v: Double?, _ digits: Int = 0) -> String {
+            guard let v, v.isFinite else { return "—" }
+            return String(format: "%.\(digits)f", v)
+        }
+        func count(_ v: Double?) -> String {
+            guard let v, v.isFinite else { return "—" }
+            return v >= 10_000 ? String(format: "%.0f", v) : String(format: "%.1f", v)
+        }
+        let lines: [(String, (BenchResult) -> String)] = [
+            ("beacons", { "\($0.beacons)" }),
+            ("avg. results per lookup", { f($0.avgResults, 1) }),
+            ("lookups/s, 1 thread", { count($0.lookups1) }),
+            ("  p50 / p99 (µs)", { "\(f($0.lookupP50us, 1)) / \(f($0.lookupP99us, 1))" }),
+            ("lookups/s, 2 threads", { count($0.lookups2) }),
+            ("SQL lookups/s, 1 thread", { count($0.sql1) }),
+            ("  p50 / p99 (µs)", { "\(f($0.sqlP50us, 0)) / \(f($0.sqlP99us, 0))" }),
+            ("SQL lookups/s, 2 threads", { count($0.sql2) }),
+            ("memory ÷ SQL (1 thread)", { r in r.sql1.map { String(format: "%.0f×", r.lookups1 / $0) } ?? "—" }),
+            ("HTTP nearby req/s", { count($0.http) }),
+            ("  p50 / p99 (ms)", { "\(f($0.httpP50ms, 2)) / \(f($0.httpP99ms, 2))" }),
+            ("location fixes/s (durable)", { count($0.fixes) }),
+            ("  events/s, fix p99 (ms)", { "\(count($0.fixEvents)) / \(f($0.fixP99ms, 1))" }),
+            ("server start-up (s)", { f($0.startupSec, 2) }),
+            ("server resident memory (MiB)", { $0.rssBytes.map { "\($0 / (1 << 20))" } ?? "—" }),
+            ("index load in-process (s)", { f($0.loadSec, 2) }),
+            ("generate + insert (s)", { f($0.generateSec, 1) }),
+            ("database size (MiB)", { "\($0.dbBytes / (1 << 20))" }),
+        ]
+        var out: [String] = []
+        for (label, value) in lines {
+            var cells = [label.padding(toLength: 30, withPad: " ", startingAt: 0)]
+            for r in rows {
+                let text = value(r)
+                cells.append(String(repeating: " ", count: max(0, 16 - text.count)) + text)
+            }
+            out.append(cells.joined())
+        }
+        return out.joined(separator: "\n")
+    }
+}
+
+struct BenchRun {
+    let command: BenchCommand
+    let count: Int
+    let now = Timestamp.now()
+
+    var path: String { "\(command.workdir)/bench-\(count)-\(command.seed).sqlite" }
+
+    func log(_ message: String) {
+        FileHandle.standardError.write(Data("[bench \(count)] \(message)\n".utf8))
+    }
+
+    func run() async throws -> BenchResult {
+        var result = BenchResult()
+        result.beacons = count
+        try await generate(into: &result)
+        try await inProcess(into: &result)
+        if !command.skipHTTP { try await server(into: &result) }
+        return result
+    }
+
+    // MARK: Data
+
+    func generate(into result: inout BenchResult) async throws {
+        try FileManager.default.createDirectory(atPath: command.workdir, withIntermediateDirectories: true)
+        if command.reuse, FileManager.default.fileExists(atPath: path) {
+            let store = try SpatiaLiteStore(path: path, synchronousFull: false)
+            if try await store.beaconCount() == count {
+                log("reusing \(path)")
+                result.dbBytes = fileSize(path)
+                return
+            }
+        }
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        let started = monotonicNanos()
+        let store = try SpatiaLiteStore(path: path, synchronousFull: false)
+        for i in 0..<BenchCity.userCount {
+            try await store.createUser(User(id: BenchCity.user(i), name: "bench \(i)", createdAt: now),
+                                       tokenHash: AuthService.hash(BenchCity.token(i)))
+        }
+        var city = BenchCity(seed: command.seed, now: now)
+        var done = 0
+        while done < count {
+            let batch = (done..<min(count, done + 5000)).map { city.beacon($0) }
+            try await store.insertBeacons(batch)
+            done += batch.count
+            if done % 100_000 == 0 { log("generated \(done)") }
+        }
+        result.generateSec = seconds(since: started)
+        result.dbBytes = fileSize(path)
+        log("generated \(count) beacons in \(String(format: "%.1f", result.generateSec)) s")
+    }
+
+    func fileSize(_ path: String) -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? Int) ?? 0
+    }
+
+    func seconds(since start: UInt64) -> Double { Double(monotonicNanos() - start) / 1e9 }
+
+    // MARK: In-process
+
+    func inProcess(into result: inout BenchResult) async throws {
+        let store = try SpatiaLiteStore(path: path, synchronousFull: true)
+        let engine = MemoryCoverageEngine()
+        store.observeChanges { engine.apply($0) }
+        let loadStart = monotonicNanos()
+        try await engine.load(from: store)
+        result.loadSec = seconds(since: loadStart)
+        log("index loaded in \(String(format: "%.2f", result.loadSec)) s")
+
+        var city = BenchCity(seed: command.seed &+ 1, now: now)
+        let queries = (0..<100_000).map { _ in city.query() }
+        var total = 0
+        for q in queries.prefix(10_000) { total += engine.countCovering(q) }
+        result.avgResults = Double(total) / 10_000
+
+        let one = Self.lookups(engine, queries, threads: 1, seconds: command.duration)
+        result.lookups1 = one.rate
+        result.lookupP50us = one.latencies.percentile(0.5) / 1000
+        result.lookupP99us = one.latencies.percentile(0.99) / 1000
+        result.lookups2 = Self.lookups(engine, queries, threads: 2, seconds: command.duration).rate
+        log(String(format: "lookups: %.0f/s on 1 thread, %.0f/s on 2", result.lookups1, result.lookups2))
+
+        if !command.skipSQL {
+            let sql = SQLCoverageEngine(store: store)
+            let s1 = try await Self.sqlLookups(sql, queries, tasks: 1, seconds: command.duration)
+            result.sql1 = s1.rate
+            result.sqlP50us = s1.latencies.percentile(0.5) / 1000
+            result.sqlP99us = s1.latencies.percentile(0.99) / 1000
+            result.sql2 = try await Self.sqlLookups(sql, queries, tasks: 2, seconds: command.duration).rate
+            log(String(format: "SQL lookups: %.0f/s on 1 thread, %.0f/s on 2", s1.rate, result.sql2 ?? 0))
+        }
+        if !command.skipFixes {
+            try await fixes(store: store, engine: engine, into: &result)
+        }
+    }
+
+    /// Lookups returning the covering beacons, as nearby and the fence engine use them.
+    static func lookups(_ engine: MemoryCoverageEngine, _ queries: [CoverQuery], threads: Int, seconds: Double)
+        -> (rate: Double, latencies: Latencies) {
+        let results = UncheckedBox(Array(repeating: (0, Latencies()), count: threads))
+        let deadline = monotonicNanos() + UInt64(seconds * 1e9)
+        let started = monotonicNanos()
+        DispatchQueue.concurrentPerform(iterations: threads) { t in
+            var n = 0
+            var lat = Latencies()
+            lat.samples.reserveCapacity(1 << 20)
+            var i = t * 7919
+            var sink = 0
+            while true {
+                let q = queries[i % queries.count]
+                let t0 = monotonicNanos()
+                sink &+= engine.coveringNow(q).count
+                let t1 = monotonicNanos()
+                if n & 7 == 0 { lat.add(t1 - t0) }
+                n += 1
+                i += 1
+                if t1 >= deadline { break }
+            }
+            results.withLock { $0[t] = (n + (sink & 0), lat) }
+        }
+        let elapsed = Double(monotonicNanos() - started) / 1e9
+        let all = results.withLock { $0 }
+        var lat = Latencies()
+        for r in all { lat.merge(r.1) }
+        return (Double(all.reduce(0) { $0 + $1.0 }) / elapsed, lat)
+    }
+
+    static func sqlLookups(_ engine: SQLCoverageEngine, _ queries: [CoverQuery], tasks: Int, seconds: Double) async throws
+        -> (rate: Double, latencies: Latencies) {
+        let deadline = monotonicNanos() + UInt64(seconds * 1e9)
+        let started = monotonicNanos()
+        let parts = try await withThrowingTaskGroup(of: (Int, Latencies).self) { group in
+            for t in 0..<tasks {
+                group.addTask {
+                    var n = 0
+                    var lat = Latencies()
+                    var i = t * 7919
+                    while true {
+                        let t0 = monotonicNanos()
+                        _ = try await engine.covering(queries[i % queries.count])
+                        let t1 = monotonicNanos()
+                        lat.add(t1 - t0)
+                        n += 1
+                        i += 1
+                        if t1 >= deadline { break }
+                    }
+                    return (n, lat)
+                }
+            }
+            var all: [(Int, Latencies)] = []
+            for try await part in group { all.append(part) }
+            return all
+        }
+        let elapsed = Double(monotonicNanos() - started) / 1e9
+        var lat = Latencies()
+        for p in parts { lat.merge(p.1) }
+        return (Double(parts.reduce(0) { $0 + $1.0 }) / elapsed, lat)
+    }
+
+    /// Location fixes from many users at once (random walks through the region); each call
+    /// returns once its fix, state changes and events are committed with synchronous=FULL.
+    func fixes(store: SpatiaLiteStore, engine: MemoryCoverageEngine, into result: inout BenchResult) async throws {
+        let fences = FenceEngine(store: store, engine: engine, committer: GroupCommitter(store: store), clock: SystemClock(),
+                                 config: FenceConfig())
+        try await fences.reload()
+        let concurrency = 256
+        let seconds = command.duration
+        let seed = command.seed
+        let deadline = monotonicNanos() + UInt64(seconds * 1e9)
+        let started = monotonicNanos()
+        let base = Timestamp.now()
+        let parts = try await withThrowingTaskGroup(of: (Int, Int, Latencies).self) { group in
+            for t in 0..<concurrency {
+                group.addTask {
+                    var city = BenchCity(seed: seed &+ 100 &+ UInt64(t), now: base)
+                    // Each task walks its own users (users t, t+256, …), 8 m per fix.
+                    let mine = Array(stride(from: t, to: BenchCity.userCount, by: concurrency))
+                    var positions = mine.map { _ in city.point() }
+                    var fixCount = 0, events = 0, step = 0
+                    var lat = Latencies()
+                    while monotonicNanos() < deadline {
+                        let k = step % mine.count
+                        let a = Double.random(in: 0..<(2 * .pi), using: &city.rng)
+                        positions[k].lat += 8 * sin(a) / BenchCity.metersPerDegreeLat
+                        positions[k].lon += 8 * cos(a) / (BenchCity.metersPerDegreeLat * 0.66)
+                        let fix = LocationFix(position: positions[k], accuracyM: 10,
+                                              timestamp: base.adding(seconds: Double(step) * 0.001))
+                        let t0 = monotonicNanos()
+                        let report = try await fences.report(user: BenchCity.user(mine[k]), fixes: [fix])
+                        lat.add(monotonicNanos() - t0)
+                        fixCount += 1
+                        events += report.events.count
+                        step += 1
+                    }
+                    return (fixCount, events, lat)
+                }
+            }
+            var all: [(Int, Int, Latencies)] = []
+            for try await part in group { all.append(part) }
+            return all
+        }
+        let elapsed = Double(monotonicNanos() - started) / 1e9
+        var lat = Latencies()
+        for p in parts { lat.merge(p.2) }
+        result.fixes = Double(parts.reduce(0) { $0 + $1.0 }) / elapsed
+        result.fixEvents = Double(parts.reduce(0) { $0 + $1.1 }) / elapsed
+        result.fixP99ms = lat.percentile(0.99) / 1e6
+        log(String(format: "fixes: %.0f/s with %.0f events/s", result.fixes ?? 0, result.fixEvents ?? 0))
+    }
+
+    // MARK: Server
+
+    func server(into result: inout BenchResult) async throws {
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["serve", "--db", path, "--port", "\(command.port)", "--admin-token", "bench-admin-token",
+                             "--log-level", "warning"]
+        let started = monotonicNanos()
+        try process.run()
+        defer {
+            if process.isRunning {
+                process.terminate()
+                process.waitUntilExit()
+            }
+        }
+        let client = HTTPClient.shared
+        let base = "http://127.0.0.1:\(command.port)"
+        var up = false
+        while seconds(since: started) < 300 && process.isRunning {
+            if let response = try? await client.execute(HTTPClientRequest(url: base + "/healthz"), timeout: .seconds(1)),
+               response.status == .ok {
+                up = true
+                break
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        guard up else { throw ValidationError("the server did not start (see its output above)") }
+        result.startupSec = seconds(since: started)
+        log(String(format: "server up in %.2f s", result.startupSec ?? 0))
+
+        guard let wrk = Self.which("wrk") else {
+            log("wrk not found (apt-get install wrk): HTTP figures skipped")
+            result.rssBytes = residentBytes(pid: process.processIdentifier)
+            return
+        }
+        let script = "\(command.workdir)/nearby.lua"
+        try Self.luaScript(seed: command.seed).write(toFile: script, atomically: true, encoding: .utf8)
+        _ = try Self.capture(wrk, ["-t1", "-c8", "-d2s", "-s", script, base]) // warm-up
+        let output = try Self.capture(wrk, ["-t\(command.wrkThreads)", "-c\(command.wrkConnections)",
+                                            "-d\(Int(command.duration.rounded(.up)))s", "--latency", "-s", script, base])
+        result.rssBytes = residentBytes(pid: process.processIdentifier)
+        let parsed = Self.parseWrk(output)
+        result.http = parsed.rate
+        result.httpP50ms = parsed.p50
+        result.httpP99ms = parsed.p99
+        if parsed.errors > 0 { log("wrk reported \(parsed.errors) non-2xx or socket errors:\n\(output)") }
+        log(String(format: "HTTP: %.0f req/s, p99 %.2f ms", parsed.rate ?? 0, parsed.p99 ?? 0))
+    }
+
+    /// Random points in the region, 50 users' tokens, one tag filter in five.
+    static func luaScript(seed: UInt64) -> String {
+        let c = BenchCity.center
+        return """
+            math.randomseed(\(seed % 1_000_000))
+            local tags = {"food", "shopping", "landmark", "meeting", "culture", "sport", "nightlife", "transport"}
+            request = function()
+              local lat = \(c.lat) + (math.random() * 2 - 1) * \(BenchCity.halfLat)
+              local lon = \(c.lon) + (math.random() * 2 - 1) * \(BenchCity.halfLon)
+              local path = string.format("/v1/nearby?lat=%.6f&lon=%.6f&limit=20", lat, lon)
+              if math.random() < 0.2 then path = path .. "&tag=" .. tags[math.random(#tags)] end
+              local token = "bench-token-" .. math.random(0, 49)
+              return wrk.format("GET", path, {["Authorization"] = "Bearer " .. token})
+            end
+            """
+    }
+
+    static func parseWrk(_ text: String) -> (rate: Double?, p50: Double?, p99: Double?, errors: Int) {
+        func ms(_ s: Substring) -> Double? {
+            let units: [(String, Double)] = [("us", 0.001), ("ms", 1), ("s", 1000)]
+            for (u, f) in units where s.hasSuffix(u) { return Double(s.dropLast(u.count)).map { $0 * f } }
+            return nil
+        }
+        var rate: Double?, p50: Double?, p99: Double?, errors = 0
+        for raw in text.split(separator: "\n") {
+            let parts = raw.split(separator: " ", omittingEmptySubsequences: true)
+            if raw.contains("Requests/sec:"), let last = parts.last { rate = Double(last) }
+            if parts.count == 2 && parts[0] == "50%" { p50 = ms(parts[1]) }
+            if parts.count == 2 && parts[0] == "99%" { p99 = ms(parts[1]) }
+            if raw.contains("Non-2xx") || raw.contains("Socket errors") { errors += Int(parts.last ?? "0") ?? 1 }
+        }
+        return (rate, p50, p99, errors)
+    }
+
+    static func which(_ tool: String) -> String? {
+        let paths = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
+        return paths.map { "\($0)/\(tool)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    static func capture(_ executable: String, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// A value shared between the threads of a measurement.
+final class UncheckedBox<T>: @unchecked Sendable {
+    private var value: T
+    private let lock = NSLock()
+    init(_ value: T) { self.value = value }
+    func withLock<R>(_ body: (inout T) -> R) -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&value)
+    }
+}
