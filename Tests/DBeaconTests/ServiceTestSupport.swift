@@ -1,5 +1,6 @@
 import DBeaconCore
 import DBeaconGeo
+import DBeaconServices
 import Foundation
 import HummingbirdTesting
 import Testing
@@ -19,6 +20,14 @@ enum Walk {
     }
 
     static func latLon(_ p: Position) -> JSONValue { ["lat": .number(p.lat), "lon": .number(p.lon)] }
+}
+
+extension ManualClock {
+    /// Moves the clock on by `seconds` and returns the new time.
+    func tick(_ seconds: Double = 10) -> Timestamp {
+        advance(seconds: seconds)
+        return now()
+    }
 }
 
 extension TestClientProtocol {
