@@ -153,7 +153,11 @@ package struct PromotionService: Sendable {
         do {
             return try await beacons.create(draft, owner: owner, service: ServiceKind.promotion)
         } catch let error as DBeaconError {
-            throw ServiceInput.renamingPath(error, [("properties.relationships", "related")])
+            var renamed = ServiceInput.renamingPath(error, [("properties.relationships", "related")])
+            if let path = renamed.path, path.hasPrefix("related["), path.hasSuffix(".target") {
+                renamed.path = String(path.dropLast(".target".count))
+            }
+            throw renamed
         }
     }
 
