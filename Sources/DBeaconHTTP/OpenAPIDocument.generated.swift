@@ -1346,8 +1346,8 @@ paths:
       operationId: getGroup
       summary: One group (guide and members only)
       description: >-
-        The guide and each member with their last shared position (only fixes taken after
-        both the member and the caller joined are shown), its age, a `stale` flag (no shared
+        The guide (at the group beacon's location) and each member with their last shared
+        position (only fixes taken after both the member and the caller joined are shown), its age, a `stale` flag (no shared
         fix for longer than `stale_after_s`), the distance from the guide and the range state.
         Anyone else (including a removed member) gets 404.
       responses:
@@ -3470,7 +3470,7 @@ components:
         location:
           description: >-
             The last fix shared since both this member and the caller joined; null when
-            there is none.
+            there is none. For the guide: their last fix, which is the group beacon's location.
           oneOf:
             - type: object
               required: [lat, lon, accuracy_m, fix_at]

@@ -199,8 +199,9 @@ package struct GroupService: LocationListener {
             let age = l.map { now.seconds(since: $0.fixAt) }
             return (age, (age ?? now.seconds(since: joined)) > config.groupStaleSeconds)
         }
-        // The guide's location is the group beacon's location, so only the viewer's join limits it.
-        let guide = shared(group.leader, since: viewerJoined)
+        // The guide's last fix is the group beacon's current location, which everyone who may
+        // see the group sees anyway: it is the group's reference, not a member's history.
+        let guide = locations[group.leader]
         let (guideAge, guideStale) = ageAndStale(guide, joined: group.createdAt)
         let leaderName = try await store.user(id: group.leader)?.name ?? group.leader.rawValue
         var result = [GroupMemberStatus(user: group.leader, name: leaderName, role: "leader", joinedAt: group.createdAt,

@@ -122,7 +122,9 @@ import Testing
             // Dave joins later: he does not see positions reported before he joined
             #expect(try await client.call(.post, "/v1/groups/\(id)/join", token: dave).status == .ok)
             status = try await client.call(.get, "/v1/groups/\(id)", token: dave)
-            #expect(member(status, bobID)?["location"] == .null && member(status, annID)?["location"] == .null)
+            #expect(member(status, bobID)?["location"] == .null)
+            #expect(member(status, annID)?["location"]?["lat"] != nil, "the guide's location is the group beacon's")
+            #expect(member(status, bobID)?["distance_m"] == .null, "no distance without bob's position")
             #expect(member(status, bobID)?["in_range"] == true, "range states are group status, not positions")
             try await client.report(bob, Walk.offset(start, north: 45), at: tick(10))
             status = try await client.call(.get, "/v1/groups/\(id)", token: dave)
