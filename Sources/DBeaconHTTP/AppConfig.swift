@@ -30,6 +30,8 @@ package struct AppConfig: Sendable {
     package var fences = FenceConfig()
     /// Delivered events older than this many days are deleted; nil keeps them.
     package var eventRetentionDays: Double? = 30
+    /// Group staleness and hysteresis, media gating, the promotion frequency cap.
+    package var services = ServiceConfig()
     /// Whether to run the background services (deliverer, ticker); tests drive them by hand.
     package var runBackgroundServices = true
 

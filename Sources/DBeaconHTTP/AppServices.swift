@@ -20,6 +20,8 @@ package struct AppServices: Sendable {
     package let deliverer: WebhookDeliverer
     package let ticker: LifetimeTicker
     package let relay: BeaconChangeRelay
+    /// The four services (meetings, group tracking, city tours, advertising).
+    package let domain: DomainServices
     /// A token generated on first start (to be shown once), if any.
     package let generatedAdminToken: String?
 
@@ -68,6 +70,7 @@ package struct AppServices: Sendable {
             deliverer: WebhookDeliverer(store: store, ssrf: ssrf, clock: clock, schedule: config.webhookRetrySchedule,
                                         wake: wake, logger: logger),
             ticker: ticker, relay: BeaconChangeRelay(changes: changes, fences: fences, logger: logger),
+            domain: await DomainServices.make(beacons: beacons, store: store, fences: fences, config: config.services, logger: logger),
             generatedAdminToken: generated)
         if let dir = config.samplesDirectory {
             try await SampleLoader(services: services).loadIfEmpty(directory: dir, logger: logger)

@@ -40,6 +40,10 @@ package func buildRouter(_ services: AppServices) -> Router<AppRequestContext> {
     BeaconController(beacons: services.beacons, maxBodyBytes: maxBody).addRoutes(to: v1)
     LiveController(fences: services.fences, store: services.store, clock: services.clock, maxBodyBytes: maxBody).addRoutes(to: v1)
     WebhookController(webhooks: services.webhooks, maxBodyBytes: maxBody).addRoutes(to: v1)
+    MeetingController(meetings: services.domain.meetings, maxBodyBytes: maxBody).addRoutes(to: v1)
+    GroupController(groups: services.domain.groups, maxBodyBytes: maxBody).addRoutes(to: v1)
+    TourController(tours: services.domain.tours, maxBodyBytes: maxBody).addRoutes(to: v1)
+    PromotionController(promotions: services.domain.promotions, maxBodyBytes: maxBody).addRoutes(to: v1)
     return router
 }
 

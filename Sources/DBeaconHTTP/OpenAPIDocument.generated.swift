@@ -47,12 +47,12 @@ info:
     |---|---|---|
     | 400 | malformed JSON or parameters | `malformed_json`, `missing_body`, `invalid_parameter`, `missing_parameter`, `invalid_cursor`, `invalid_if_match` |
     | 401 | missing or invalid token | `unauthorized` |
-    | 403 | visible to the caller but not theirs to change | `forbidden` |
+    | 403 | visible to the caller but not theirs to change (or, for media at a tour place, not there) | `forbidden`, `not_at_place` |
     | 404 | absent, **or not visible to the caller** (a private beacon is never revealed) | `not_found` |
     | 409 | uniqueness or state conflict | `beacon_exists`, `edit_conflict`, `conflict` |
     | 412 | `If-Match` does not name the current version | `version_mismatch` |
     | 413 | request body over the limit (1 MiB by default) | `body_too_large` |
-    | 422 | well-formed but invalid (bad geometry, lat/lon out of range, NaN, too long, …) | `invalid_geometry`, `too_many_vertices`, `out_of_range`, `not_finite`, `invalid_type`, `missing_field`, `too_long`, `too_many`, `invalid_tag`, `invalid_id`, `invalid_url`, `invalid_lifetime`, `invalid_timestamp`, `read_only`, `unknown_target` |
+    | 422 | well-formed but invalid (bad geometry, lat/lon out of range, NaN, too long, …) | `invalid_geometry`, `too_many_vertices`, `out_of_range`, `not_finite`, `invalid_type`, `missing_field`, `too_long`, `too_many`, `invalid_tag`, `invalid_id`, `invalid_url`, `invalid_lifetime`, `invalid_timestamp`, `read_only`, `unknown_target`, `unknown_field`, `unknown_user`, `unknown_stop` |
     | 429 | rate or frequency limit reached | `rate_limited` |
 
     Unexpected failures answer 500 (`internal_error`) and an unavailable database 503
@@ -277,27 +277,47 @@ paths:
           $ref: '#/components/responses/TooManyRequests'
 
   /v1/me/interests:
+    get:
+      tags: [promotions]
+      operationId: getMyInterests
+      summary: The caller's interests
+      responses:
+        '200':
+          description: The stored interests and their scores.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/InterestsStored'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
     put:
       tags: [promotions]
       operationId: putMyInterests
       summary: Set the caller's interests
       description: >-
-        Replaces the caller's interests, used to pick promotions. Interests are tags
-        (lower-cased on input).
+        Replaces the caller's interest categories, used to score promotions: a list of
+        categories (score 1 each) or an object of integer scores in [-100, 100]. Categories are
+        tags (lower-cased on input).
       requestBody:
         required: true
         content:
           application/json:
             schema:
               $ref: '#/components/schemas/Interests'
-            example: {"interests": ["food", "music"]}
+            examples:
+              list:
+                value: {"interests": ["food", "music"]}
+              scores:
+                value: {"interests": {"food": 3, "music": 1}}
       responses:
         '200':
           description: The stored interests.
           content:
             application/json:
               schema:
-                $ref: '#/components/schemas/Interests'
+                $ref: '#/components/schemas/InterestsStored'
         '400':
           $ref: '#/components/responses/BadRequest'
         '401':
@@ -967,11 +987,12 @@ paths:
       operationId: createMeeting
       summary: Organize a meeting
       description: >-
-        Creates a meeting: a beacon managed by the `meeting` service, owned by the
-        caller (the organizer), alive from `start` to `end`, tagged `meeting`. With `invitees`
-        the meeting is private to the organizer and the invitees (its visibility members);
-        without, it is public. Invitees follow the meeting and receive `meeting.updated` and
-        `meeting.cancelled`.
+        Creates a meeting: a beacon managed by the `meeting` service (tag `meeting`), owned
+        by the caller (the organizer). `location` is the exact spot, `perimeter` where the
+        meeting can be discovered (default a 50 m circle), `start`/`end` its lifetime: before
+        the start only the organizer sees it, after the end it disappears. With `invitees` the
+        meeting is private to the organizer and the invitees (its visibility members); without,
+        it is public. Unknown members are refused (422 `unknown_field`).
       requestBody:
         required: true
         content:
@@ -1008,13 +1029,31 @@ paths:
           $ref: '#/components/responses/PayloadTooLarge'
         '422':
           $ref: '#/components/responses/UnprocessableEntity'
+    get:
+      tags: [meetings]
+      operationId: listMyMeetings
+      summary: The caller's meetings
+      description: Meetings the caller organizes or has joined (and may still see), soonest start first.
+      responses:
+        '200':
+          description: The meetings.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/FeatureCollection'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
 
   /v1/meetings/nearby:
     get:
       tags: [meetings]
       operationId: nearbyMeetings
       summary: Meetings covering a point
-      description: Like `GET /v1/nearby`, restricted to meetings.
+      description: >-
+        Like `GET /v1/nearby`, restricted to meetings: those whose discovery perimeter covers
+        the point, visible to the caller and alive at `at` (default now).
       parameters:
         - $ref: '#/components/parameters/Lat'
         - $ref: '#/components/parameters/Lon'
@@ -1037,13 +1076,37 @@ paths:
   /v1/meetings/{id}:
     parameters:
       - $ref: '#/components/parameters/MeetingId'
+    get:
+      tags: [meetings]
+      operationId: getMeeting
+      summary: One meeting
+      description: >-
+        The meeting Feature with `properties.meeting`: the number of attendees, whether the
+        caller joined and, for the organizer only, the attendees.
+      responses:
+        '200':
+          description: The meeting.
+          headers:
+            ETag:
+              $ref: '#/components/headers/ETag'
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/MeetingFeature'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '404':
+          $ref: '#/components/responses/NotFound'
     patch:
       tags: [meetings]
       operationId: updateMeeting
       summary: Change a meeting (organizer only)
       description: >-
-        Changes any create field (merge semantics; `invitees` replaces the list).
-        Participants receive `meeting.updated`. `If-Match` is honoured.
+        Changes any create field (absent fields are kept; `invitees` replaces the list,
+        `invitees: null` makes the meeting public; attendees who are no longer invited stop
+        attending). Every attendee receives `meeting.updated` with the changed fields
+        (`changed`) and their new values (`values`), even when a time shift moves the meeting
+        out of its lifetime. `If-Match` is honoured.
       parameters:
         - $ref: '#/components/parameters/IfMatch'
       requestBody:
@@ -1086,7 +1149,7 @@ paths:
       tags: [meetings]
       operationId: cancelMeeting
       summary: Cancel a meeting (organizer only)
-      description: Deletes the meeting; participants receive `meeting.cancelled`.
+      description: Deletes the meeting; attendees receive `meeting.cancelled`.
       parameters:
         - $ref: '#/components/parameters/IfMatch'
       responses:
@@ -1111,8 +1174,9 @@ paths:
       operationId: joinMeeting
       summary: Join a meeting
       description: >-
-        The caller joins a meeting they can see (invitees of a private meeting, or
-        anyone for a public one) and follows it. No request body.
+        The caller joins a meeting they can see now (invitees of a private meeting, or
+        anyone for a public one, during its lifetime) and follows it, so they receive
+        `meeting.updated` and `meeting.cancelled`. No request body.
       responses:
         '201':
           description: Joined.
@@ -1133,8 +1197,55 @@ paths:
           $ref: '#/components/responses/Forbidden'
         '404':
           $ref: '#/components/responses/NotFound'
+
+  /v1/meetings/{id}/leave:
+    parameters:
+      - $ref: '#/components/parameters/MeetingId'
+    post:
+      tags: [meetings]
+      operationId: leaveMeeting
+      summary: Leave a meeting
+      description: The caller stops attending (and following). No request body.
+      responses:
+        '204':
+          description: Left.
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '404':
+          $ref: '#/components/responses/NotFound'
         '409':
-          $ref: '#/components/responses/Conflict'
+          description: The caller had not joined (`not_attending`).
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/Error'
+
+  /v1/meetings/{id}/directions:
+    parameters:
+      - $ref: '#/components/parameters/MeetingId'
+    get:
+      tags: [meetings]
+      operationId: meetingDirections
+      summary: Directions to the meeting spot
+      description: From `lat`/`lon` (or `from_lat`/`from_lon`) to the exact spot.
+      parameters:
+        - $ref: '#/components/parameters/Lat'
+        - $ref: '#/components/parameters/Lon'
+      responses:
+        '200':
+          description: Distance, bearing, walking time and a `geo:` URI.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/Directions'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
 
   /v1/groups:
     post:
@@ -1142,9 +1253,15 @@ paths:
       operationId: createGroup
       summary: Create a tracked group
       description: >-
-        Creates a group led by the caller. Members share their live location within
-        the group; a member farther than `range_m` from the leader produces
-        `group.member_out_of_range` (and `group.member_back_in_range` on return) for the group.
+        Creates a group guided by the caller. The group is a beacon (service `group`,
+        `properties.tracks_owner: true`) that follows the guide's live location with a circle
+        perimeter of `range_m`, public for an open group or visible to the `members` allowed to
+        join. It starts at `location`, else at the guide's last fix; without either it stays
+        hidden (`located: false`) until the guide's first fix. Members share their live
+        location within the group from the moment they join; a member farther than `range_m`
+        from the guide produces `group.member_out_of_range` for the guide and every member,
+        and `group.member_back_in_range` once back within `range_m` minus a hysteresis margin
+        (max(10 m, 10 % of the range), at most half of it), whether the member or the guide moved.
       requestBody:
         required: true
         content:
@@ -1155,6 +1272,9 @@ paths:
       responses:
         '201':
           description: The group.
+          headers:
+            Location:
+              $ref: '#/components/headers/Location'
           content:
             application/json:
               schema:
@@ -1169,6 +1289,54 @@ paths:
           $ref: '#/components/responses/PayloadTooLarge'
         '422':
           $ref: '#/components/responses/UnprocessableEntity'
+    get:
+      tags: [groups]
+      operationId: listMyGroups
+      summary: The caller's groups
+      description: Groups the caller guides or belongs to.
+      responses:
+        '200':
+          description: The groups.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [groups]
+                properties:
+                  groups:
+                    type: array
+                    items:
+                      $ref: '#/components/schemas/GroupSummary'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+
+  /v1/groups/nearby:
+    get:
+      tags: [groups]
+      operationId: nearbyGroups
+      summary: Groups around a point
+      description: >-
+        Group beacons whose range around their guide covers the point and that the caller
+        may see, nearest first; each feature has `properties.group` (the group id to join).
+      parameters:
+        - $ref: '#/components/parameters/Lat'
+        - $ref: '#/components/parameters/Lon'
+        - $ref: '#/components/parameters/Limit'
+      responses:
+        '200':
+          description: The groups.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/NearbyFeatureCollection'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
 
   /v1/groups/{id}:
     parameters:
@@ -1176,7 +1344,12 @@ paths:
     get:
       tags: [groups]
       operationId: getGroup
-      summary: One group (members only)
+      summary: One group (guide and members only)
+      description: >-
+        The guide (at the group beacon's location) and each member with their last shared
+        position (only fixes taken after both the member and the caller joined are shown), its age, a `stale` flag (no shared
+        fix for longer than `stale_after_s`), the distance from the guide and the range state.
+        Anyone else (including a removed member) gets 404.
       responses:
         '200':
           description: The group and its members.
@@ -1188,6 +1361,19 @@ paths:
           $ref: '#/components/responses/Unauthorized'
         '404':
           $ref: '#/components/responses/NotFound'
+    delete:
+      tags: [groups]
+      operationId: deleteGroup
+      summary: Delete a group (guide only)
+      responses:
+        '204':
+          description: Deleted with its beacon.
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
 
   /v1/groups/{id}/join:
     parameters:
@@ -1197,8 +1383,9 @@ paths:
       operationId: joinGroup
       summary: Join a group
       description: >-
-        The caller joins the group; members receive `group.member_joined`. Joining
-        again is a no-op. No request body.
+        The caller joins a group they may see; the guide and the members receive
+        `group.member_joined`. Joining again is a no-op; a member removed by the guide cannot
+        rejoin (403). No request body.
       responses:
         '200':
           description: The group.
@@ -1223,8 +1410,8 @@ paths:
       operationId: leaveGroup
       summary: Leave a group
       description: >-
-        The caller leaves the group; the remaining members receive
-        `group.member_left`. No request body.
+        The caller leaves the group (the guide cannot: 409); the guide and the members
+        receive `group.member_left` with `reason: left`. No request body.
       responses:
         '204':
           description: Left.
@@ -1247,8 +1434,11 @@ paths:
     delete:
       tags: [groups]
       operationId: removeGroupMember
-      summary: Remove a member (leader only)
-      description: The leader removes a member; the members receive `group.member_left`.
+      summary: Remove a member (guide only)
+      description: >-
+        The guide removes a member: the member loses access at once, their location is no
+        longer shared and they cannot rejoin; everyone, the removed member included, receives
+        `group.member_left` with `reason: removed`.
       responses:
         '204':
           description: Removed.
@@ -1258,6 +1448,8 @@ paths:
           $ref: '#/components/responses/Forbidden'
         '404':
           $ref: '#/components/responses/NotFound'
+        '409':
+          $ref: '#/components/responses/Conflict'
 
   /v1/tours:
     post:
@@ -1265,10 +1457,12 @@ paths:
       operationId: createTour
       summary: Create a city tour
       description: >-
-        Creates a tour beacon (service `tour`) owned by the caller, with a `tour`
-        relationship (with `order`) to each stop. Stops are existing beacons the caller can
-        see (422 `unknown_target` otherwise). Without a perimeter the tour's perimeter covers
-        its stops.
+        Creates a tour beacon (service `tour`, tag `tour`) owned by the caller, with a `tour`
+        relationship (with `order`) to each stop. A stop is an existing beacon the caller can
+        see (422 `unknown_target` otherwise) or a new place (a beacon of service `place` with
+        its own perimeter and content, inheriting the tour's lifetime and visibility); places and
+        tour are stored in one transaction. Without a perimeter the tour's is a circle around
+        the first stop that covers every stop.
       requestBody:
         required: true
         content:
@@ -1281,10 +1475,13 @@ paths:
               tags: [sightseeing]
               stops:
                 - {"beacon": "bcn_4fJ2kQ9xLm7pR1sT3vW5yZ"}
-                - {"beacon": "bcn_5gK3lR0yMn8qS2tU4wX6zA"}
+                - {"name": "Marktplatz", "location": {"lat": 48.7754, "lon": 9.1781}, "perimeter": {"type": "Circle", "radius_m": 60}}
       responses:
         '201':
           description: The tour.
+          headers:
+            Location:
+              $ref: '#/components/headers/Location'
           content:
             application/json:
               schema:
@@ -1304,8 +1501,11 @@ paths:
     get:
       tags: [tours]
       operationId: nearbyTours
-      summary: Tours covering a point
-      description: Like `GET /v1/nearby`, restricted to tours.
+      summary: Tours with a place covering a point
+      description: >-
+        Tours (visible, alive at `at`) with a stop whose perimeter covers the point; each
+        feature lists the covering stops in `properties.matched_stops`, and tours come nearest
+        matching stop first. `distance_m`/`bearing_deg` lead to the tour's location.
       parameters:
         - $ref: '#/components/parameters/Lat'
         - $ref: '#/components/parameters/Lon'
@@ -1314,7 +1514,7 @@ paths:
         - $ref: '#/components/parameters/At'
       responses:
         '200':
-          description: The covering tours, nearest first.
+          description: The tours.
           content:
             application/json:
               schema:
@@ -1335,7 +1535,7 @@ paths:
       summary: One tour with its stops
       responses:
         '200':
-          description: The tour and its visible stops in order.
+          description: The tour, its visible stops in order and, if the caller follows it, their progress.
           content:
             application/json:
               schema:
@@ -1351,11 +1551,12 @@ paths:
     get:
       tags: [tours]
       operationId: nextTourStop
-      summary: The next stop
+      summary: The following stops
       description: >-
-        The stop after `from` (the first stop when `from` is absent), skipping stops
-        the caller cannot see; `next` is null at the end of the tour. With `lat`/`lon`,
-        `directions` leads from there to the next stop.
+        The stops after `from` (all of them when `from` is absent), skipping stops the caller
+        cannot see, each with distance and bearing from `lat`/`lon` when given, else from the
+        `from` stop. `next` is the first of them (null at the end of the tour); `directions`
+        lead to it.
       parameters:
         - name: from
           in: query
@@ -1364,21 +1565,21 @@ paths:
             $ref: '#/components/schemas/BeaconId'
         - name: lat
           in: query
-          description: Optional latitude of the caller, for directions.
+          description: Optional latitude of the caller.
           schema:
             type: number
             minimum: -90
             maximum: 90
         - name: lon
           in: query
-          description: Optional longitude of the caller, for directions.
+          description: Optional longitude of the caller.
           schema:
             type: number
             minimum: -180
             maximum: 180
       responses:
         '200':
-          description: The next stop.
+          description: The following stops.
           content:
             application/json:
               schema:
@@ -1392,15 +1593,155 @@ paths:
         '422':
           $ref: '#/components/responses/UnprocessableEntity'
 
+  /v1/tours/{id}/follow:
+    parameters:
+      - $ref: '#/components/parameters/TourId'
+    post:
+      tags: [tours]
+      operationId: followTour
+      summary: Follow a tour
+      description: >-
+        Starts tracking the caller's progress: from now on, entering a stop's perimeter
+        (the fence engine's `beacon.entered`) marks it visited. The caller also follows the tour
+        beacon. No request body.
+      responses:
+        '201':
+          description: Following; the progress.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/TourProgress'
+        '200':
+          description: Already following; the progress.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/TourProgress'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '404':
+          $ref: '#/components/responses/NotFound'
+    delete:
+      tags: [tours]
+      operationId: unfollowTour
+      summary: Stop following a tour (progress is dropped)
+      responses:
+        '204':
+          description: No longer following.
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '409':
+          $ref: '#/components/responses/Conflict'
+
+  /v1/tours/{id}/progress:
+    parameters:
+      - $ref: '#/components/parameters/TourId'
+    get:
+      tags: [tours]
+      operationId: tourProgress
+      summary: The caller's progress on a tour
+      responses:
+        '200':
+          description: Visited stops and what is next.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/TourProgress'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '409':
+          description: The caller does not follow the tour (`not_following`).
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/Error'
+
+  /v1/places/{id}/media:
+    parameters:
+      - $ref: '#/components/parameters/BeaconId'
+    post:
+      tags: [tours]
+      operationId: sharePlaceMedia
+      summary: Share media at a place
+      description: >-
+        A visitor shares a content reference at a tour place (a beacon of service `place`
+        or a stop of a tour) while their last location fix (at most 15 minutes old) lies inside
+        the place's perimeter; 403 `not_at_place` otherwise.
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              $ref: '#/components/schemas/ContentRefInput'
+            example: {"kind": "image", "url": "https://example.org/me-at-the-fountain.jpg", "title": "At the fountain"}
+      responses:
+        '201':
+          description: Shared.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/PlaceMedia'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '413':
+          $ref: '#/components/responses/PayloadTooLarge'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+    get:
+      tags: [tours]
+      operationId: listPlaceMedia
+      summary: Media shared at a place
+      description: >-
+        Oldest first; for callers whose last fix is inside the place (and the place's
+        owner); 403 `not_at_place` otherwise.
+      parameters:
+        - $ref: '#/components/parameters/Limit'
+        - $ref: '#/components/parameters/Cursor'
+      responses:
+        '200':
+          description: The media.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [media, next_cursor]
+                properties:
+                  media:
+                    type: array
+                    items:
+                      $ref: '#/components/schemas/PlaceMedia'
+                  next_cursor:
+                    type: ['string', 'null']
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+
   /v1/promotions:
     post:
       tags: [promotions]
       operationId: createPromotion
       summary: Create a promotion
       description: >-
-        Creates a promotion: a beacon managed by the `promotion` service, owned by
-        the caller, shown to users inside its perimeter during its lifetime, targeted at
-        interests.
+        Creates a promotion: a beacon managed by the `promotion` service, owned by the
+        caller (the advertiser). `location` is the business, `perimeter` the promotion region
+        (an arbitrary polygon or a circle), `category` (with any further `tags`) its categories
+        (stored as tags, with `promotion`), `start`/`end` its lifetime, `related` the ids of
+        related promotions (stored as `related` relationships).
       requestBody:
         required: true
         content:
@@ -1410,12 +1751,11 @@ paths:
             example:
               name: 2-for-1 Maultaschen
               location: {"lat": 48.7784, "lon": 9.18}
-              perimeter: {"type": "Circle", "radius_m": 250}
+              perimeter: {"type": "Polygon", "coordinates": [[[9.178, 48.777], [9.182, 48.777], [9.182, 48.780], [9.178, 48.780], [9.178, 48.777]]]}
+              category: food
               start: '2026-11-21T11:00:00Z'
               end: '2026-11-21T15:00:00Z'
-              tags: [food]
-              interests: [food]
-              priority: 60
+              related: [bcn_promo_markthalle_bakery]
               content:
                 - {"kind": "image", "url": "https://example.org/maultaschen.jpg", "title": "Maultaschen"}
       responses:
@@ -1429,7 +1769,7 @@ paths:
           content:
             application/json:
               schema:
-                $ref: '#/components/schemas/PromotionFeature'
+                $ref: '#/components/schemas/BeaconFeature'
         '400':
           $ref: '#/components/responses/BadRequest'
         '401':
@@ -1445,8 +1785,12 @@ paths:
     get:
       tags: [promotions]
       operationId: nearbyPromotions
-      summary: Promotions covering a point
-      description: Like `GET /v1/nearby`, restricted to promotions.
+      summary: Promotions whose region contains the caller
+      description: >-
+        Promotions whose region covers the point (visible, alive at `at`), best score for
+        the caller first (see `pick`), then nearest; each feature carries `score`. `related`
+        lists the promotions they relate to that are not listed (suggestions, even when their
+        own region does not contain the caller), best first, each with `related_to`.
       parameters:
         - $ref: '#/components/parameters/Lat'
         - $ref: '#/components/parameters/Lon'
@@ -1455,11 +1799,11 @@ paths:
         - $ref: '#/components/parameters/At'
       responses:
         '200':
-          description: The covering promotions, nearest first.
+          description: The promotions and the suggestions.
           content:
             application/json:
               schema:
-                $ref: '#/components/schemas/NearbyFeatureCollection'
+                $ref: '#/components/schemas/PromotionCollection'
         '400':
           $ref: '#/components/responses/BadRequest'
         '401':
@@ -1471,11 +1815,14 @@ paths:
     get:
       tags: [promotions]
       operationId: pickPromotion
-      summary: The best promotion for the caller here
+      summary: The one promotion to notify the caller of here
       description: >-
-        Scores the promotions covering the point by the caller's interests,
-        priority, distance and past interactions (dismissed promotions and frequency caps are
-        respected) and returns the best one, or null.
+        Among the promotions whose region covers the point, the one with the highest score
+        of the Noticon app: score = 10 × (the caller's interest score of its category: the best
+        among its tags, 0 if none) − times shown − 5 × clicks − 100 × calendar adds. Equal top
+        scores are broken uniformly at random in one pass (reservoir sampling). The pick is
+        recorded as `shown`. Per-user frequency cap: at most 3 picks per hour by default; beyond
+        it the answer has `capped: true`, no promotion, and `retry_after_s`.
       parameters:
         - $ref: '#/components/parameters/Lat'
         - $ref: '#/components/parameters/Lon'
@@ -1491,8 +1838,32 @@ paths:
           $ref: '#/components/responses/BadRequest'
         '401':
           $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
         '422':
           $ref: '#/components/responses/UnprocessableEntity'
+
+  /v1/promotions/{id}:
+    parameters:
+      - $ref: '#/components/parameters/PromotionId'
+    get:
+      tags: [promotions]
+      operationId: getPromotion
+      summary: One promotion
+      responses:
+        '200':
+          description: The promotion beacon.
+          headers:
+            ETag:
+              $ref: '#/components/headers/ETag'
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/BeaconFeature'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '404':
+          $ref: '#/components/responses/NotFound'
 
   /v1/promotions/{id}/interactions:
     parameters:
@@ -1502,15 +1873,15 @@ paths:
       operationId: recordPromotionInteraction
       summary: Record an interaction
       description: >-
-        Records that the caller saw, clicked, dismissed or converted on a
-        promotion they can see.
+        Records that the caller was shown, clicked or added to their calendar a promotion
+        they can see (at most 30 per type and minute: 429 beyond).
       requestBody:
         required: true
         content:
           application/json:
             schema:
               $ref: '#/components/schemas/InteractionCreate'
-            example: {"type": "click", "timestamp": "2026-11-21T12:06:00Z"}
+            example: {"type": "clicked"}
       responses:
         '201':
           description: Recorded.
@@ -1539,7 +1910,7 @@ paths:
     get:
       tags: [promotions]
       operationId: getPromotionStats
-      summary: Interaction statistics (owner only)
+      summary: Interaction statistics (advertiser only)
       responses:
         '200':
           description: Counts per interaction type.
@@ -2963,13 +3334,20 @@ components:
           $ref: '#/components/schemas/Timestamp'
         end:
           $ref: '#/components/schemas/Timestamp'
-          description: After `start` (422 otherwise).
+          description: After `start` and in the future (422 otherwise).
         invitees:
           type: array
           maxItems: 1000
           uniqueItems: true
+          description: Existing users; present = a private meeting.
           items:
             $ref: '#/components/schemas/UserId'
+        tags:
+          type: array
+          maxItems: 31
+          description: Further tags (`meeting` is always set).
+          items:
+            $ref: '#/components/schemas/Tag'
     MeetingPatch:
       type: object
       description: Any MeetingCreate field; absent fields are kept.
@@ -2990,11 +3368,50 @@ components:
         end:
           $ref: '#/components/schemas/Timestamp'
         invitees:
-          type: array
+          type: ['array', 'null']
           maxItems: 1000
           uniqueItems: true
+          description: Replaces the invitees; null makes the meeting public.
           items:
             $ref: '#/components/schemas/UserId'
+        tags:
+          type: array
+          maxItems: 31
+          items:
+            $ref: '#/components/schemas/Tag'
+    MeetingFeature:
+      description: A meeting beacon with what the caller may know about its attendees.
+      allOf:
+        - $ref: '#/components/schemas/BeaconFeature'
+        - type: object
+          properties:
+            properties:
+              type: object
+              required: [meeting]
+              properties:
+                meeting:
+                  type: object
+                  required: [attendees_count, joined]
+                  properties:
+                    attendees_count:
+                      type: integer
+                      minimum: 0
+                    joined:
+                      type: boolean
+                      description: Whether the caller joined.
+                    attendees:
+                      type: array
+                      description: The organizer only.
+                      items:
+                        type: object
+                        required: [id, name, joined_at]
+                        properties:
+                          id:
+                            $ref: '#/components/schemas/UserId'
+                          name:
+                            type: string
+                          joined_at:
+                            $ref: '#/components/schemas/Timestamp'
     MeetingJoinResult:
       type: object
       required: [meeting, user, joined, participants_count]
@@ -3009,6 +3426,7 @@ components:
         participants_count:
           type: integer
           minimum: 1
+          description: Attendees after joining.
 
     GroupCreate:
       type: object
@@ -3018,20 +3436,27 @@ components:
           type: string
           minLength: 1
           maxLength: 200
+        description:
+          type: ['string', 'null']
+          maxLength: 10000
         range_m:
           type: number
           exclusiveMinimum: 0
           maximum: 100000
-          description: Members farther than this from the leader are out of range.
+          description: Members farther than this from the guide are out of range.
         members:
           type: array
           maxItems: 1000
           uniqueItems: true
+          description: Users allowed to see and join the group; absent = an open group.
           items:
             $ref: '#/components/schemas/UserId'
+        location:
+          $ref: '#/components/schemas/LatLon'
+          description: Where the guide is now (default their last fix).
     GroupMember:
       type: object
-      required: [id, role, joined_at]
+      required: [id, name, role, joined_at, location, age_s, stale, distance_m, in_range]
       properties:
         id:
           $ref: '#/components/schemas/UserId'
@@ -3042,14 +3467,40 @@ components:
           enum: [leader, member]
         joined_at:
           $ref: '#/components/schemas/Timestamp'
+        location:
+          description: >-
+            The last fix shared since both this member and the caller joined; null when
+            there is none. For the guide: their last fix, which is the group beacon's location.
+          oneOf:
+            - type: object
+              required: [lat, lon, accuracy_m, fix_at]
+              properties:
+                lat:
+                  type: number
+                lon:
+                  type: number
+                accuracy_m:
+                  type: number
+                fix_at:
+                  $ref: '#/components/schemas/Timestamp'
+            - type: 'null'
+        age_s:
+          type: ['number', 'null']
+          description: Seconds since that fix.
+        stale:
+          type: boolean
+          description: No shared fix for longer than the group's `stale_after_s`.
+        distance_m:
+          type: ['number', 'null']
+          description: From the guide, when both positions are shown.
         in_range:
           type: ['boolean', 'null']
           description: >-
-            Whether the member is within `range_m` of the leader; null while
-            either location is unknown.
+            The member's range state (with hysteresis); null while unknown. True for
+            the guide once located.
     Group:
       type: object
-      required: [id, name, owner, range_m, members, created_at]
+      required: [id, name, owner, range_m, beacon, open, located, stale_after_s, members, created_at]
       properties:
         id:
           $ref: '#/components/schemas/GroupId'
@@ -3057,11 +3508,26 @@ components:
           type: string
         owner:
           $ref: '#/components/schemas/UserId'
-          description: The leader.
+          description: The guide.
         range_m:
+          type: number
+        beacon:
+          $ref: '#/components/schemas/BeaconId'
+          description: The group's beacon (service `group`), tracking the guide.
+        open:
+          type: boolean
+        allowed:
+          type: ['array', 'null']
+          items:
+            $ref: '#/components/schemas/UserId'
+        located:
+          type: boolean
+          description: False until the guide's location is known (the beacon is hidden until then).
+        stale_after_s:
           type: number
         members:
           type: array
+          description: The guide first, then the members in joining order.
           items:
             $ref: '#/components/schemas/GroupMember'
         created_at:
@@ -3071,20 +3537,60 @@ components:
           name: School trip 4b
           owner: usr_7QpX2mR9vK4sT1wY6zB3cD
           range_m: 300
+          beacon: bcn_8hJ2kL4mN6pQ8rS0tU2vW4
+          open: true
+          allowed: null
+          located: true
+          stale_after_s: 300
           members:
-            - {"id": "usr_7QpX2mR9vK4sT1wY6zB3cD", "name": "ann", "role": "leader", "joined_at": "2026-11-21T09:00:00Z", "in_range": true}
-            - {"id": "usr_2bC4dE6fG8hJ0kL2mN4pQ6", "name": "bob", "role": "member", "joined_at": "2026-11-21T09:02:00Z", "in_range": null}
+            - {"id": "usr_7QpX2mR9vK4sT1wY6zB3cD", "name": "ann", "role": "leader", "joined_at": "2026-11-21T09:00:00Z", "location": {"lat": 48.7784, "lon": 9.18, "accuracy_m": 5, "fix_at": "2026-11-21T09:05:00Z"}, "age_s": 12, "stale": false, "distance_m": 0, "in_range": true}
+            - {"id": "usr_2bC4dE6fG8hJ0kL2mN4pQ6", "name": "bob", "role": "member", "joined_at": "2026-11-21T09:02:00Z", "location": {"lat": 48.7795, "lon": 9.18, "accuracy_m": 8, "fix_at": "2026-11-21T09:05:03Z"}, "age_s": 9, "stale": false, "distance_m": 122.3, "in_range": true}
           created_at: '2026-11-21T09:00:00Z'
+    GroupSummary:
+      type: object
+      required: [id, name, owner, range_m, beacon, open]
+      properties:
+        id:
+          $ref: '#/components/schemas/GroupId'
+        name:
+          type: string
+        owner:
+          $ref: '#/components/schemas/UserId'
+        range_m:
+          type: number
+        beacon:
+          $ref: '#/components/schemas/BeaconId'
+        open:
+          type: boolean
 
     TourStopInput:
       type: object
-      required: [beacon]
+      description: An existing beacon (`beacon`) or a new place (`name` and `location`).
       properties:
         beacon:
           $ref: '#/components/schemas/BeaconId'
         order:
           type: integer
           description: Default the position in the list (1-based).
+        name:
+          type: string
+          minLength: 1
+          maxLength: 200
+        description:
+          type: ['string', 'null']
+        location:
+          $ref: '#/components/schemas/LatLon'
+        perimeter:
+          $ref: '#/components/schemas/Perimeter'
+        tags:
+          type: array
+          items:
+            $ref: '#/components/schemas/Tag'
+        content:
+          type: array
+          maxItems: 100
+          items:
+            $ref: '#/components/schemas/ContentRefInput'
     TourCreate:
       type: object
       required: [name, stops]
@@ -3107,6 +3613,11 @@ components:
           maxItems: 32
           items:
             $ref: '#/components/schemas/Tag'
+        content:
+          type: array
+          maxItems: 100
+          items:
+            $ref: '#/components/schemas/ContentRefInput'
         stops:
           type: array
           minItems: 1
@@ -3121,6 +3632,40 @@ components:
           type: integer
         beacon:
           $ref: '#/components/schemas/BeaconFeature'
+    TourProgress:
+      type: object
+      required: [tour, started_at, visited, next, visited_count, total, completed]
+      properties:
+        tour:
+          $ref: '#/components/schemas/BeaconId'
+        started_at:
+          $ref: '#/components/schemas/Timestamp'
+        visited:
+          type: array
+          description: Visited stops in tour order.
+          items:
+            type: object
+            required: [order, beacon, name, visited_at]
+            properties:
+              order:
+                type: integer
+              beacon:
+                $ref: '#/components/schemas/BeaconId'
+              name:
+                type: string
+              visited_at:
+                $ref: '#/components/schemas/Timestamp'
+        next:
+          description: The first stop in order not yet visited; null when all are.
+          oneOf:
+            - $ref: '#/components/schemas/TourStop'
+            - type: 'null'
+        visited_count:
+          type: integer
+        total:
+          type: integer
+        completed:
+          type: boolean
     Tour:
       type: object
       required: [tour, stops]
@@ -3132,9 +3677,25 @@ components:
           description: The stops the caller can see, in order.
           items:
             $ref: '#/components/schemas/TourStop'
+        progress:
+          $ref: '#/components/schemas/TourProgress'
+          description: Present when the caller follows the tour.
+    TourLeg:
+      type: object
+      required: [order, beacon, distance_m, bearing_deg]
+      properties:
+        order:
+          type: integer
+        beacon:
+          $ref: '#/components/schemas/BeaconFeature'
+        distance_m:
+          type: ['number', 'null']
+          description: From `lat`/`lon`, else from the `from` stop; null with neither.
+        bearing_deg:
+          type: ['number', 'null']
     TourNext:
       type: object
-      required: [tour, from, next, remaining, directions]
+      required: [tour, from, next, remaining, directions, following]
       properties:
         tour:
           $ref: '#/components/schemas/BeaconId'
@@ -3144,7 +3705,7 @@ components:
             - type: 'null'
         next:
           oneOf:
-            - $ref: '#/components/schemas/TourStop'
+            - $ref: '#/components/schemas/TourLeg'
             - type: 'null'
           description: Null at the end of the tour.
         remaining:
@@ -3155,20 +3716,67 @@ components:
           oneOf:
             - $ref: '#/components/schemas/Directions'
             - type: 'null'
-          description: From `lat`/`lon` to the next stop; null without them or at the end.
+          description: To the next stop; null without an origin or at the end.
+        following:
+          type: array
+          description: Every visible stop after `from`, in order.
+          items:
+            $ref: '#/components/schemas/TourLeg'
+    PlaceMedia:
+      type: object
+      required: [id, place, user, kind, url, title, created_at]
+      properties:
+        id:
+          type: string
+          pattern: '^med_[A-Za-z0-9_-]{1,64}$'
+        place:
+          $ref: '#/components/schemas/BeaconId'
+        user:
+          $ref: '#/components/schemas/UserId'
+        kind:
+          type: string
+        url:
+          type: string
+          format: uri
+        title:
+          type: ['string', 'null']
+        created_at:
+          $ref: '#/components/schemas/Timestamp'
 
     Interests:
       type: object
       required: [interests]
       properties:
         interests:
+          oneOf:
+            - type: array
+              maxItems: 64
+              description: Categories, score 1 each.
+              items:
+                $ref: '#/components/schemas/Tag'
+            - type: object
+              maxProperties: 64
+              description: Category → integer score in [-100, 100].
+              additionalProperties:
+                type: integer
+                minimum: -100
+                maximum: 100
+    InterestsStored:
+      type: object
+      required: [interests, scores]
+      properties:
+        interests:
           type: array
-          maxItems: 32
           items:
             $ref: '#/components/schemas/Tag'
+        scores:
+          type: object
+          additionalProperties:
+            type: integer
+      example: {"interests": ["food", "music"], "scores": {"food": 3, "music": 1}}
     PromotionCreate:
       type: object
-      required: [name, location]
+      required: [name, location, perimeter, category]
       properties:
         name:
           type: string
@@ -3179,83 +3787,98 @@ components:
           maxLength: 10000
         location:
           $ref: '#/components/schemas/LatLon'
+          description: The business location.
         perimeter:
           $ref: '#/components/schemas/Perimeter'
+          description: The promotion region.
+        category:
+          $ref: '#/components/schemas/Tag'
+          description: The promotion's category (may be left out when `tags` are given).
+        tags:
+          type: array
+          maxItems: 30
+          description: Further categories.
+          items:
+            $ref: '#/components/schemas/Tag'
         start:
           $ref: '#/components/schemas/Timestamp'
         end:
           $ref: '#/components/schemas/Timestamp'
-        tags:
-          type: array
-          maxItems: 32
-          items:
-            $ref: '#/components/schemas/Tag'
         content:
           type: array
           maxItems: 100
           items:
             $ref: '#/components/schemas/ContentRefInput'
-        interests:
+        related:
           type: array
-          maxItems: 32
-          description: Interests this promotion targets (empty = everyone).
+          maxItems: 200
+          description: Related promotions (beacons the caller can see; 422 `unknown_target` otherwise).
           items:
-            $ref: '#/components/schemas/Tag'
-        priority:
-          type: integer
-          minimum: 0
-          maximum: 100
-          default: 50
-        max_impressions_per_user_per_day:
-          type: ['integer', 'null']
-          minimum: 1
-          description: Frequency cap; null for none.
-    PromotionSettings:
-      type: object
-      required: [interests, priority]
-      properties:
-        interests:
-          type: array
-          items:
-            $ref: '#/components/schemas/Tag'
-        priority:
-          type: integer
-        max_impressions_per_user_per_day:
-          type: ['integer', 'null']
-    PromotionFeature:
-      description: A promotion beacon (service `promotion`).
+            $ref: '#/components/schemas/BeaconId'
+    ScoredPromotion:
+      description: A promotion found near the caller, with its score for them.
       allOf:
-        - $ref: '#/components/schemas/BeaconFeature'
+        - $ref: '#/components/schemas/NearbyFeature'
         - type: object
           properties:
             properties:
               type: object
-              required: [promotion]
+              required: [score]
               properties:
-                promotion:
-                  $ref: '#/components/schemas/PromotionSettings'
+                score:
+                  type: integer
+                related_to:
+                  type: array
+                  description: Suggestions only; the listed promotions relating to this one.
+                  items:
+                    $ref: '#/components/schemas/BeaconId'
+    PromotionCollection:
+      type: object
+      required: [type, features, related]
+      properties:
+        type:
+          type: string
+          const: FeatureCollection
+        features:
+          type: array
+          description: Best score first, then nearest.
+          items:
+            $ref: '#/components/schemas/ScoredPromotion'
+        related:
+          type: array
+          items:
+            $ref: '#/components/schemas/ScoredPromotion'
     PromotionPick:
       type: object
-      required: [promotion, score]
+      required: [promotion, score, candidates, tied, capped]
       properties:
         promotion:
           oneOf:
-            - $ref: '#/components/schemas/NearbyFeature'
+            - $ref: '#/components/schemas/ScoredPromotion'
             - type: 'null'
         score:
-          type: ['number', 'null']
+          type: ['integer', 'null']
+        candidates:
+          type: integer
+          description: Promotions covering the point.
+        tied:
+          type: integer
+          description: How many shared the top score (each chosen with probability 1/tied).
+        capped:
+          type: boolean
+          description: The per-user frequency cap is reached; nothing is picked.
+        retry_after_s:
+          type: integer
+          description: With `capped`, seconds until the next pick is possible.
     InteractionType:
       type: string
-      enum: [impression, click, dismiss, conversion]
+      enum: [shown, clicked, calendar_add]
     InteractionCreate:
       type: object
       required: [type]
       properties:
         type:
           $ref: '#/components/schemas/InteractionType'
-        timestamp:
-          $ref: '#/components/schemas/Timestamp'
-          description: Default now.
     Interaction:
       type: object
       required: [promotion, user, type, created_at]
@@ -3270,20 +3893,17 @@ components:
           $ref: '#/components/schemas/Timestamp'
     PromotionStats:
       type: object
-      required: [promotion, impressions, clicks, dismissals, conversions, unique_users]
+      required: [promotion, shown, clicked, calendar_add, unique_users, click_through_rate]
       properties:
         promotion:
           $ref: '#/components/schemas/BeaconId'
-        impressions:
+        shown:
           type: integer
           minimum: 0
-        clicks:
+        clicked:
           type: integer
           minimum: 0
-        dismissals:
-          type: integer
-          minimum: 0
-        conversions:
+        calendar_add:
           type: integer
           minimum: 0
         unique_users:
@@ -3291,7 +3911,7 @@ components:
           minimum: 0
         click_through_rate:
           type: ['number', 'null']
-          description: clicks / impressions; null without impressions.
+          description: clicked / shown; null when never shown.
 
     RegistryPosition:
       type: object

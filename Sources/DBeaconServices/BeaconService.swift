@@ -223,7 +223,12 @@ package struct BeaconService: Sendable {
 
     /// `beacon.updated` for followers: which fields changed and their new values.
     package static func updatedFanOut(_ beacon: Beacon, changed: [String], at: Timestamp) -> FollowerFanOut {
-        FollowerFanOut(type: .updated, data: updatedData(beacon, changed: changed), at: at, requireAlive: true)
+        if beacon.service == ServiceKind.meeting {
+            // Attendees hear of every change as `meeting.updated`, even when a time shift moves
+            // the meeting out of its lifetime for now (they stay owner-or-member checked).
+            return FollowerFanOut(type: .meetingUpdated, data: updatedData(beacon, changed: changed), at: at, requireAlive: false)
+        }
+        return FollowerFanOut(type: .updated, data: updatedData(beacon, changed: changed), at: at, requireAlive: true)
     }
 
     /// `{"beacon","name","version","changed":[…],"values":{field: new value}}`.
@@ -261,7 +266,8 @@ package struct BeaconService: Sendable {
         guard principal.isAdmin || principal.userID == current.owner else {
             throw DBeaconError.forbidden("only the owner may delete this beacon")
         }
-        let fanOut = FollowerFanOut(type: .deleted, data: ["beacon": .string(id.rawValue), "name": .string(current.name)],
+        let type: EventType = current.service == ServiceKind.meeting ? .meetingCancelled : .deleted
+        let fanOut = FollowerFanOut(type: type, data: ["beacon": .string(id.rawValue), "name": .string(current.name)],
                                     at: clock.now(), requireAlive: false)
         try await store.deleteBeacon(id: id, expectedVersion: ifMatch ?? current.version, fanOut: fanOut)
         return current

@@ -66,6 +66,8 @@ package actor FenceEngine {
     private var dwellPending: Set<FenceKey> = []
     private var grid = UserGrid()
     private var needsReload = true
+    /// Services told about accepted fixes (group range alerts, tour progress).
+    private var listeners: [any LocationListener] = []
 
     struct FenceKey: Hashable {
         let user: UserID
@@ -106,6 +108,11 @@ package actor FenceEngine {
 
     /// The user's latest fix.
     package func location(of user: UserID) -> UserLocation? { locations[user] }
+
+    /// Registers a service to be told about every accepted fix (see `LocationListener`).
+    package func addListener(_ listener: any LocationListener) {
+        listeners.append(listener)
+    }
 
     // MARK: Location fixes
 
@@ -174,7 +181,14 @@ package actor FenceEngine {
             needsReload = true
             throw error
         }
-        return FixReport(inside: insideBeacons(of: user), events: events, accepted: accepted, ignored: ignored)
+        let inside = insideBeacons(of: user)
+        var reported = events
+        if lastAccepted != nil, let location = locations[user] {
+            for listener in listeners {
+                reported += await listener.locationAccepted(location, events: events).filter { $0.recipient == user }
+            }
+        }
+        return FixReport(inside: inside, events: reported, accepted: accepted, ignored: ignored)
     }
 
     /// Applies one fix to the user's states; returns the events for the user.

@@ -133,7 +133,7 @@ package struct WebhookDeliverer: Service {
     private func visibilityProblem(_ event: Event) async throws -> String? {
         guard let id = event.beacon else { return nil }
         guard let beacon = try await store.beacon(id: id) else {
-            return event.type == .deleted ? nil : "the beacon no longer exists"
+            return event.type == .deleted || event.type == .meetingCancelled ? nil : "the beacon no longer exists"
         }
         return beacon.isOwnedOrShared(with: .user(event.recipient)) ? nil : "the recipient may no longer see the beacon"
     }

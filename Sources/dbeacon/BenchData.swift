@@ -74,7 +74,7 @@ struct BenchCity {
         let owner = Int.random(in: 0..<Self.userCount, using: &rng)
         var members: [UserID]?
         if Double.random(in: 0..<1, using: &rng) < 0.1 {
-            members = (0..<3).map { _ in Self.user(.random(in: 0..<Self.userCount, using: &rng)) }
+            members = Array(Set((0..<3).map { _ in Self.user(.random(in: 0..<Self.userCount, using: &rng)) })).sorted()
         }
         var tags = [Self.tags.randomElement(using: &rng)!]
         if Bool.random(using: &rng) { tags.append(Self.tags.randomElement(using: &rng)!) }

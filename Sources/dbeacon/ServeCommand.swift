@@ -31,6 +31,10 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("dwell-seconds"), help: "Time inside a beacon before beacon.dwelled.") var dwellSeconds = 300.0
     @Option(name: .customLong("exit-cushion-m"), help: "Distance outside a perimeter before beacon.exited (at least the fix accuracy).")
     var exitCushionM = 25.0
+    @Option(name: .customLong("group-stale-seconds"), help: "A group member without a fix for this long is flagged stale.")
+    var groupStaleSeconds = 300.0
+    @Option(name: .customLong("promotion-picks-per-hour"), help: "Frequency cap of promotion picks per user and hour.")
+    var promotionPicksPerHour = 3
     @Option(name: .customLong("event-retention-days"), help: "Delete delivered events older than this (0 keeps them).")
     var eventRetentionDays = 30.0
     @Option(name: .customLong("max-vertices"), help: "Largest number of vertices in one perimeter.") var maxVertices = 10_000
@@ -44,6 +48,9 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--engine must be one of \(AppConfig.Engine.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         guard maxVertices >= 4 else { throw ValidationError("--max-vertices must be at least 4") }
+        guard groupStaleSeconds > 0, promotionPicksPerHour >= 1 else {
+            throw ValidationError("--group-stale-seconds must be positive and --promotion-picks-per-hour at least 1")
+        }
         guard dwellSeconds >= 0, exitCushionM >= 0, eventRetentionDays >= 0 else {
             throw ValidationError("--dwell-seconds, --exit-cushion-m and --event-retention-days must not be negative")
         }
@@ -73,6 +80,8 @@ struct ServeCommand: AsyncParsableCommand {
         config.fences.dwellSeconds = dwellSeconds
         config.fences.exitCushionM = exitCushionM
         config.eventRetentionDays = eventRetentionDays > 0 ? eventRetentionDays : nil
+        config.services.groupStaleSeconds = groupStaleSeconds
+        config.services.promotionPicksPerWindow = promotionPicksPerHour
         config.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         let level = config.logLevel
         let json = logJSON

@@ -1,0 +1,75 @@
+import DBeaconCore
+import DBeaconGeo
+import DBeaconServices
+import Hummingbird
+
+/// `/v1/promotions…` and `/v1/me/interests`: location-based advertising.
+struct PromotionController {
+    let promotions: PromotionService
+    let maxBodyBytes: Int
+
+    func addRoutes(to group: RouterGroup<AuthenticatedContext>) {
+        group.post("promotions", use: create)
+        group.get("promotions/nearby", use: nearby)
+        group.get("promotions/pick", use: pick)
+        group.get("promotions/:id", use: get)
+        group.post("promotions/:id/interactions", use: interact)
+        group.get("promotions/:id/stats", use: stats)
+        group.put("me/interests", use: setInterests)
+        group.get("me/interests", use: interests)
+    }
+
+    @Sendable func create(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        var request = request
+        let beacon = try await promotions.create(try await request.jsonBody(limit: maxBodyBytes), by: context.principal)
+        var response = Response.feature(beacon, status: .created)
+        response.headers[.location] = "/v1/promotions/\(beacon.id)"
+        return response
+    }
+
+    @Sendable func get(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        .feature(try await promotions.promotion(try BeaconController.beaconID(context), by: context.principal))
+    }
+
+    @Sendable func nearby(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        let q = QueryReader(request)
+        let (listed, related) = try await promotions.nearby(point: try q.position(), tags: try q.tags(), at: try q.timestamp("at"),
+                                                            limit: try q.limit(), by: context.principal)
+        return .json(ServiceEncoding.promotionsNearby(listed, related: related))
+    }
+
+    @Sendable func pick(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        let q = QueryReader(request)
+        let pick = try await promotions.pick(point: try q.position(), at: try q.timestamp("at"), by: context.principal)
+        return .json(ServiceEncoding.pick(pick))
+    }
+
+    /// `{"type":"shown"|"clicked"|"calendar_add"}`.
+    @Sendable func interact(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        var request = request
+        let body = try ObjectReader(try await request.jsonBody(limit: maxBodyBytes))
+        try ServiceInput.checkKnownMembers(body, ["type"])
+        let raw = try body.string("type", maxLength: 40)
+        guard let type = InteractionType(rawValue: raw) else {
+            throw DBeaconError.invalid("type", "type must be one of \(InteractionType.allCases.map(\.rawValue).joined(separator: ", "))",
+                                       code: "invalid_value")
+        }
+        let interaction = try await promotions.record(try BeaconController.beaconID(context), type: type, by: context.principal)
+        return .json(ServiceEncoding.interaction(interaction), status: .created)
+    }
+
+    @Sendable func stats(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        let id = try BeaconController.beaconID(context)
+        return .json(ServiceEncoding.stats(id, try await promotions.stats(id, by: context.principal)))
+    }
+
+    @Sendable func setInterests(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        var request = request
+        let stored = try await promotions.setInterests(try await request.jsonBody(limit: maxBodyBytes), by: context.principal)
+        return .json(ServiceEncoding.interests(stored))
+    }
+
+    @Sendable func interests(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        .json(ServiceEncoding.interests(try await promotions.interests(by: context.principal)))
+    }
+}

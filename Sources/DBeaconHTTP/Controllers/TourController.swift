@@ -1,0 +1,83 @@
+import DBeaconCore
+import DBeaconGeo
+import DBeaconServices
+import Hummingbird
+
+/// `/v1/tours…` and `/v1/places/{id}/media`: city tours.
+struct TourController {
+    let tours: TourService
+    let maxBodyBytes: Int
+
+    func addRoutes(to group: RouterGroup<AuthenticatedContext>) {
+        group.post("tours", use: create)
+        group.get("tours/nearby", use: nearby)
+        group.get("tours/:id", use: get)
+        group.get("tours/:id/next", use: next)
+        group.post("tours/:id/follow", use: follow)
+        group.delete("tours/:id/follow", use: unfollow)
+        group.get("tours/:id/progress", use: progress)
+        group.post("places/:id/media", use: share)
+        group.get("places/:id/media", use: media)
+    }
+
+    @Sendable func create(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        var request = request
+        let view = try await tours.create(try await request.jsonBody(limit: maxBodyBytes), by: context.principal)
+        return .json(ServiceEncoding.tour(view), status: .created, headers: [.location: "/v1/tours/\(view.tour.id)"])
+    }
+
+    @Sendable func get(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        .json(ServiceEncoding.tour(try await tours.view(try BeaconController.beaconID(context), by: context.principal)))
+    }
+
+    @Sendable func nearby(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        let q = QueryReader(request)
+        let found = try await tours.nearby(point: try q.position(), tags: try q.tags(), at: try q.timestamp("at"), limit: try q.limit(),
+                                           by: context.principal)
+        return .json(ServiceEncoding.nearbyTours(found))
+    }
+
+    /// `?from=bcn_…` (a stop; absent: from the start) and optional `lat`/`lon` of the caller.
+    @Sendable func next(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        let q = QueryReader(request)
+        var from: BeaconID?
+        if let raw = q.string("from") {
+            guard let id = BeaconID(raw) else { throw DBeaconError.invalid("from", "not a beacon id (bcn_…)", code: "invalid_id") }
+            from = id
+        }
+        let origin = q.string("lat") != nil || q.string("lon") != nil ? try q.position() : nil
+        let n = try await tours.next(try BeaconController.beaconID(context), from: from, origin: origin, by: context.principal)
+        return .json(ServiceEncoding.tourNext(n))
+    }
+
+    @Sendable func follow(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        let id = try BeaconController.beaconID(context)
+        let (progress, started) = try await tours.follow(id, by: context.principal)
+        return .json(ServiceEncoding.progress(progress, tour: id), status: started ? .created : .ok)
+    }
+
+    @Sendable func unfollow(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        try await tours.unfollow(try BeaconController.beaconID(context), by: context.principal)
+        return Response(status: .noContent)
+    }
+
+    @Sendable func progress(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        let id = try BeaconController.beaconID(context)
+        return .json(ServiceEncoding.progress(try await tours.progress(id, by: context.principal), tour: id))
+    }
+
+    @Sendable func share(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        var request = request
+        let body = try await request.jsonBody(limit: maxBodyBytes)
+        let content = try BeaconFeatureCodec.decodeContentRef(try ObjectReader(body))
+        let media = try await tours.shareMedia(try BeaconController.beaconID(context), content: content, by: context.principal)
+        return .json(ServiceEncoding.media(media), status: .created)
+    }
+
+    @Sendable func media(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        let q = QueryReader(request)
+        let page = try await tours.media(try BeaconController.beaconID(context), limit: try q.limit(), after: try q.cursor(),
+                                         by: context.principal)
+        return .json(.object(["media": .array(page.items.map(ServiceEncoding.media)), "next_cursor": .optional(Cursor.encode(page.next))]))
+    }
+}

@@ -1,0 +1,341 @@
+package import DBeaconCore
+import DBeaconGeo
+package import DBeaconStore
+package import Logging
+
+/// A stop of a tour: its order and its place beacon.
+package struct TourStop: Sendable {
+    package var order: Int
+    package var place: Beacon
+}
+
+/// A tour with its stops (those the caller can see), in order.
+package struct TourView: Sendable {
+    package var tour: Beacon
+    package var stops: [TourStop]
+    package var progress: TourProgress?
+}
+
+/// Where a follower of a tour stands.
+package struct TourProgress: Sendable {
+    package var startedAt: Timestamp
+    package var visited: [(stop: TourStop, at: Timestamp)]
+    /// The first stop in order not yet visited; nil when every stop was visited.
+    package var next: TourStop?
+    package var total: Int
+    package var completed: Bool { next == nil }
+}
+
+/// A stop after `from`, with distance and direction from the origin (the caller's point,
+/// else the `from` stop).
+package struct TourLeg: Sendable {
+    package var stop: TourStop
+    package var distanceM: Double?
+    package var bearingDeg: Double?
+}
+
+/// The answer of `next?from=`.
+package struct TourNext: Sendable {
+    package var tour: Beacon
+    package var from: BeaconID?
+    package var origin: Position?
+    package var following: [TourLeg]
+    package var next: TourLeg? { following.first }
+}
+
+/// A tour found near a point, with the stops whose perimeter covers it.
+package struct NearbyTour: Sendable {
+    package var result: NearbyResult
+    package var matched: [(stop: TourStop, distanceM: Double)]
+}
+
+/// City tours (thesis 4.3.3). A tour is a beacon (service `tour`) with `tour` relationships
+/// (with `order`) to its places, each a beacon (service `place`) with its own discovery
+/// perimeter and content. Tours are found through their places; followers' progress comes
+/// from the fence engine's `beacon.entered` events for the places (`LocationListener`); media
+/// shared by visitors at a place is seen only by those inside it.
+package struct TourService: LocationListener {
+    package let beacons: BeaconService
+    package let store: any ServiceBackingStore
+    package let config: ServiceConfig
+    let logger: Logger
+
+    package init(beacons: BeaconService, store: any ServiceBackingStore, config: ServiceConfig, logger: Logger) {
+        self.beacons = beacons
+        self.store = store
+        self.config = config
+        self.logger = logger
+    }
+
+    private var clock: any WallClock { beacons.clock }
+    static let fields: Set<String> = ["name", "description", "perimeter", "lifetime", "visibility", "tags", "content", "stops"]
+    static let stopFields: Set<String> = ["beacon", "order", "name", "description", "location", "perimeter", "content", "tags"]
+    static let maxStops = 200
+
+    // MARK: Creating
+
+    /// `{"name","description"?,"perimeter"?,"lifetime"?,"visibility"?,"tags"?,"content"?,"stops":[…]}`.
+    /// A stop is an existing beacon the caller can see (`{"beacon":"bcn_…","order"?}`) or a new
+    /// place (`{"name","location":{"lat","lon"},"perimeter"?,"description"?,"content"?,"tags"?,"order"?}`).
+    /// Places and the tour are stored in one transaction. Without a perimeter the tour's is a
+    /// circle around the first stop that covers every stop.
+    package func create(_ body: JSONValue, by principal: Principal) async throws -> TourView {
+        guard let owner = principal.userID else { throw DBeaconError.forbidden("tours are created by users; the admin token cannot own one") }
+        let r = try ObjectReader(body)
+        try ServiceInput.checkKnownMembers(r, Self.fields)
+        let name = try r.string("name", maxLength: BeaconLimits.maxNameLength)
+        let description = try r.optionalString("description", maxLength: BeaconLimits.maxDescriptionLength)
+        let lifetime = try BeaconFeatureCodec.decodeLifetime(r)
+        var members: [UserID]?
+        if let visibility = try r.optionalObject("visibility") {
+            members = try ServiceInput.userIDs(visibility, "members") ?? []
+            try await store.checkUsersExist(members ?? [], path: visibility.path("members"))
+        }
+        var tags = [ServiceKind.tour]
+        for t in try ServiceInput.tags(r) where !tags.contains(t) { tags.append(t) }
+        let content = try ServiceInput.content(r)
+        guard let stopValues = try r.optionalArray("stops", maxCount: Self.maxStops), !stopValues.isEmpty else {
+            throw DBeaconError.invalid("stops", "a tour needs at least one stop", code: "missing_field")
+        }
+        let now = clock.now()
+        var newPlaces: [Beacon] = []
+        var stops: [(order: Int, beacon: Beacon, path: String)] = []
+        var existing: [(Int, BeaconID, String)] = []
+        for (i, value) in stopValues.enumerated() {
+            let s = try ObjectReader(value, path: "stops[\(i)]")
+            try ServiceInput.checkKnownMembers(s, Self.stopFields)
+            let order = try s.optionalInt("order", range: -1_000_000...1_000_000) ?? i + 1
+            if let raw = try s.optionalString("beacon", maxLength: 100) {
+                guard let id = BeaconID(raw) else { throw DBeaconError.invalid(s.path("beacon"), "not a beacon id (bcn_…)", code: "invalid_id") }
+                existing.append((order, id, s.path("beacon")))
+                continue
+            }
+            var placeTags = [ServiceKind.place]
+            for t in try ServiceInput.tags(s) where !placeTags.contains(t) { placeTags.append(t) }
+            let place = Beacon(
+                id: .generate(), name: try s.string("name", maxLength: BeaconLimits.maxNameLength),
+                description: try s.optionalString("description", maxLength: BeaconLimits.maxDescriptionLength), owner: owner,
+                location: try ServiceInput.requiredLatLon(s, "location"),
+                perimeter: try ServiceInput.perimeter(s, "perimeter", limits: beacons.limits) ?? .circle(radiusM: BeaconLimits.defaultRadiusM),
+                lifetime: lifetime, members: members, tags: Array(placeTags.prefix(BeaconLimits.maxTags)),
+                content: try ServiceInput.content(s), service: ServiceKind.place, createdAt: now, updatedAt: now)
+            newPlaces.append(place)
+            stops.append((order, place, s.path("name")))
+        }
+        if !existing.isEmpty {
+            var found: [BeaconID: Beacon] = [:]
+            for b in try await store.beacons(ids: existing.map(\.1)) where b.isVisible(to: principal, at: now) { found[b.id] = b }
+            for (order, id, path) in existing {
+                guard let b = found[id] else { throw DBeaconError.invalid(path, "beacon \(id) not found", code: "unknown_target") }
+                stops.append((order, b, path))
+            }
+        }
+        var seen = Set<BeaconID>()
+        for s in stops where !seen.insert(s.beacon.id).inserted {
+            throw DBeaconError.invalid(s.path, "beacon \(s.beacon.id) is already a stop of this tour", code: "duplicate")
+        }
+        stops.sort { $0.order < $1.order }
+        let perimeter = try ServiceInput.perimeter(r, "perimeter", limits: beacons.limits) ?? coveringCircle(stops.map(\.beacon))
+        let tour = Beacon(
+            id: .generate(), name: name, description: description, owner: owner, location: stops[0].beacon.location,
+            perimeter: perimeter, lifetime: lifetime, members: members, tags: Array(tags.prefix(BeaconLimits.maxTags)),
+            relationships: stops.map { Relationship(type: "tour", target: $0.beacon.id, order: $0.order) },
+            content: content, service: ServiceKind.tour, createdAt: now, updatedAt: now)
+        try await store.insertBeacons(newPlaces + [tour])
+        return TourView(tour: tour, stops: stops.map { TourStop(order: $0.order, place: $0.beacon) }, progress: nil)
+    }
+
+    /// A circle around the first stop reaching every stop's location and perimeter.
+    private func coveringCircle(_ stops: [Beacon]) -> Perimeter {
+        let center = stops[0].location
+        var radius = BeaconLimits.defaultRadiusM
+        for s in stops {
+            let extent: Double
+            switch s.perimeter {
+            case .circle(let r): extent = Geodesy.distance(center, s.location) + r
+            default: extent = s.perimeter.polygons.flatMap(\.exterior).map { Geodesy.distance(center, $0) }.max() ?? 0
+            }
+            radius = max(radius, extent)
+        }
+        return .circle(radiusM: min(radius.rounded(.up), beacons.limits.maxRadiusM))
+    }
+
+    // MARK: Reading
+
+    /// The tour if the caller may see it; 404 for anything else (including non-tours).
+    package func tour(_ id: BeaconID, by principal: Principal) async throws -> Beacon {
+        let beacon = try await beacons.get(id, by: principal)
+        guard beacon.service == ServiceKind.tour else { throw DBeaconError.notFound("tour \(id)") }
+        return beacon
+    }
+
+    /// The tour's stops the caller can see, in order.
+    package func stops(of tour: Beacon, by principal: Principal) async throws -> [TourStop] {
+        let related = try await beacons.related(tour.id, type: "tour", by: principal)
+        return related.enumerated().map { i, pair in TourStop(order: pair.1.order ?? i + 1, place: pair.0) }
+    }
+
+    package func view(_ id: BeaconID, by principal: Principal) async throws -> TourView {
+        let tour = try await tour(id, by: principal)
+        let stops = try await stops(of: tour, by: principal)
+        var progress: TourProgress?
+        if let uid = principal.userID { progress = try await self.progress(tour, stops: stops, user: uid) }
+        return TourView(tour: tour, stops: stops, progress: progress)
+    }
+
+    /// Tours with a stop whose perimeter covers the point (visible to the caller and alive at
+    /// `at`), nearest matching stop first.
+    package func nearby(point: Position, tags: [String], at: Timestamp?, limit: Int, by principal: Principal) async throws -> [NearbyTour] {
+        let when = at ?? clock.now()
+        let covering = try await beacons.engine.covering(CoverQuery(point: point, at: when, viewer: principal))
+        guard !covering.isEmpty else { return [] }
+        var coveringByID: [BeaconID: Beacon] = [:]
+        for b in covering { coveringByID[b.id] = b }
+        let tourIDs = try await store.tours(withStops: covering.map(\.id))
+        var found: [NearbyTour] = []
+        for tour in try await store.beacons(ids: tourIDs)
+        where tour.service == ServiceKind.tour && tour.isVisible(to: principal, at: when) && tour.isAlive(at: when)
+            && (tags.isEmpty || tour.tags.contains(where: tags.contains)) {
+            let links = tour.relationships.enumerated().filter { $0.element.type == "tour" }
+            let matched = links.compactMap { i, link -> (stop: TourStop, distanceM: Double)? in
+                guard let place = coveringByID[link.target] else { return nil }
+                return (TourStop(order: link.order ?? i + 1, place: place), Geodesy.distance(point, place.location))
+            }.sorted { $0.distanceM < $1.distanceM }
+            guard !matched.isEmpty else { continue }
+            let (d, bearing) = Geodesy.inverse(from: point, to: tour.location)
+            found.append(NearbyTour(result: NearbyResult(beacon: tour, distanceM: d, bearingDeg: bearing), matched: matched))
+        }
+        found.sort {
+            let a = $0.matched[0].distanceM, b = $1.matched[0].distanceM
+            return a != b ? a < b : $0.result.beacon.id < $1.result.beacon.id
+        }
+        return Array(found.prefix(limit))
+    }
+
+    /// The stops after `from` (all of them when nil) with distance and direction from
+    /// `origin`, else from the `from` stop. `from` must be a visible stop of the tour (422).
+    package func next(_ id: BeaconID, from: BeaconID?, origin: Position?, by principal: Principal) async throws -> TourNext {
+        let tour = try await tour(id, by: principal)
+        let stops = try await stops(of: tour, by: principal)
+        var following = stops[...]
+        var start = origin
+        if let from {
+            guard let i = stops.firstIndex(where: { $0.place.id == from }) else {
+                throw DBeaconError.invalid("from", "\(from) is not a stop of this tour", code: "unknown_stop")
+            }
+            following = stops[(i + 1)...]
+            if start == nil { start = stops[i].place.location }
+        }
+        let legs = following.map { stop -> TourLeg in
+            guard let start else { return TourLeg(stop: stop) }
+            let (d, bearing) = Geodesy.inverse(from: start, to: stop.place.location)
+            return TourLeg(stop: stop, distanceM: d, bearingDeg: bearing)
+        }
+        return TourNext(tour: tour, from: from, origin: start, following: legs)
+    }
+
+    // MARK: Following and progress
+
+    /// Starts following a tour: from now on entering its places counts as visiting them.
+    package func follow(_ id: BeaconID, by principal: Principal) async throws -> (TourProgress, Bool) {
+        guard let uid = principal.userID else { throw DBeaconError.forbidden("only users can follow tours") }
+        let tour = try await tour(id, by: principal)
+        let existing = try await store.tourStart(id, user: uid)
+        _ = try await store.followTour(id, user: uid, at: clock.now())
+        let stops = try await stops(of: tour, by: principal)
+        guard let progress = try await progress(tour, stops: stops, user: uid) else {
+            throw DBeaconError.internalError("tour progress missing after following")
+        }
+        return (progress, existing == nil)
+    }
+
+    package func unfollow(_ id: BeaconID, by principal: Principal) async throws {
+        guard let uid = principal.userID else { throw DBeaconError.forbidden("only users can follow tours") }
+        if try await store.unfollowTour(id, user: uid) { return }
+        _ = try await tour(id, by: principal)
+        throw DBeaconError.conflict("you do not follow this tour", code: "not_following")
+    }
+
+    package func progress(_ id: BeaconID, by principal: Principal) async throws -> TourProgress {
+        guard let uid = principal.userID else { throw DBeaconError.forbidden("only users follow tours") }
+        let tour = try await tour(id, by: principal)
+        guard let progress = try await progress(tour, stops: try await stops(of: tour, by: principal), user: uid) else {
+            throw DBeaconError.conflict("you do not follow this tour; POST /v1/tours/\(id)/follow first", code: "not_following")
+        }
+        return progress
+    }
+
+    private func progress(_ tour: Beacon, stops: [TourStop], user: UserID) async throws -> TourProgress? {
+        guard let started = try await store.tourStart(tour.id, user: user) else { return nil }
+        var visitedAt: [BeaconID: Timestamp] = [:]
+        for v in try await store.tourVisits(tour.id, user: user) { visitedAt[v.place] = v.visitedAt }
+        let visited = stops.compactMap { s in visitedAt[s.place.id].map { (stop: s, at: $0) } }
+        return TourProgress(startedAt: started, visited: visited, next: stops.first { visitedAt[$0.place.id] == nil },
+                            total: stops.count)
+    }
+
+    /// Records visits of followed tours' stops from the user's `beacon.entered` events.
+    package func locationAccepted(_ location: UserLocation, events: [Event]) async -> [Event] {
+        let entered = events.filter { $0.type == .entered && $0.recipient == location.user }
+        guard !entered.isEmpty else { return [] }
+        do {
+            var at: [BeaconID: Timestamp] = [:]
+            for e in entered {
+                guard let b = e.beacon, at[b] == nil else { continue }
+                at[b] = e.data["at"]?.stringValue.flatMap(Timestamp.init(rfc3339:)) ?? location.fixAt
+            }
+            let followed = try await store.followedTours(user: location.user, containing: Array(at.keys))
+            let visits = followed.compactMap { f -> TourVisit? in
+                guard let when = at[f.place], when >= f.since else { return nil }
+                return TourVisit(tour: f.tour, user: location.user, place: f.place, visitedAt: when)
+            }
+            try await store.recordVisits(visits)
+        } catch {
+            logger.error("tour progress update failed", metadata: ["user": "\(location.user)", "error": "\(error)"])
+        }
+        return []
+    }
+
+    // MARK: Media at places
+
+    /// A visible place (a `place` beacon or a stop of some tour), for sharing media.
+    private func place(_ id: BeaconID, by principal: Principal) async throws -> Beacon {
+        let beacon = try await beacons.get(id, by: principal)
+        if beacon.service == ServiceKind.place { return beacon }
+        guard try await !store.tours(withStops: [id]).isEmpty else { throw DBeaconError.notFound("place \(id)") }
+        return beacon
+    }
+
+    /// Whether the user's last fix (recent enough) lies inside the place's perimeter.
+    private func isInside(_ user: UserID, _ place: Beacon) async throws -> Bool {
+        guard let l = try await store.userLocations([user]).first,
+              clock.now().seconds(since: l.fixAt) <= config.mediaFixMaxAgeSeconds else { return false }
+        return PerimeterTester(location: place.location, perimeter: place.perimeter).covers(l.position)
+    }
+
+    /// Shares a media reference at a place; only while the caller's last fix is inside it.
+    package func shareMedia(_ id: BeaconID, content: ContentRef, by principal: Principal) async throws -> PlaceMedia {
+        guard let uid = principal.userID else { throw DBeaconError.forbidden("only users share media") }
+        let place = try await place(id, by: principal)
+        guard try await isInside(uid, place) else {
+            throw DBeaconError(.forbidden, code: "not_at_place",
+                               message: "share media at a place while your last location fix is inside its perimeter")
+        }
+        let now = clock.now()
+        let media = PlaceMedia(id: .generate(), place: id, user: uid,
+                               content: ContentRef(kind: content.kind, url: content.url, title: content.title, addedBy: uid, createdAt: now),
+                               createdAt: now)
+        try await store.addPlaceMedia(media)
+        return media
+    }
+
+    /// Media shared at a place: for those inside it (and its owner, and the operator).
+    package func media(_ id: BeaconID, limit: Int, after: Int64?, by principal: Principal) async throws -> Page<PlaceMedia> {
+        let place = try await place(id, by: principal)
+        if let uid = principal.userID, uid != place.owner, try await !isInside(uid, place) {
+            throw DBeaconError(.forbidden, code: "not_at_place",
+                               message: "media shared at a place is seen from inside its perimeter")
+        }
+        return try await store.placeMedia(id, limit: limit, after: after)
+    }
+}

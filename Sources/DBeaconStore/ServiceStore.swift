@@ -1,0 +1,222 @@
+package import DBeaconCore
+
+/// Someone who joined a meeting.
+package struct MeetingAttendee: Sendable, Hashable {
+    package var user: UserID
+    package var name: String
+    package var joinedAt: Timestamp
+
+    package init(user: UserID, name: String, joinedAt: Timestamp) {
+        self.user = user
+        self.name = name
+        self.joinedAt = joinedAt
+    }
+}
+
+/// A tracked group: a beacon that follows its guide (the leader), with a range in metres.
+package struct TrackedGroup: Sendable, Hashable {
+    package var id: GroupID
+    package var beacon: BeaconID
+    package var name: String
+    package var leader: UserID
+    package var rangeM: Double
+    /// Users allowed to join; nil for an open group.
+    package var allowed: [UserID]?
+    /// False while the guide's location is unknown (the beacon is hidden until the first fix).
+    package var placed: Bool
+    package var createdAt: Timestamp
+
+    package init(id: GroupID, beacon: BeaconID, name: String, leader: UserID, rangeM: Double, allowed: [UserID]?,
+                 placed: Bool, createdAt: Timestamp) {
+        self.id = id
+        self.beacon = beacon
+        self.name = name
+        self.leader = leader
+        self.rangeM = rangeM
+        self.allowed = allowed
+        self.placed = placed
+        self.createdAt = createdAt
+    }
+}
+
+/// A current member of a group (the guide excluded) and their range state.
+package struct GroupMembership: Sendable, Hashable {
+    package var user: UserID
+    package var name: String
+    package var joinedAt: Timestamp
+    package var rangeState: RangeState?
+    package var rangeDistanceM: Double?
+    package var rangeChangedAt: Timestamp?
+
+    package init(user: UserID, name: String, joinedAt: Timestamp, rangeState: RangeState? = nil,
+                 rangeDistanceM: Double? = nil, rangeChangedAt: Timestamp? = nil) {
+        self.user = user
+        self.name = name
+        self.joinedAt = joinedAt
+        self.rangeState = rangeState
+        self.rangeDistanceM = rangeDistanceM
+        self.rangeChangedAt = rangeChangedAt
+    }
+}
+
+/// A change of a member's range state, applied only if the state is still `expected`.
+package struct RangeTransition: Sendable, Hashable {
+    package var member: UserID
+    package var expected: RangeState?
+    package var new: RangeState
+    package var distanceM: Double
+    package var at: Timestamp
+
+    package init(member: UserID, expected: RangeState?, new: RangeState, distanceM: Double, at: Timestamp) {
+        self.member = member
+        self.expected = expected
+        self.new = new
+        self.distanceM = distanceM
+        self.at = at
+    }
+}
+
+/// How adding a member went.
+package enum GroupJoinOutcome: Sendable, Equatable {
+    case joined
+    case alreadyMember
+    /// The guide removed this user; they cannot join again.
+    case removed
+}
+
+/// A stop of a tour that a follower reached (from a `beacon.entered` event).
+package struct TourVisit: Sendable, Hashable {
+    package var tour: BeaconID
+    package var user: UserID
+    package var place: BeaconID
+    package var visitedAt: Timestamp
+
+    package init(tour: BeaconID, user: UserID, place: BeaconID, visitedAt: Timestamp) {
+        self.tour = tour
+        self.user = user
+        self.place = place
+        self.visitedAt = visitedAt
+    }
+}
+
+/// A media reference a visitor shared at a place.
+package struct PlaceMedia: Sendable, Hashable {
+    package var id: MediaID
+    package var place: BeaconID
+    package var user: UserID
+    package var content: ContentRef
+    package var createdAt: Timestamp
+
+    package init(id: MediaID, place: BeaconID, user: UserID, content: ContentRef, createdAt: Timestamp) {
+        self.id = id
+        self.place = place
+        self.user = user
+        self.content = content
+        self.createdAt = createdAt
+    }
+}
+
+/// One consumer's interaction counts with one promotion (the inputs of the Noticon score).
+package struct InteractionCounts: Sendable, Hashable {
+    package var shown = 0
+    package var clicked = 0
+    package var calendarAdds = 0
+
+    package init(shown: Int = 0, clicked: Int = 0, calendarAdds: Int = 0) {
+        self.shown = shown
+        self.clicked = clicked
+        self.calendarAdds = calendarAdds
+    }
+}
+
+/// Totals of a promotion over all consumers.
+package struct PromotionTotals: Sendable, Hashable {
+    package var counts: InteractionCounts
+    package var uniqueUsers: Int
+
+    package init(counts: InteractionCounts, uniqueUsers: Int) {
+        self.counts = counts
+        self.uniqueUsers = uniqueUsers
+    }
+}
+
+/// Storage of the four services' own state. One method is one transaction. The service
+/// objects themselves are beacons in `BeaconStore`; rows here disappear with their beacon.
+package protocol ServiceStore: Sendable {
+    // MARK: Meetings
+
+    /// Adds the attendee and makes them follow the meeting, in one transaction. Returns
+    /// whether this joined them, and the number of attendees afterwards.
+    func joinMeeting(_ meeting: BeaconID, user: UserID, at: Timestamp) async throws -> (joined: Bool, attendees: Int)
+    /// Removes the attendee and their follow; false when they had not joined.
+    func leaveMeeting(_ meeting: BeaconID, user: UserID) async throws -> Bool
+    func meetingAttendees(_ meeting: BeaconID) async throws -> [MeetingAttendee]
+    /// Meetings the user joined.
+    func attendedMeetings(user: UserID) async throws -> [BeaconID]
+    /// Drops attendees (and their follows) who are no longer allowed to see a private meeting.
+    func dropMeetingAttendees(_ meeting: BeaconID, notIn allowed: Set<UserID>, owner: UserID) async throws
+
+    // MARK: Groups
+
+    /// Inserts the group's beacon and the group in one transaction.
+    func createGroup(_ group: TrackedGroup, beacon: Beacon) async throws
+    func group(id: GroupID) async throws -> TrackedGroup?
+    /// The groups whose beacon is among `beacons`.
+    func groups(beacons: [BeaconID]) async throws -> [TrackedGroup]
+    /// Groups the user leads or is an active member of.
+    func groups(involving user: UserID) async throws -> [TrackedGroup]
+    /// Active members (the guide excluded), in joining order.
+    func groupMembers(_ group: GroupID) async throws -> [GroupMembership]
+    /// Adds an active member and writes `events` in the same transaction (when it joined them).
+    func addGroupMember(_ group: GroupID, user: UserID, at: Timestamp, events: [Event]) async throws -> GroupJoinOutcome
+    /// Marks a member as left (`removed: false`, may rejoin) or removed by the guide; writes
+    /// `events` in the same transaction. False when the user was not an active member.
+    func removeGroupMember(_ group: GroupID, user: UserID, removed: Bool, events: [Event]) async throws -> Bool
+    /// Applies range transitions and their events in one transaction, each only if the
+    /// member is still active with the expected state; otherwise nothing is written and
+    /// `preconditionFailed` is thrown (the caller re-reads and decides again).
+    func applyRangeTransitions(_ group: GroupID, _ transitions: [RangeTransition], events: [Event]) async throws
+    /// Makes a group's beacon visible once the guide's location is known: replaces the
+    /// beacon (with its new visibility) and marks the group placed, in one transaction.
+    func placeGroup(_ group: GroupID, beacon: Beacon, expectedVersion: Int) async throws
+    /// Latest fixes of these users.
+    func userLocations(_ users: [UserID]) async throws -> [UserLocation]
+
+    // MARK: Tours
+
+    /// Tours (beacons with a `tour` relationship) that have any of `places` as a stop.
+    func tours(withStops places: [BeaconID]) async throws -> [BeaconID]
+    /// Starts following a tour (and its beacon); returns the start time (the earlier one if already following).
+    func followTour(_ tour: BeaconID, user: UserID, at: Timestamp) async throws -> Timestamp
+    /// Stops following (progress is dropped); false when not following.
+    func unfollowTour(_ tour: BeaconID, user: UserID) async throws -> Bool
+    func tourStart(_ tour: BeaconID, user: UserID) async throws -> Timestamp?
+    /// Tours the user follows that have `place` as a stop, with when they started.
+    func followedTours(user: UserID, containing places: [BeaconID]) async throws -> [(tour: BeaconID, place: BeaconID, since: Timestamp)]
+    /// Records visits (the first visit of a stop is kept).
+    func recordVisits(_ visits: [TourVisit]) async throws
+    func tourVisits(_ tour: BeaconID, user: UserID) async throws -> [TourVisit]
+    func addPlaceMedia(_ media: PlaceMedia) async throws
+    /// Media shared at a place, oldest first.
+    func placeMedia(_ place: BeaconID, limit: Int, after: Int64?) async throws -> Page<PlaceMedia>
+
+    // MARK: Advertising
+
+    /// Replaces the user's interests (category → score).
+    func setInterests(_ user: UserID, _ interests: [(category: String, score: Int)]) async throws
+    func interests(_ user: UserID) async throws -> [(category: String, score: Int)]
+    func recordInteraction(promotion: BeaconID, user: UserID, type: InteractionType, at: Timestamp) async throws
+    /// Interactions of one user with `promotion` of `type` since `since` (rate limit).
+    func interactionCount(promotion: BeaconID, user: UserID, type: InteractionType, since: Timestamp) async throws -> Int
+    /// Records a pick (a `shown` interaction that counts against the frequency cap) if the
+    /// user had fewer than `cap` picks since `since`; in one transaction. False when capped.
+    func recordPick(promotion: BeaconID, user: UserID, at: Timestamp, since: Timestamp, cap: Int) async throws -> Bool
+    /// Times of the user's picks since `since`, oldest first.
+    func pickTimes(user: UserID, since: Timestamp) async throws -> [Timestamp]
+    /// One user's counts for each of `promotions`.
+    func interactionCounts(user: UserID, promotions: [BeaconID]) async throws -> [BeaconID: InteractionCounts]
+    func promotionTotals(_ promotion: BeaconID) async throws -> PromotionTotals
+}
+
+/// Everything the services layer needs from one store.
+package typealias ServiceBackingStore = DBeaconStore & ServiceStore

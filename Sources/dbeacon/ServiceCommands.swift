@@ -1,0 +1,243 @@
+import ArgumentParser
+import DBeaconCore
+import DBeaconGeo
+import DBeaconHTTP
+import DBeaconServices
+import NIOHTTP1
+
+/// Runs a service command through the API (the token's user) or on the local database (as
+/// `--as USER`, else as the operator), returning the same JSON either way.
+func serviceCall(_ target: TargetOptions, asUser: String?,
+                 remote: (RemoteBackend) async throws -> JSONValue,
+                 local: (DomainServices, Principal) async throws -> JSONValue) async throws -> JSONValue {
+    let backend = try await target.backend()
+    if let r = backend as? RemoteBackend {
+        if asUser != nil { throw DBeaconError.badRequest("--as only applies to --db; through the API the token decides") }
+        return try await remote(r)
+    }
+    guard let l = backend as? LocalBackend else { throw DBeaconError.internalError("unknown backend") }
+    return try await local(l.services.domain, try await l.principal(asUser))
+}
+
+private func checkPosition(_ lat: Double, _ lon: Double) throws {
+    guard lat.isFinite, (-90...90).contains(lat) else { throw ValidationError("--lat must be within [-90, 90]") }
+    guard lon.isFinite, (-180...180).contains(lon) else { throw ValidationError("--lon must be within [-180, 180]") }
+}
+
+private func beaconID(_ raw: String) throws -> BeaconID {
+    guard let id = BeaconID(raw) else { throw DBeaconError.notFound("beacon \(raw)") }
+    return id
+}
+
+struct MeetingCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "meeting",
+        abstract: "Organize meetings and find the ones around you.",
+        subcommands: [Create.self, List.self, Nearby.self]
+    )
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create a meeting: exact spot, discovery circle, start and end, optional invitees (private).",
+            discussion: """
+                Example: dbeacon meeting create --name "Lunch" --lat 48.7784 --lon 9.18 --radius 200 \\
+                  --start 2026-11-21T12:00:00Z --end 2026-11-21T14:00:00Z --invitee usr_… --server … --token …
+                """
+        )
+        @Option(help: "Name of the meeting.") var name: String
+        @Option(help: "Description.") var description: String?
+        @Option(help: "Latitude of the exact spot.") var lat: Double
+        @Option(help: "Longitude of the exact spot.") var lon: Double
+        @Option(help: "Radius of the discovery circle in metres.") var radius = 200.0
+        @Option(help: "Start (RFC 3339).") var start: String
+        @Option(help: "End (RFC 3339).") var end: String
+        @Option(name: .customLong("invitee"), parsing: .singleValue, help: "Invited user id (repeatable; makes the meeting private).")
+        var invitees: [String] = []
+        @Option(name: .customLong("as"), help: "On the local database: the organizer (id or name).") var asUser: String?
+        @OptionGroup var target: TargetOptions
+
+        func validate() throws { try checkPosition(lat, lon) }
+
+        func run() async throws {
+            try await reportingErrors {
+                var body: JSONObject = [
+                    "name": .string(name), "location": ["lat": .number(lat), "lon": .number(lon)],
+                    "perimeter": ["type": "Circle", "radius_m": .number(radius)], "start": .string(start), "end": .string(end),
+                ]
+                if let description { body["description"] = .string(description) }
+                if !invitees.isEmpty { body["invitees"] = .array(invitees.map(JSONValue.string)) }
+                let result = try await serviceCall(target, asUser: asUser, remote: {
+                    try await $0.call(.POST, "/v1/meetings", body: .object(body)) ?? .null
+                }, local: { services, principal in
+                    BeaconFeatureCodec.encode(try await services.meetings.create(.object(body), by: principal))
+                })
+                if target.json { print(result.jsonString); return }
+                print("created meeting \(result["id"]?.stringValue ?? "")")
+            }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the meetings you organize or attend, soonest first.")
+        @Option(name: .customLong("as"), help: "On the local database: whose meetings (id or name).") var asUser: String?
+        @OptionGroup var target: TargetOptions
+
+        func run() async throws {
+            try await reportingErrors {
+                let result = try await serviceCall(target, asUser: asUser, remote: {
+                    try await $0.call(.GET, "/v1/meetings") ?? .null
+                }, local: { services, principal in
+                    .object(["type": "FeatureCollection",
+                             "features": .array(try await services.meetings.mine(by: principal).map(BeaconFeatureCodec.encode))])
+                })
+                if target.json { print(result.jsonString); return }
+                print(Output.table(["ID", "NAME", "START", "END", "PRIVATE"], (result["features"]?.arrayValue ?? []).map { f in
+                    let p = f["properties"]
+                    return [f["id"]?.stringValue ?? "", p?["name"]?.stringValue ?? "", p?["lifetime"]?["start"]?.stringValue ?? "—",
+                            p?["lifetime"]?["end"]?.stringValue ?? "—", p?["visibility"] == .null ? "no" : "yes"]
+                }))
+            }
+        }
+    }
+
+    struct Nearby: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Meetings you can find at a point, nearest first.")
+        @Option(help: "Latitude.") var lat: Double
+        @Option(help: "Longitude.") var lon: Double
+        @Option(name: .customLong("as"), help: "On the local database: see what this user sees.") var asUser: String?
+        @OptionGroup var target: TargetOptions
+
+        func validate() throws { try checkPosition(lat, lon) }
+
+        func run() async throws {
+            try await reportingErrors {
+                let result = try await serviceCall(target, asUser: asUser, remote: {
+                    try await $0.call(.GET, "/v1/meetings/nearby", query: [("lat", String(lat)), ("lon", String(lon))]) ?? .null
+                }, local: { services, principal in
+                    let found = try await services.meetings.nearby(point: Position(lon: lon, lat: lat), at: nil, limit: 50, by: principal)
+                    return try JSONParser.parse(NearbyEncoding.collection(found))
+                })
+                if target.json { print(result.jsonString); return }
+                print(Output.table(["ID", "NAME", "DISTANCE", "BEARING"], (result["features"]?.arrayValue ?? []).map { f in
+                    let p = f["properties"]
+                    return [f["id"]?.stringValue ?? "", p?["name"]?.stringValue ?? "", Output.distance(p?["distance_m"]?.numberValue ?? 0),
+                            Output.bearing(p?["bearing_deg"]?.numberValue ?? 0)]
+                }))
+            }
+        }
+    }
+}
+
+struct GroupCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "group",
+        abstract: "Tracked groups: who is where, how far from the guide, in range or not.",
+        subcommands: [Status.self]
+    )
+
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show a group: each member's last shared position, its age, distance from the guide and range state.",
+            discussion: "Example: dbeacon group status grp_… --server http://127.0.0.1:8080 --token TOKEN"
+        )
+        @Argument(help: "Group id (grp_…).") var id: String
+        @Option(name: .customLong("as"), help: "On the local database: view as this member (id or name).") var asUser: String?
+        @OptionGroup var target: TargetOptions
+
+        func run() async throws {
+            try await reportingErrors {
+                let result = try await serviceCall(target, asUser: asUser, remote: {
+                    try await $0.call(.GET, "/v1/groups/\(id)") ?? .null
+                }, local: { services, principal in
+                    guard let gid = GroupID(id) else { throw DBeaconError.notFound("group \(id)") }
+                    return ServiceEncoding.group(try await services.groups.status(gid, by: principal))
+                })
+                if target.json { print(result.jsonString); return }
+                print("\(result["name"]?.stringValue ?? "")  range \(Output.distance(result["range_m"]?.numberValue ?? 0))")
+                print(Output.table(["MEMBER", "ROLE", "DISTANCE", "IN RANGE", "FIX AGE", "STALE"], (result["members"]?.arrayValue ?? []).map { m in
+                    [m["name"]?.stringValue ?? "", m["role"]?.stringValue ?? "",
+                     m["distance_m"]?.numberValue.map(Output.distance) ?? "—",
+                     m["in_range"]?.boolValue.map { $0 ? "yes" : "NO" } ?? "?",
+                     m["age_s"]?.numberValue.map { "\(Int($0)) s" } ?? "—", m["stale"]?.boolValue == true ? "stale" : ""]
+                }))
+            }
+        }
+    }
+}
+
+struct TourCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tour",
+        abstract: "City tours: their places in order and your progress.",
+        subcommands: [Show.self]
+    )
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show a tour's places in order (and your progress if you follow it).",
+            discussion: "Example: dbeacon tour show bcn_tour_old_town_walk"
+        )
+        @Argument(help: "Tour beacon id (bcn_…).") var id: String
+        @Option(name: .customLong("as"), help: "On the local database: view as this user (id or name).") var asUser: String?
+        @OptionGroup var target: TargetOptions
+
+        func run() async throws {
+            try await reportingErrors {
+                let result = try await serviceCall(target, asUser: asUser, remote: {
+                    try await $0.call(.GET, "/v1/tours/\(id)") ?? .null
+                }, local: { services, principal in
+                    ServiceEncoding.tour(try await services.tours.view(try beaconID(id), by: principal))
+                })
+                if target.json { print(result.jsonString); return }
+                let visited = Set((result["progress"]?["visited"]?.arrayValue ?? []).compactMap { $0["beacon"]?.stringValue })
+                print(result["tour"]?["properties"]?["name"]?.stringValue ?? "")
+                print(Output.table(["ORDER", "PLACE", "ID", "VISITED"], (result["stops"]?.arrayValue ?? []).map { s in
+                    let bid = s["beacon"]?["id"]?.stringValue ?? ""
+                    return [String(Int(s["order"]?.numberValue ?? 0)), s["beacon"]?["properties"]?["name"]?.stringValue ?? "", bid,
+                            visited.contains(bid) ? "yes" : ""]
+                }))
+            }
+        }
+    }
+}
+
+struct PromoCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "promo",
+        abstract: "Location-based promotions.",
+        subcommands: [Pick.self]
+    )
+
+    struct Pick: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Pick the one promotion to notify you of at a point (Noticon scoring; counts as shown).",
+            discussion: "Example: dbeacon promo pick --lat 48.7753 --lon 9.1783 --server … --token demo-token-anna"
+        )
+        @Option(help: "Latitude.") var lat: Double
+        @Option(help: "Longitude.") var lon: Double
+        @Option(name: .customLong("as"), help: "On the local database: the consumer (id or name).") var asUser: String?
+        @OptionGroup var target: TargetOptions
+
+        func validate() throws { try checkPosition(lat, lon) }
+
+        func run() async throws {
+            try await reportingErrors {
+                let result = try await serviceCall(target, asUser: asUser, remote: {
+                    try await $0.call(.GET, "/v1/promotions/pick", query: [("lat", String(lat)), ("lon", String(lon))]) ?? .null
+                }, local: { services, principal in
+                    ServiceEncoding.pick(try await services.promotions.pick(point: Position(lon: lon, lat: lat), at: nil, by: principal))
+                })
+                if target.json { print(result.jsonString); return }
+                if result["capped"] == true {
+                    print("frequency cap reached; next pick in \(Int(result["retry_after_s"]?.numberValue ?? 0)) s")
+                } else if let p = result["promotion"], p != .null {
+                    print("\(p["properties"]?["name"]?.stringValue ?? "")  (\(p["id"]?.stringValue ?? ""), score "
+                          + "\(Int(result["score"]?.numberValue ?? 0)), \(Int(result["tied"]?.numberValue ?? 0)) tied, "
+                          + "\(Output.distance(p["properties"]?["distance_m"]?.numberValue ?? 0)))")
+                } else {
+                    print("no promotion here")
+                }
+            }
+        }
+    }
+}
