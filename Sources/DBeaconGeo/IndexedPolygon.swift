@@ -1,14 +1,14 @@
 package import DBeaconCore
 
-/// Point-in-polygon for large polygons: the rings' edges bucketed into horizontal strips, so
-/// a test looks only at the edges whose latitude range spans the point's latitude — a few
-/// dozen for a 5,000-vertex region instead of all of them.
+/// Point-in-polygon for large polygons: the rings' edges bucketed into horizontal strips and
+/// sorted by their eastern end, so a test looks only at the edges whose latitude range spans
+/// the point's latitude and that reach east of it — a small fraction of a 5,000-vertex region.
 ///
 /// The test itself is GEOS's `RayCrossingCounter` (the algorithm behind `ST_Covers` and
 /// prepared-geometry point location), with GEOS's orientation predicate — a floating-point
 /// filter and a double-double fallback — so the answer, boundary cases included, is the one
 /// GEOS gives. The rings are shared with the beacon (copy-on-write arrays), so the index
-/// adds only its strip table and four bytes per edge per strip.
+/// adds only its strip table and at most about twelve bytes per edge.
 package struct IndexedPolygon: Sendable {
     private let rings: [Ring]
     private let south: Double, north: Double, west: Double, east: Double
@@ -27,8 +27,21 @@ package struct IndexedPolygon: Sendable {
         west = box.west
         east = box.east
         let edgeCount = polygon.rings.reduce(0) { $0 + max(0, $1.count - 1) }
-        stripCount = max(1, min(edgeCount / 4, 1 << 16))
-        let height = (box.north - box.south) / Double(stripCount)
+        // As many strips as keep the index small: an edge is listed in every strip its latitude
+        // range touches, so with total edge height Σh and S strips over the height Y there are
+        // about E + Σh·S/Y references; S ≤ 2·E·Y/Σh keeps that under 3 per edge, whatever the
+        // shape (long zig-zag edges get fewer, taller strips).
+        var totalHeight = 0.0
+        for ring in polygon.rings where ring.count > 1 {
+            for i in 0..<(ring.count - 1) { totalHeight += abs(ring[i + 1].lat - ring[i].lat) }
+        }
+        let extent = box.north - box.south
+        var strips = max(1, edgeCount / 4)
+        if totalHeight > 0 && extent > 0 {
+            strips = min(strips, max(1, Int(2 * Double(edgeCount) * extent / totalHeight)))
+        }
+        stripCount = min(strips, 1 << 16)
+        let height = extent / Double(stripCount)
         let h = height > 0 ? height : 1
         stripHeight = h
         let n = stripCount, s0 = box.south
@@ -51,6 +64,16 @@ package struct IndexedPolygon: Sendable {
                 }
             }
         }
+        // Within a strip, edges by decreasing eastern end: a test stops at the first edge that
+        // lies wholly west of the point (the ray runs east).
+        let rings = polygon.rings
+        func eastEnd(_ ref: UInt32) -> Double {
+            let ring = rings[Int(ref >> 24)], i = Int(ref & 0xFF_FFFF)
+            return max(ring[i].lon, ring[i + 1].lon)
+        }
+        for s in 0..<n where counts[s + 1] - counts[s] > 1 {
+            edges[Int(counts[s])..<Int(counts[s + 1])].sort { eastEnd($0) > eastEnd($1) }
+        }
         stripStart = counts
         self.edges = edges
     }
@@ -72,8 +95,9 @@ package struct IndexedPolygon: Sendable {
                 let ring = rings[Int(ref >> 24)]
                 let i = Int(ref & 0xFF_FFFF)
                 let p1 = ring[i], p2 = ring[i + 1]
-                // GEOS RayCrossingCounter::countSegment, ray towards +x.
-                if p1.lon < x && p2.lon < x { continue }
+                // GEOS RayCrossingCounter::countSegment, ray towards +x. Edges are sorted by
+                // decreasing eastern end, so once one lies wholly west, all the rest do.
+                if p1.lon < x && p2.lon < x { break }
                 if x == p2.lon && y == p2.lat { return true }
                 if p1.lat == y && p2.lat == y {
                     let lo = min(p1.lon, p2.lon), hi = max(p1.lon, p2.lon)

@@ -12,8 +12,29 @@ package struct HierarchicalGrid {
     package static let baseCell = 1.0 / 512 // ≈ 217 m of latitude
     package static let levels = 18 // the coarsest level's cells (256°) hold any box
 
-    /// Per level: cell key → slots.
-    private var cells: [[UInt64: [Int32]]]
+    /// One box in a cell: the slot and its box rounded outwards to `Float`, so most
+    /// candidates are rejected while scanning the cell's contiguous list, without touching
+    /// the slot's record.
+    package struct Entry {
+        package var slot: Int32
+        package var west: Float, south: Float, east: Float, north: Float
+
+        init(slot: Int32, box: BoundingBox) {
+            self.slot = slot
+            west = Float(box.west).nextDown
+            south = Float(box.south).nextDown
+            east = Float(box.east).nextUp
+            north = Float(box.north).nextUp
+        }
+
+        @inline(__always)
+        func mayContain(lon: Float, lat: Float) -> Bool {
+            lon >= west && lon <= east && lat >= south && lat <= north
+        }
+    }
+
+    /// Per level: cell key → entries.
+    private var cells: [[UInt64: [Entry]]]
     /// Number of boxes per level, so empty levels are skipped by queries.
     private var population: [Int]
     /// Levels with at least one box, finest first (kept in sync with `population`).
@@ -52,15 +73,16 @@ package struct HierarchicalGrid {
         return (level, keys)
     }
 
-    package mutating func insert(_ slot: Int32, level: Int, keys: [UInt64]) {
-        for k in keys { cells[level][k, default: []].append(slot) }
+    package mutating func insert(_ slot: Int32, box: BoundingBox, level: Int, keys: [UInt64]) {
+        let entry = Entry(slot: slot, box: box)
+        for k in keys { cells[level][k, default: []].append(entry) }
         population[level] += 1
         if population[level] == 1 { occupied = (0..<Self.levels).filter { population[$0] > 0 } }
     }
 
     package mutating func remove(_ slot: Int32, level: Int, keys: [UInt64]) {
         for k in keys {
-            guard var list = cells[level][k], let i = list.firstIndex(of: slot) else { continue }
+            guard var list = cells[level][k], let i = list.firstIndex(where: { $0.slot == slot }) else { continue }
             list.swapAt(i, list.count - 1)
             list.removeLast()
             cells[level][k] = list.isEmpty ? nil : list
@@ -69,15 +91,18 @@ package struct HierarchicalGrid {
         if population[level] == 0 { occupied = (0..<Self.levels).filter { population[$0] > 0 } }
     }
 
-    /// Calls `body` with the slots of every cell containing the point (a slot may repeat only
-    /// when its beacon has several boxes).
+    /// Calls `body` with the slot of every box (in the cells containing the point) whose
+    /// rounded-out box contains the point: a superset of the boxes containing it. A slot may
+    /// repeat only when its beacon has several boxes.
     @inline(__always)
     package func forEachCandidate(lon: Double, lat: Double, _ body: (Int32) -> Void) {
+        let flon = Float(lon), flat = Float(lat)
         for level in occupied {
             let s = Self.size(level)
             let k = Self.key(Self.index(lon, offset: 180, size: s), Self.index(lat, offset: 90, size: s))
-            if let list = cells[level][k] {
-                for slot in list { body(slot) }
+            guard let list = cells[level][k] else { continue }
+            list.withUnsafeBufferPointer { entries in
+                for e in entries where e.mayContain(lon: flon, lat: flat) { body(e.slot) }
             }
         }
     }

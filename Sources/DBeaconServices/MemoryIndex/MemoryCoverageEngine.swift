@@ -44,15 +44,26 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
 
     enum Kind: UInt8 { case free, circle, prepared, indexed }
 
-    /// Everything else about a slot.
-    struct Cold {
-        var beacon: Beacon
-        var prepared: PreparedPerimeter?
-        var indexed: [IndexedPolygon]
-        var members: Set<Int32>
-        var boxes: [BoundingBox]
-        var cells: [(level: Int, keys: [UInt64])]
-        var tags: Set<String>
+    /// Everything else about a slot (a class: reading it from a query copies one reference).
+    final class Cold {
+        let beacon: Beacon
+        let prepared: PreparedPerimeter?
+        let indexed: [IndexedPolygon]
+        let members: Set<Int32>
+        let boxes: [BoundingBox]
+        let cells: [(level: Int, keys: [UInt64])]
+        let tags: Set<String>
+
+        init(beacon: Beacon, prepared: PreparedPerimeter?, indexed: [IndexedPolygon], members: Set<Int32>,
+             boxes: [BoundingBox], cells: [(level: Int, keys: [UInt64])], tags: Set<String>) {
+            self.beacon = beacon
+            self.prepared = prepared
+            self.indexed = indexed
+            self.members = members
+            self.boxes = boxes
+            self.cells = cells
+            self.tags = tags
+        }
     }
 
     private let lock = ReadWriteLock()
@@ -188,7 +199,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         }
         if h.kind == .prepared && prep.prepared == nil { h.kind = .free } // GEOS refused it: never matches
         let cells = boxes.map(HierarchicalGrid.cells(for:))
-        for c in cells { grid.insert(slot, level: c.level, keys: c.keys) }
+        for (box, c) in zip(boxes, cells) { grid.insert(slot, box: box, level: c.level, keys: c.keys) }
         hot[Int(slot)] = h
         cold[Int(slot)] = Cold(beacon: beacon, prepared: prep.prepared, indexed: prep.indexed,
                                members: Set((beacon.members ?? []).map(userIndex)), boxes: boxes, cells: cells,
