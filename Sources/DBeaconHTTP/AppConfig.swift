@@ -25,6 +25,8 @@ package struct AppConfig: Sendable {
     package var synchronousFull = true
     /// Dwell time, exit cushion and the other fence settings.
     package var fences = FenceConfig()
+    /// Path loss, positioning and batch limits of sightings.
+    package var sightings = SightingConfig()
     /// Delivered events older than this many days are deleted; nil keeps them.
     package var eventRetentionDays: Double? = 30
     /// Whether to run the background services (deliverer, ticker); tests drive them by hand.

@@ -18,6 +18,9 @@ package struct AppServices: Sendable {
     package let deliverer: WebhookDeliverer
     package let ticker: LifetimeTicker
     package let relay: BeaconChangeRelay
+    /// The physical beacon registry and sighting resolution.
+    package let registry: RegistryService
+    package let sightings: SightingService
     /// A token generated on first start (to be shown once), if any.
     package let generatedAdminToken: String?
 
@@ -43,12 +46,15 @@ package struct AppServices: Sendable {
         store.observeCommits { wake.signal() }
         var ticker = LifetimeTicker(store: store, fences: fences, clock: clock, logger: logger)
         ticker.retentionDays = config.eventRetentionDays
+        let registry = RegistryService(store: store, beacons: store, clock: clock)
         let services = AppServices(
             config: config, store: store, clock: clock, auth: auth, beacons: beacons, fences: fences,
             webhooks: WebhookService(store: store, ssrf: ssrf, clock: clock, wake: wake),
             deliverer: WebhookDeliverer(store: store, ssrf: ssrf, clock: clock, schedule: config.webhookRetrySchedule,
                                         wake: wake, logger: logger),
             ticker: ticker, relay: BeaconChangeRelay(changes: changes, fences: fences, logger: logger),
+            registry: registry,
+            sightings: SightingService(registry: registry, store: store, fences: fences, clock: clock, config: config.sightings),
             generatedAdminToken: generated)
         if let dir = config.samplesDirectory {
             try await SampleLoader(services: services).loadIfEmpty(directory: dir, logger: logger)

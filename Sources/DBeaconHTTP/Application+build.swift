@@ -40,6 +40,7 @@ package func buildRouter(_ services: AppServices) -> Router<AppRequestContext> {
     BeaconController(beacons: services.beacons, maxBodyBytes: maxBody).addRoutes(to: v1)
     LiveController(fences: services.fences, store: services.store, clock: services.clock, maxBodyBytes: maxBody).addRoutes(to: v1)
     WebhookController(webhooks: services.webhooks, maxBodyBytes: maxBody).addRoutes(to: v1)
+    RegistryController(registry: services.registry, sightings: services.sightings, maxBodyBytes: maxBody).addRoutes(to: v1)
     return router
 }
 

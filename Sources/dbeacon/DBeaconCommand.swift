@@ -12,6 +12,7 @@ struct DBeaconCommand: AsyncParsableCommand {
             (--server http://127.0.0.1:8080 --token TOKEN, or $DBEACON_SERVER and $DBEACON_TOKEN).
             """,
         subcommands: [ServeCommand.self, UserCommand.self, ImportCommand.self, NearbyCommand.self, BeaconCommand.self,
-                      LocationCommand.self, EventsCommand.self, WebhookCommand.self]
+                      LocationCommand.self, EventsCommand.self, WebhookCommand.self,
+                      RegistryCommand.self, SightingCommand.self]
     )
 }
