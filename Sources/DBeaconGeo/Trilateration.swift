@@ -44,9 +44,10 @@ package struct PositionEstimate: Sendable, Hashable {
 ///
 /// The anchors are projected onto a local tangent plane (east/north metres around their
 /// centroid, using the WGS84 radii of curvature there: exact to millimetres over a building).
-/// The position minimises Σ wᵢ (‖p − aᵢ‖ − dᵢ)² with wᵢ = 1/σᵢ², σᵢ = dᵢ·k (RSSI noise makes range
-/// errors proportional to range), by Gauss–Newton from two starts (the linearised closed-form
-/// solution and the weighted centroid), keeping the lower cost. When the geometry is degenerate
+/// RSSI noise in dB makes range errors proportional to range (σᵢ ≈ k·dᵢ), so the position
+/// minimises the weighted sum Σ (ln‖p − aᵢ‖ − ln dᵢ)² / k², which to first order is
+/// Σ wᵢ (‖p − aᵢ‖ − dᵢ)² with wᵢ = 1/(k·dᵢ)², by Gauss–Newton from two starts (the linearised
+/// closed-form solution and the weighted centroid), keeping the lower cost. When the geometry is degenerate
 /// (anchors on a line) or the solver fails, the range-weighted centroid is returned instead.
 /// Accuracy is √trace of the covariance (JᵀWJ)⁻¹, scaled up by the a-posteriori variance factor
 /// when there are redundant ranges that disagree.
@@ -73,11 +74,11 @@ package struct Trilateration: Sendable {
         let plane = TangentPlane(origin: Self.centroid(ranges.map(\.anchor)))
         let anchors = ranges.map { plane.project($0.anchor) }
         let d = ranges.map { max($0.distanceM, minRangeM) }
-        let w = d.map { 1 / (($0 * relativeRangeError) * ($0 * relativeRangeError)) }
+        let w = 1 / (relativeRangeError * relativeRangeError)
 
         let centroid = Self.weightedCentroid(anchors, weights: d.map { 1 / ($0 * $0) })
         var best: (p: Vec2, cost: Double, normal: Sym2)?
-        for start in [Self.linearSolution(anchors, d, w), centroid].compactMap({ $0 }) {
+        for start in [Self.linearSolution(anchors, d), centroid].compactMap({ $0 }) {
             guard let solved = gaussNewton(start: start, anchors, d, w) else { continue }
             if best == nil || solved.cost < best!.cost { best = solved }
         }
@@ -101,31 +102,38 @@ package struct Trilateration: Sendable {
 
     // MARK: Solver
 
-    private func gaussNewton(start: Vec2, _ a: [Vec2], _ d: [Double], _ w: [Double]) -> (p: Vec2, cost: Double, normal: Sym2)? {
+    /// Gauss–Newton on log-range residuals rᵢ = ln‖p − aᵢ‖ − ln dᵢ, each of variance k²: the
+    /// maximum-likelihood fit for Gaussian RSSI noise (log-normal ranges). Near the solution it
+    /// is least squares on the ranges weighted by 1/(k·dᵢ)².
+    private func gaussNewton(start: Vec2, _ a: [Vec2], _ d: [Double], _ w: Double) -> (p: Vec2, cost: Double, normal: Sym2)? {
         func cost(_ p: Vec2) -> Double {
             var c = 0.0
             for i in a.indices {
-                let r = (p - a[i]).norm - d[i]
-                c += w[i] * r * r
+                let r = log(max((p - a[i]).norm, 1e-3)) - log(d[i])
+                c += w * r * r
             }
             return c
         }
-        var p = start
-        var current = cost(p)
-        for _ in 0..<100 {
+        func normal(at p: Vec2) -> (Sym2, Vec2) {
             var n = Sym2(a: 0, b: 0, c: 0)
             var g = Vec2(0, 0)
             for i in a.indices {
                 let v = p - a[i]
-                let len = max(v.norm, 1e-9)
-                let j = Vec2(v.x / len, v.y / len)
-                let r = len - d[i]
-                n.a += w[i] * j.x * j.x
-                n.b += w[i] * j.x * j.y
-                n.c += w[i] * j.y * j.y
-                g.x += w[i] * j.x * r
-                g.y += w[i] * j.y * r
+                let len2 = max(v.x * v.x + v.y * v.y, 1e-6)
+                let j = Vec2(v.x / len2, v.y / len2)
+                let r = 0.5 * log(len2) - log(d[i])
+                n.a += w * j.x * j.x
+                n.b += w * j.x * j.y
+                n.c += w * j.y * j.y
+                g.x += w * j.x * r
+                g.y += w * j.y * r
             }
+            return (n, g)
+        }
+        var p = start
+        var current = cost(p)
+        for _ in 0..<100 {
+            let (n, g) = normal(at: p)
             guard let inv = n.inverse else { return nil }
             var step = Vec2(-(inv.a * g.x + inv.b * g.y), -(inv.b * g.x + inv.c * g.y))
             // Step halving keeps each iteration downhill.
@@ -140,27 +148,19 @@ package struct Trilateration: Sendable {
             }
             if nextCost > current { break }
             p = next
-            let moved = step.norm
             current = nextCost
-            if moved < 1e-6 { break }
-        }
-        // The normal matrix at the solution gives the covariance.
-        var n = Sym2(a: 0, b: 0, c: 0)
-        for i in a.indices {
-            let v = p - a[i]
-            let len = max(v.norm, 1e-9)
-            n.a += w[i] * v.x * v.x / (len * len)
-            n.b += w[i] * v.x * v.y / (len * len)
-            n.c += w[i] * v.y * v.y / (len * len)
+            if step.norm < 1e-6 { break }
         }
         guard p.x.isFinite, p.y.isFinite else { return nil }
-        return (p, current, n)
+        // The normal matrix at the solution gives the covariance.
+        return (p, current, normal(at: p).0)
     }
 
     /// Subtracting the first range equation from the others gives a linear system in (x, y);
     /// its weighted least-squares solution is exact for exact ranges. Nil when degenerate.
-    static func linearSolution(_ a: [Vec2], _ d: [Double], _ w: [Double]) -> Vec2? {
-        // Reference: the anchor with the most weight (the nearest).
+    static func linearSolution(_ a: [Vec2], _ d: [Double]) -> Vec2? {
+        // Reference: the nearest anchor; equations weighted by the larger range's 1/d².
+        let w = d.map { 1 / ($0 * $0) }
         let r = w.indices.max { w[$0] < w[$1] } ?? 0
         var n = Sym2(a: 0, b: 0, c: 0)
         var rhs = Vec2(0, 0)
