@@ -126,9 +126,10 @@ package enum BeaconFrameParser {
 
     /// `02 15` + UUID(16) + major(2) + minor(2) + measured power(1).
     private static func parseIBeacon(_ d: [UInt8]) -> Result<BeaconFrame, BeaconFrameError> {
-        guard d.count >= 2, d[0] == 0x02 else {
+        guard d.first == 0x02 else {
             return .failure(BeaconFrameError("unsupported_frame", "Apple manufacturer data that is not an iBeacon frame"))
         }
+        guard d.count >= 2 else { return .failure(BeaconFrameError("malformed_frame", "iBeacon frame cut off after its type byte")) }
         guard d[1] == 0x15 else {
             return .failure(BeaconFrameError("malformed_frame", "iBeacon frame length byte is 0x\(hex2(d[1])), expected 0x15 (21)"))
         }
