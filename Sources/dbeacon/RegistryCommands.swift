@@ -150,10 +150,10 @@ struct RegistryCommand: AsyncParsableCommand {
         )
         @Option(help: "The digital beacon (bcn_…) it stands for.") var beacon: String
         @OptionGroup var identity: IdentityOptions
-        @Option(help: "Installed latitude.") var lat: Double?
-        @Option(help: "Installed longitude.") var lon: Double?
-        @Option(help: "Building level (0 = ground).") var level: Int?
-        @Option(help: "RSSI at 1 m in dBm.") var measuredPower: Int?
+        @Option(parsing: .unconditional, help: "Installed latitude.") var lat: Double?
+        @Option(parsing: .unconditional, help: "Installed longitude.") var lon: Double?
+        @Option(parsing: .unconditional, help: "Building level (0 = ground).") var level: Int?
+        @Option(parsing: .unconditional, help: "RSSI at 1 m in dBm.") var measuredPower: Int?
         @Option(help: "active (default), inactive or decommissioned.") var status: String?
         @OptionGroup var target: TargetOptions
 
@@ -250,8 +250,8 @@ struct SightingCommand: AsyncParsableCommand {
     )
     @OptionGroup var identity: IdentityOptions
     @Option(help: "A raw advertisement in hex instead of the identity options.") var adv: String?
-    @Option(help: "Received signal strength in dBm (-127…0).") var rssi: Int
-    @Option(help: "Calibrated RSSI at 1 m in dBm (default: the registry's).") var txPower: Int?
+    @Option(parsing: .unconditional, help: "Received signal strength in dBm (-127…0).") var rssi: Int
+    @Option(parsing: .unconditional, help: "Calibrated RSSI at 1 m in dBm (default: the registry's).") var txPower: Int?
     @Option(help: "An idempotency key: sending it again returns the first answer.") var batchId: String?
     @Option(name: .customLong("as"), help: "On the local database: the user who sighted the beacon.") var asUser: String?
     @OptionGroup var target: TargetOptions
@@ -265,7 +265,7 @@ struct SightingCommand: AsyncParsableCommand {
             var item: JSONObject = adv.map { ["adv": .string($0)] } ?? identity.members
             item["rssi"] = .int(rssi)
             if let txPower { item["tx_power"] = .int(txPower) }
-            item["timestamp"] = .string(Timestamp.now().rfc3339)
+            // No timestamp: the server stamps the sighting with its own clock.
             var body: JSONObject = ["sightings": [.object(item)]]
             if let batchId { body["batch_id"] = .string(batchId) }
             let result = try await target.registryBackend().reportSightings(.object(body), asUser: asUser)
