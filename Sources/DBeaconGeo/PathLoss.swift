@@ -1,5 +1,3 @@
-package import DBeaconCore
-
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

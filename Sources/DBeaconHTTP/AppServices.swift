@@ -86,5 +86,6 @@ package struct SampleLoader {
         let document = try JSONParser.parse(Array(try Data(contentsOf: beaconsURL)))
         let imported = try await services.beacons.importFeatures(document, owner: nil, ownersFromFeatures: true)
         logger.notice("samples loaded", metadata: ["beacons": "\(imported.count)", "dir": "\(directory)"])
+        try await loadRegistry(directory: directory, logger: logger)
     }
 }

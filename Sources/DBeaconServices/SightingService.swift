@@ -85,7 +85,7 @@ package struct SightingService: Sendable {
         }
 
         let now = clock.now()
-        let maxSkew = await fences.config.maxFutureSkewSeconds
+        let maxSkew = fences.config.maxFutureSkewSeconds
         let decoded: [Result<SightingInput, BeaconFrameError>] = items.enumerated().map { i, item in
             Self.decode(item, path: "sightings[\(i)]", now: now, maxFutureSkew: maxSkew)
         }

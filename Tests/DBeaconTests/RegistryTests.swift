@@ -230,4 +230,21 @@ func registration(_ beacon: Beacon, uuid: String = kontaktUUID, major: Int? = ni
             #expect(try await client.call(.get, "/v1/registry/\(one)", token: token).status == .notFound)
         }
     }
+
+    @Test func theSampleDataRegistersTheMarkthalleBeacons() async throws {
+        let samples = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("samples").path
+        let h = try await TestHarness.make { $0.samplesDirectory = samples }
+        let all = try await h.services.registry.list(RegistryListQuery(limit: 100), by: .admin)
+        #expect(all.items.count == 6)
+        try await h.app().test(.router) { client in
+            for minor in [1, 4, 9] {
+                let r = try await client.call(.get, "/v1/registry/resolve?uuid=\(kontaktUUID)&major=100&minor=\(minor)", token: "demo-token-anna")
+                #expect(r.json?["id"] == "bcn_markthalle", "minor \(minor): \(r.text)")
+            }
+            let eddystone = try await client.call(.get, "/v1/registry/resolve?namespace=edd1ebeac04e5defa017&instance=0000000000a1",
+                                                  token: "demo-token-anna")
+            #expect(eddystone.json?["id"] == "bcn_markthalle")
+        }
+    }
 }
