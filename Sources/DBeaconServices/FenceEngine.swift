@@ -359,7 +359,8 @@ package actor FenceEngine {
         if needsReload { try await reload() }
         let now = clock.now()
         var latest: [BeaconID: PresenceSighting] = [:]
-        for s in sightings where now.seconds(since: s.at) < config.sightingExitSeconds && !(s.beacon.tracksOwner && s.beacon.owner == user) {
+        for var s in sightings where now.seconds(since: s.at) < config.sightingExitSeconds && !(s.beacon.tracksOwner && s.beacon.owner == user) {
+            s.at = min(s.at, now)  // a device clock running ahead must not prolong the presence
             if let known = latest[s.beacon.id], known.at >= s.at { continue }
             latest[s.beacon.id] = s
         }

@@ -3,6 +3,17 @@ import Foundation
 import HummingbirdTesting
 import Testing
 
+extension CLI {
+    /// Runs the executable on a thread of its own: waiting for it on a thread of the
+    /// cooperative pool (two on a two-core machine) could starve the live server under test.
+    static func runDetached(_ arguments: [String],
+                            environment: [String: String] = [:]) async throws -> (status: Int32, out: String, err: String) {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try CLI.run(arguments, environment: environment) }) }.start()
+        }
+    }
+}
+
 /// `dbeacon registry add/list/resolve` and `dbeacon sighting`, locally and through the API.
 @Suite struct RegistryCLITests {
     @Test func registersResolvesAndSightsOnTheLocalDatabase() throws {
@@ -47,12 +58,14 @@ import Testing
         let b = try await h.beacon(feature(name: "Museum shop"), owner: owner)
         try await h.app().test(.live) { client in
             let env = ["DBEACON_SERVER": "http://127.0.0.1:\(client.port!)", "DBEACON_TOKEN": token]
-            let added = try CLI.run(["registry", "add", "--beacon", b.id.rawValue, "--uuid", kontaktUUID, "--major", "3"], environment: env)
+            let added = try await CLI.runDetached(["registry", "add", "--beacon", b.id.rawValue, "--uuid", kontaktUUID, "--major", "3"],
+                                                  environment: env)
             #expect(added.status == 0, "\(added.err)")
-            let resolved = try CLI.run(["registry", "resolve", "--uuid", kontaktUUID, "--major", "3", "--minor", "9", "--json"],
+            let resolved = try await CLI.runDetached(["registry", "resolve", "--uuid", kontaktUUID, "--major", "3", "--minor", "9", "--json"],
                                        environment: env)
             #expect(try JSONParser.parse(resolved.out)["id"] == .string(b.id.rawValue), "\(resolved.err)")
-            let seen = try CLI.run(["sighting", "--uuid", kontaktUUID, "--major", "3", "--minor", "9", "--rssi", "-70"], environment: env)
+            let seen = try await CLI.runDetached(["sighting", "--uuid", kontaktUUID, "--major", "3", "--minor", "9", "--rssi", "-70"],
+                                                 environment: env)
             #expect(seen.status == 0 && seen.out.contains("Museum shop") && seen.out.contains("beacon.entered"), "\(seen.err)")
         }
     }

@@ -65,7 +65,8 @@ package enum BeaconFrameParser {
         if bytes.starts(with: [0xBE, 0xAC]) { return parseAltBeacon(Array(bytes.dropFirst(2))) }
         if bytes.count >= 4, bytes[2] == 0xBE, bytes[3] == 0xAC { return parseAltBeacon(Array(bytes.dropFirst(4))) }
         if bytes.count >= 2, bytes[0] == 0x4C, bytes[1] == 0x00 {
-            return .failure(BeaconFrameError("unsupported_frame", "Apple manufacturer data of type 0x\(hex2(bytes.count > 2 ? bytes[2] : 0)) is not an iBeacon frame (type 0x02)"))
+            let type = hex2(bytes.count > 2 ? bytes[2] : 0)
+            return .failure(BeaconFrameError("unsupported_frame", "Apple manufacturer data of type 0x\(type) is not an iBeacon frame (type 0x02)"))
         }
         // Starts like an advertisement (flags, then a length that runs past the end): say so.
         if case .failure(let tiling) = structures, bytes.count >= 3, bytes[0] == 0x02, bytes[1] == 0x01 { return .failure(tiling) }
