@@ -28,6 +28,8 @@ package struct AppConfig: Sendable {
     package var synchronousFull = true
     /// Dwell time, exit cushion and the other fence settings.
     package var fences = FenceConfig()
+    /// Path loss, positioning and batch limits of sightings.
+    package var sightings = SightingConfig()
     /// Delivered events older than this many days are deleted; nil keeps them.
     package var eventRetentionDays: Double? = 30
     /// Group staleness and hysteresis, media gating, the promotion frequency cap.

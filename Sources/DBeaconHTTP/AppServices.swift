@@ -22,6 +22,9 @@ package struct AppServices: Sendable {
     package let relay: BeaconChangeRelay
     /// The four services (meetings, group tracking, city tours, advertising).
     package let domain: DomainServices
+    /// The physical beacon registry and sighting resolution.
+    package let registry: RegistryService
+    package let sightings: SightingService
     /// A token generated on first start (to be shown once), if any.
     package let generatedAdminToken: String?
 
@@ -64,6 +67,7 @@ package struct AppServices: Sendable {
         store.observeCommits { wake.signal() }
         var ticker = LifetimeTicker(store: store, fences: fences, clock: clock, logger: logger)
         ticker.retentionDays = config.eventRetentionDays
+        let registry = RegistryService(store: store, beacons: store, clock: clock)
         let services = AppServices(
             config: config, store: store, engine: engine, clock: clock, auth: auth, beacons: beacons, fences: fences,
             webhooks: WebhookService(store: store, ssrf: ssrf, clock: clock, wake: wake),
@@ -71,6 +75,8 @@ package struct AppServices: Sendable {
                                         wake: wake, logger: logger),
             ticker: ticker, relay: BeaconChangeRelay(changes: changes, fences: fences, logger: logger),
             domain: await DomainServices.make(beacons: beacons, store: store, fences: fences, config: config.services, logger: logger),
+            registry: registry,
+            sightings: SightingService(registry: registry, store: store, fences: fences, clock: clock, config: config.sightings),
             generatedAdminToken: generated)
         if let dir = config.samplesDirectory {
             try await SampleLoader(services: services).loadIfEmpty(directory: dir, logger: logger)
@@ -102,5 +108,6 @@ package struct SampleLoader {
         let document = try JSONParser.parse(Array(try Data(contentsOf: beaconsURL)))
         let imported = try await services.beacons.importFeatures(document, owner: nil, ownersFromFeatures: true)
         logger.notice("samples loaded", metadata: ["beacons": "\(imported.count)", "dir": "\(directory)"])
+        try await loadRegistry(directory: directory, logger: logger)
     }
 }

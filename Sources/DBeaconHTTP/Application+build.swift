@@ -44,6 +44,7 @@ package func buildRouter(_ services: AppServices) -> Router<AppRequestContext> {
     GroupController(groups: services.domain.groups, maxBodyBytes: maxBody).addRoutes(to: v1)
     TourController(tours: services.domain.tours, maxBodyBytes: maxBody).addRoutes(to: v1)
     PromotionController(promotions: services.domain.promotions, maxBodyBytes: maxBody).addRoutes(to: v1)
+    RegistryController(registry: services.registry, sightings: services.sightings, maxBodyBytes: maxBody).addRoutes(to: v1)
     return router
 }
 

@@ -1932,10 +1932,14 @@ paths:
       summary: Register a physical beacon
       description: |
         Links a physical BLE beacon to a digital beacon the caller owns (403 for a visible
-        beacon of someone else, 404 for an invisible one). iBeacon entries may leave `major`
-        and/or `minor` out to match any value; resolution picks the most specific active entry.
-        Registering an identifier that is already registered (with the same specificity) is a
-        409.
+        beacon of someone else, 404 for an invisible one; the admin token may register for any
+        beacon, and the entry then belongs to the beacon's owner). iBeacon and AltBeacon
+        entries may leave `major`/`id2` and/or `minor`/`id3` out to match any value (CoreLocation's
+        three levels; `minor` needs `major`); resolution picks the most specific active entry.
+        The registry is shared: every app resolves the same identity to the same digital
+        beacon. Registering an identity pattern that a live (not decommissioned) entry already
+        has is a 409 `duplicate_identity`; a decommissioned entry frees its identity for a
+        replacement. Deleting the digital beacon deletes its entries.
       requestBody:
         required: true
         content:
@@ -1949,7 +1953,10 @@ paths:
                 value: {"type": "eddystone-uid", "namespace": "edd1ebeac04e5defa017", "instance": "0000000000a1", "beacon": "bcn_4fJ2kQ9xLm7pR1sT3vW5yZ"}
       responses:
         '201':
-          description: The registry entry.
+          description: The registry entry (`Location` names it; `ETag` is its version).
+          headers:
+            ETag:
+              $ref: '#/components/headers/ETag'
           content:
             application/json:
               schema:
@@ -1968,20 +1975,87 @@ paths:
           $ref: '#/components/responses/PayloadTooLarge'
         '422':
           $ref: '#/components/responses/UnprocessableEntity'
+    get:
+      tags: [registry]
+      operationId: listRegistryEntries
+      summary: List registry entries
+      description: >-
+        The entries whose digital beacon the caller may see (the admin token sees all), in
+        registration order, one page at a time.
+      parameters:
+        - name: beacon
+          in: query
+          description: Only entries of this digital beacon.
+          schema:
+            $ref: '#/components/schemas/BeaconId'
+        - name: type
+          in: query
+          schema:
+            type: string
+            enum: [ibeacon, eddystone-uid, altbeacon]
+        - name: uuid
+          in: query
+          description: Only entries with this proximity UUID (or AltBeacon `id1`; any case, with or without dashes).
+          schema:
+            type: string
+        - name: namespace
+          in: query
+          description: Only Eddystone entries of this namespace (20 hex digits).
+          schema:
+            type: string
+        - name: status
+          in: query
+          schema:
+            type: string
+            enum: [active, inactive, decommissioned]
+        - name: owner
+          in: query
+          description: '`me`: only entries of the caller''s digital beacons.'
+          schema:
+            type: string
+            const: me
+        - $ref: '#/components/parameters/Limit'
+        - $ref: '#/components/parameters/Cursor'
+      responses:
+        '200':
+          description: One page of entries.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [entries, next_cursor]
+                properties:
+                  entries:
+                    type: array
+                    items:
+                      $ref: '#/components/schemas/RegistryEntry'
+                  next_cursor:
+                    type: ['string', 'null']
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
 
   /v1/registry/resolve:
     get:
       tags: [registry]
       operationId: resolvePhysicalBeacon
-      summary: Resolve an iBeacon identifier
-      description: >-
-        The digital beacon of the most specific active registry entry matching the
-        identifier (uuid+major+minor before uuid+major before uuid), if the caller can see it;
-        404 otherwise.
+      summary: Resolve a physical beacon identity
+      description: |
+        The digital beacon of the most specific active registry entry matching the identity
+        (uuid+major+minor before uuid+major before uuid) among those whose digital beacon the
+        caller may see; 404 otherwise. A caller who cannot see a more specific entry gets the
+        answer they would get if it did not exist, so a 404 never reveals a hidden entry.
+        The identity is given as iBeacon (`uuid`, `major`, `minor`), Eddystone-UID
+        (`namespace`, `instance`), AltBeacon (`type=altbeacon`, `id1`, `id2`, `id3`), or as a raw
+        advertisement (`adv`, parsed like sightings). Leaving `minor` (or `major` and `minor`)
+        out asks what any beacon of that major (or UUID) resolves to: only entries at most that
+        specific match. The `Registry-Entry` response header names the entry that matched.
       parameters:
         - name: uuid
           in: query
-          required: true
           schema:
             type: string
             format: uuid
@@ -2000,12 +2074,57 @@ paths:
             minimum: 0
             maximum: 65535
           example: 7
+        - name: type
+          in: query
+          description: Default `eddystone-uid` when `namespace` is given, `altbeacon` when `id1` is, else `ibeacon`.
+          schema:
+            type: string
+            enum: [ibeacon, eddystone-uid, altbeacon]
+        - name: namespace
+          in: query
+          description: Eddystone-UID namespace, 20 hex digits.
+          schema:
+            type: string
+            pattern: '^[0-9a-fA-F]{20}$'
+        - name: instance
+          in: query
+          description: Eddystone-UID instance, 12 hex digits.
+          schema:
+            type: string
+            pattern: '^[0-9a-fA-F]{12}$'
+        - name: id1
+          in: query
+          description: AltBeacon id1 (UUID form or 32 hex digits).
+          schema:
+            type: string
+        - name: id2
+          in: query
+          schema:
+            type: integer
+            minimum: 0
+            maximum: 65535
+        - name: id3
+          in: query
+          schema:
+            type: integer
+            minimum: 0
+            maximum: 65535
+        - name: adv
+          in: query
+          description: A raw advertisement in hex (see `RawSighting`); 422 with the parser's code when it cannot be read.
+          schema:
+            type: string
+          example: 0201061aff4c000215f7826da64fa24e988024bc5b71e0893e00640007c5
       responses:
         '200':
           description: The digital beacon.
           headers:
             ETag:
               $ref: '#/components/headers/ETag'
+            Registry-Entry:
+              description: The id of the registry entry that matched.
+              schema:
+                $ref: '#/components/schemas/RegistryId'
           content:
             application/json:
               schema:
@@ -2019,6 +2138,88 @@ paths:
         '422':
           $ref: '#/components/responses/UnprocessableEntity'
 
+  /v1/registry/{id}:
+    parameters:
+      - name: id
+        in: path
+        required: true
+        schema:
+          $ref: '#/components/schemas/RegistryId'
+    get:
+      tags: [registry]
+      operationId: getRegistryEntry
+      summary: One registry entry
+      description: Visible exactly when its digital beacon is (404 otherwise).
+      responses:
+        '200':
+          description: The entry.
+          headers:
+            ETag:
+              $ref: '#/components/headers/ETag'
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/RegistryEntry'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '404':
+          $ref: '#/components/responses/NotFound'
+    patch:
+      tags: [registry]
+      operationId: updateRegistryEntry
+      summary: Edit a registry entry
+      description: >-
+        JSON merge patch of the entry (owner of the digital beacon, or the admin token): status,
+        position, measured power, the identity, or `beacon` (another digital beacon the caller
+        owns). `id`, `owner` and `created_at` are read-only (422 `read_only`). A changed identity
+        that a live entry already has is a 409 `duplicate_identity`.
+      parameters:
+        - $ref: '#/components/parameters/IfMatch'
+      requestBody:
+        required: true
+        content:
+          application/merge-patch+json:
+            schema:
+              type: object
+            example: {"status": "inactive"}
+          application/json:
+            schema:
+              type: object
+      responses:
+        '200':
+          description: The updated entry.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/RegistryEntry'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '409':
+          $ref: '#/components/responses/Conflict'
+        '412':
+          $ref: '#/components/responses/PreconditionFailed'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+    delete:
+      tags: [registry]
+      operationId: deleteRegistryEntry
+      summary: Remove a registry entry
+      responses:
+        '204':
+          description: Removed.
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+
   /v1/sightings:
     post:
       tags: [sightings]
@@ -2026,12 +2227,35 @@ paths:
       summary: Report physical beacon sightings
       description: |
         Resolves each sighting (an iBeacon identifier, or a raw advertisement in hex that is
-        parsed as iBeacon, Eddystone-UID or AltBeacon) through the registry, estimates the
-        distance from RSSI and the transmit power (`tx_power`, else the entry's
-        `measured_power`), estimates the caller's position from sightings of positioned
-        entries, and runs fence evaluation like a location fix. One result per sighting, in
-        order; a sighting that cannot be resolved carries an `error` and does not fail the
-        batch. Re-sending a `batch_id` returns the first answer without repeating its effects.
+        parsed as iBeacon, Eddystone-UID or AltBeacon) through the registry, like
+        `GET /v1/registry/resolve`, and estimates the distance with the log-distance path loss
+        model d = 10^((P₁ − RSSI) / 10n) (P₁: the sighting's `tx_power`, else the entry's
+        `measured_power`, else the frame's calibrated power, else -59 dBm; n configurable,
+        default 2) and its proximity class (immediate < 0.5 m ≤ near < 3 m ≤ far; unknown for
+        RSSI 0). One result per sighting, in order; an item that cannot be read or resolved
+        carries an `error` (`invalid_uuid`, `invalid_major`, `invalid_minor`, `invalid_rssi`,
+        `invalid_tx_power`, `missing_field`, `invalid_sighting`, `invalid_timestamp`,
+        `future_timestamp`, `invalid_hex`, `malformed_frame`, `unsupported_frame`,
+        `unknown_frame`, `unknown_beacon`) and does not fail the batch.
+
+        Presence: a resolved sighting puts the caller inside its digital beacon
+        (`beacon.entered` with `reason: sighting`), whatever the perimeter says. While the last
+        sighting is younger than the exit timeout (30 s by default), location fixes outside the
+        perimeter do not exit the caller; once no sighting came for that long, the caller exits
+        (`beacon.exited`, `reason: sighting_timeout`, `at` = last sighting + timeout), unless a
+        location fix received after the last sighting lies inside the perimeter: then the
+        caller stays inside as an ordinary geofence state. Sightings older than the timeout
+        resolve but do not enter.
+
+        Indoor position: when the batch sees three or more entries with installed positions
+        (within 10 s of its newest such sighting), the position is estimated by weighted
+        least squares on a local tangent plane (falling back to a weighted centroid for
+        degenerate geometry) and fed to fence evaluation as a location fix, so geofences work
+        indoors too, unless it would mean moving faster than physically possible since the
+        last fix: then it is returned with `implausible: true` and changes nothing.
+
+        Re-sending a `batch_id` returns the first answer without repeating its effects; a
+        different batch under a used `batch_id` is a 409 `batch_id_reused`.
       requestBody:
         required: true
         content:
@@ -2056,6 +2280,8 @@ paths:
           $ref: '#/components/responses/Unauthorized'
         '403':
           $ref: '#/components/responses/Forbidden'
+        '409':
+          $ref: '#/components/responses/Conflict'
         '413':
           $ref: '#/components/responses/PayloadTooLarge'
         '422':
@@ -3947,8 +4173,11 @@ components:
           description: RSSI at 1 m in dBm, for distance estimates.
         status:
           type: string
-          enum: [active, inactive]
+          enum: [active, inactive, decommissioned]
           default: active
+          description: >-
+            `active` entries resolve; `inactive` ones are kept but ignored; `decommissioned`
+            ones are history and free their identity for a replacement.
     IBeaconEntry:
       allOf:
         - $ref: '#/components/schemas/RegistryCommon'
@@ -4024,19 +4253,39 @@ components:
       allOf:
         - $ref: '#/components/schemas/RegistryEntryCreate'
         - type: object
-          required: [id, owner, created_at]
+          required: [id, owner, status, version, created_at, updated_at]
           properties:
             id:
               $ref: '#/components/schemas/RegistryId'
             owner:
               $ref: '#/components/schemas/UserId'
+              description: The owner of the digital beacon.
+            position:
+              description: The installed position, or null.
+              oneOf:
+                - $ref: '#/components/schemas/RegistryPosition'
+                - type: 'null'
+            measured_power:
+              type: ['integer', 'null']
+            version:
+              type: integer
+              minimum: 1
             created_at:
+              $ref: '#/components/schemas/Timestamp'
+            updated_at:
               $ref: '#/components/schemas/Timestamp'
 
     IBeaconSighting:
       type: object
-      required: [uuid, major, minor, rssi, timestamp]
+      description: >-
+        A decoded sighting. Eddystone-UID and AltBeacon sightings carry `type` and their
+        identity members instead (`namespace`, `instance`; `id1`, `id2`, `id3`).
+      required: [uuid, major, minor, rssi]
       properties:
+        type:
+          type: string
+          enum: [ibeacon, eddystone-uid, altbeacon]
+          default: ibeacon
         uuid:
           type: string
           format: uuid
@@ -4051,7 +4300,8 @@ components:
         rssi:
           type: integer
           minimum: -127
-          maximum: 20
+          maximum: 0
+          description: dBm; 0 means unknown (as iOS reports it), giving proximity `unknown`.
         tx_power:
           type: integer
           minimum: -127
@@ -4059,19 +4309,27 @@ components:
           description: Calibrated RSSI at 1 m (dBm); default the entry's `measured_power`.
         timestamp:
           $ref: '#/components/schemas/Timestamp'
+          description: When the device saw the beacon (default the time of receipt).
     RawSighting:
       type: object
-      required: [adv, rssi, timestamp]
+      required: [adv, rssi]
       properties:
         adv:
           type: string
           pattern: '^([0-9a-fA-F]{2})+$'
           maxLength: 124
-          description: The raw advertisement payload in hex (iBeacon, Eddystone-UID or AltBeacon).
+          description: |
+            The raw advertisement in hex (spaces, `:` and `-` between bytes allowed): a whole
+            advertisement (AD structures such as `0201061aff4c000215…`, zero padding allowed),
+            or the payload of one structure: Apple manufacturer data `4c000215…` (iBeacon),
+            Eddystone service data `aafe00…` (or `feaa00…`; Eddystone-UID), AltBeacon
+            manufacturer data `<company id>beac…`. The frame's calibrated power is used for
+            the distance when neither the sighting nor the registry gives one (Eddystone's
+            power at 0 m minus 41 dB).
         rssi:
           type: integer
           minimum: -127
-          maximum: 20
+          maximum: 0
         timestamp:
           $ref: '#/components/schemas/Timestamp'
     SightingBatch:
@@ -4096,7 +4354,7 @@ components:
       properties:
         code:
           type: string
-          examples: [unknown_beacon]
+          examples: [unknown_beacon, invalid_uuid, malformed_frame]
         message:
           type: string
     SightingResult:
@@ -4125,6 +4383,12 @@ components:
           oneOf:
             - $ref: '#/components/schemas/SightingError'
             - type: 'null'
+        registry_entry:
+          $ref: '#/components/schemas/RegistryId'
+          description: The entry that matched (resolved sightings only).
+        identity:
+          type: object
+          description: The identity read from the item (`type` and its members), when it could be read.
     EstimatedPosition:
       type: object
       required: [lat, lon, accuracy_m]
@@ -4140,8 +4404,27 @@ components:
         accuracy_m:
           type: number
           minimum: 0
+          description: One-sigma horizontal error estimate (distance RMS).
         level:
           type: ['integer', 'null']
+          description: The level of the nearest anchor that has one.
+        method:
+          type: string
+          enum: [trilateration, centroid]
+        anchors:
+          type: integer
+          description: How many positioned entries the estimate used.
+        timestamp:
+          $ref: '#/components/schemas/Timestamp'
+        implausible:
+          type: boolean
+          description: True when the estimate would be a physically impossible jump from the last fix; it was not used.
+        reason:
+          type: string
+          description: Why the estimate is implausible.
+        applied:
+          type: boolean
+          description: Whether the estimate became the caller's location fix.
     SightingResults:
       type: object
       required: [results, position, events]

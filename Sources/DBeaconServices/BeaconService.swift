@@ -83,7 +83,7 @@ package struct BeaconService: Sendable {
     /// exceeds the `limit`-th smallest by more than 1e-4 is farther than `limit` others on the
     /// ellipsoid too. Far beacons (beyond 15 km) are always kept.
     package static func preselect(_ beacons: [Beacon], from point: Position, limit: Int) -> [Beacon] {
-        guard limit > 0, beacons.count > 2 * limit, abs(point.lat) < 75 else { return beacons }
+        guard limit > 0, beacons.count / 2 > limit, abs(point.lat) < 75 else { return beacons }
         let approx = beacons.map { Geodesy.approximateDistance(point, $0.location) }
         var sorted = approx
         sorted.sort()
@@ -91,7 +91,7 @@ package struct BeaconService: Sendable {
         guard kth < 15_000 else { return beacons }
         let threshold = kth * (1 + 1e-4) + 0.01
         var kept: [Beacon] = []
-        kept.reserveCapacity(limit * 2)
+        kept.reserveCapacity(min(beacons.count, limit + 16))
         for (i, b) in beacons.enumerated() where approx[i] <= threshold || approx[i] > 15_000 { kept.append(b) }
         return kept
     }

@@ -15,6 +15,9 @@ package struct FenceConfig: Sendable {
     package var maxFutureSkewSeconds = 300.0
     /// Largest batch of fixes in one request.
     package var maxFixesPerRequest = 1000
+    /// A user inside a beacon by sighting its physical beacon exits after this long without
+    /// a sighting (iOS reports beacon region exits after about 30 s).
+    package var sightingExitSeconds = 30.0
 
     package init() {}
 }
@@ -29,6 +32,25 @@ package struct LocationFix: Sendable {
         self.position = position
         self.accuracyM = accuracyM
         self.timestamp = timestamp
+    }
+}
+
+/// A sighting of a physical beacon that stands for `beacon` (resolved and visible to the user).
+package struct PresenceSighting: Sendable {
+    package var beacon: Beacon
+    /// When the device saw it.
+    package var at: Timestamp
+    /// Where the physical beacon is installed, if registered.
+    package var installedAt: Position?
+    package var distanceM: Double?
+    package var registryEntry: RegistryID?
+
+    package init(beacon: Beacon, at: Timestamp, installedAt: Position? = nil, distanceM: Double? = nil, registryEntry: RegistryID? = nil) {
+        self.beacon = beacon
+        self.at = at
+        self.installedAt = installedAt
+        self.distanceM = distanceM
+        self.registryEntry = registryEntry
     }
 }
 
@@ -64,6 +86,8 @@ package actor FenceEngine {
     private var holders: [BeaconID: Set<UserID>] = [:]
     /// Inside states whose dwell event is still due.
     private var dwellPending: Set<FenceKey> = []
+    /// Inside states held by sightings (their exit timeout runs in `tick()`).
+    private var sightingPending: Set<FenceKey> = []
     private var grid = UserGrid()
     private var needsReload = true
     /// Services told about accepted fixes (group range alerts, tour progress).
@@ -90,6 +114,7 @@ package actor FenceEngine {
         inside = [:]
         holders = [:]
         dwellPending = []
+        sightingPending = []
         grid = UserGrid()
         for l in snapshot.locations {
             locations[l.user] = l
@@ -207,6 +232,7 @@ package actor FenceEngine {
             }
             let available = beacon.isVisible(to: .user(user), at: fix.timestamp) && beacon.isAlive(at: fix.timestamp)
             if available {
+                if let seen = inside[user]?[id]?.sightedAt, fix.timestamp.seconds(since: seen) < config.sightingExitSeconds { continue }
                 let cushion = max(config.exitCushionM, fix.accuracyM)
                 let distance = PerimeterDistance.outside(fix.position, perimeter: beacon.perimeter, center: beacon.location, covered: false)
                 if distance < cushion { continue }
@@ -248,7 +274,8 @@ package actor FenceEngine {
         holders[id] = nil
     }
 
-    /// Sends `beacon.dwelled` for users inside long enough who have not moved since.
+    /// Sends `beacon.dwelled` for users inside long enough who have not moved since, and exits
+    /// users whose sightings stopped (see `reportPresence`).
     package func tick() async throws {
         if needsReload { try await reload() }
         let now = clock.now()
@@ -256,11 +283,16 @@ package actor FenceEngine {
             guard let s = inside[key.user]?[key.beacon] else { return false }
             return now.seconds(since: s.enteredAt) >= config.dwellSeconds
         }
-        guard !due.isEmpty else { return }
-        let beacons = try await engine.beacons(ids: Array(Set(due.map(\.beacon))))
+        let lapsed = sightingPending.filter { key in
+            guard let seen = inside[key.user]?[key.beacon]?.sightedAt else { return false }
+            return now.seconds(since: seen) >= config.sightingExitSeconds
+        }
+        guard !due.isEmpty || !lapsed.isEmpty else { return }
+        let beacons = try await engine.beacons(ids: Array(Set(due.map(\.beacon)).union(lapsed.map(\.beacon))))
         var byID: [BeaconID: Beacon] = [:]
         for b in beacons { byID[b.id] = b }
         var update = FenceUpdate()
+        sightingTimeouts(lapsed, beacons: byID, now: now, into: &update)
         for key in due.sorted(by: { ($0.user, $0.beacon) < ($1.user, $1.beacon) }) {
             guard var s = inside[key.user]?[key.beacon], !s.dwelled, let b = byID[key.beacon] else { continue }
             s.dwelled = true
@@ -292,8 +324,16 @@ package actor FenceEngine {
         for box in boxes { candidates.formUnion(grid.users(in: box)) }
         let now = clock.now()
         for user in candidates.sorted() where user != except && !(beacon.tracksOwner && user == beacon.owner) {
-            guard let location = locations[user] else { continue }
             let available = beacon.isVisible(to: .user(user), at: t) && beacon.isAlive(at: t)
+            if let seen = inside[user]?[beacon.id]?.sightedAt, t.seconds(since: seen) < config.sightingExitSeconds {
+                // Held by a recent sighting: only losing sight of the beacon exits.
+                if available { continue }
+                removeState(user, beacon.id)
+                update.removed.append((user, beacon.id))
+                update.events.append(presenceEvent(.exited, user: user, beacon: beacon, at: t, data: ["reason": .string(reason)]))
+                continue
+            }
+            guard let location = locations[user] else { continue }
             let covered = available && tester.covers(location.position)
             let isInside = inside[user]?[beacon.id] != nil
             if !isInside && covered && now.seconds(since: location.receivedAt) <= config.presenceTTLSeconds {
@@ -316,6 +356,81 @@ package actor FenceEngine {
         }
     }
 
+    // MARK: Presence from sightings
+
+    /// A user sighted physical beacons standing for digital beacons (resolved, visible to the
+    /// user): each sighting puts the user inside its digital beacon, whatever its perimeter
+    /// says (`beacon.entered` with reason `sighting`), or refreshes the presence. Returns the
+    /// events once durable.
+    ///
+    /// The rule with location fixes: while the last sighting is younger than
+    /// `sightingExitSeconds`, fixes outside the perimeter do not exit the user. Once sightings
+    /// stop for that long, `tick()` exits the user (`beacon.exited`, reason
+    /// `sighting_timeout`, `at` = last sighting + timeout) unless a location fix received after
+    /// the last sighting lies inside the perimeter (within the exit cushion): then the user
+    /// stays inside as an ordinary geofence state, and later fixes decide the exit.
+    package func reportPresence(user: UserID, sightings: [PresenceSighting]) async throws -> [Event] {
+        if needsReload { try await reload() }
+        let now = clock.now()
+        var latest: [BeaconID: PresenceSighting] = [:]
+        for var s in sightings where now.seconds(since: s.at) < config.sightingExitSeconds && !(s.beacon.tracksOwner && s.beacon.owner == user) {
+            s.at = min(s.at, now)  // a device clock running ahead must not prolong the presence
+            if let known = latest[s.beacon.id], known.at >= s.at { continue }
+            latest[s.beacon.id] = s
+        }
+        var update = FenceUpdate()
+        for (id, s) in latest.sorted(by: { $0.key < $1.key }) {
+            guard s.beacon.isVisible(to: .user(user), at: s.at), s.beacon.isAlive(at: s.at) else { continue }
+            if var state = inside[user]?[id] {
+                if let seen = state.sightedAt, seen >= s.at { continue }
+                state.sightedAt = s.at
+                setState(user, state)
+                update.states.append((user, state))
+            } else {
+                let state = FenceState(beacon: id, enteredAt: s.at, dwelled: false, sightedAt: s.at)
+                setState(user, state)
+                update.states.append((user, state))
+                var data: JSONObject = ["reason": "sighting"]
+                if let p = s.installedAt { data["location"] = .object(["lat": .number(p.lat), "lon": .number(p.lon)]) }
+                if let d = s.distanceM { data["distance_m"] = .number(d) }
+                if let entry = s.registryEntry { data["registry_entry"] = .string(entry.rawValue) }
+                update.events.append(presenceEvent(.entered, user: user, beacon: s.beacon, at: s.at, data: data))
+            }
+        }
+        try await commit(update)
+        return update.events
+    }
+
+    /// Exits (or hands over to location fixes) users whose sightings lapsed (no suspension).
+    private func sightingTimeouts(_ lapsed: Set<FenceKey>, beacons: [BeaconID: Beacon], now: Timestamp, into update: inout FenceUpdate) {
+        for key in lapsed.sorted(by: { ($0.user, $0.beacon) < ($1.user, $1.beacon) }) {
+            guard var state = inside[key.user]?[key.beacon], let seen = state.sightedAt,
+                  now.seconds(since: seen) >= config.sightingExitSeconds else { continue }
+            guard let beacon = beacons[key.beacon] else {
+                removeState(key.user, key.beacon)  // deleted: its followers hear beacon.deleted instead
+                continue
+            }
+            let available = beacon.isVisible(to: .user(key.user), at: now) && beacon.isAlive(at: now)
+            if available, let location = locations[key.user], location.fixAt > seen,
+               now.seconds(since: location.receivedAt) <= config.presenceTTLSeconds {
+                let covered = PerimeterTester(location: beacon.location, perimeter: beacon.perimeter).covers(location.position)
+                let outside = PerimeterDistance.outside(location.position, perimeter: beacon.perimeter, center: beacon.location,
+                                                        covered: covered)
+                if outside < max(config.exitCushionM, location.accuracyM) {
+                    state.sightedAt = nil
+                    setState(key.user, state)
+                    update.states.append((key.user, state))
+                    continue
+                }
+            }
+            removeState(key.user, key.beacon)
+            update.removed.append((key.user, key.beacon))
+            update.events.append(presenceEvent(.exited, user: key.user, beacon: beacon, at: seen.adding(seconds: config.sightingExitSeconds),
+                                               data: ["reason": .string(available ? "sighting_timeout" : "unavailable"),
+                                                      "last_sighted_at": .string(seen.rfc3339)]))
+        }
+    }
+
     // MARK: State bookkeeping
 
     private func setState(_ user: UserID, _ state: FenceState) {
@@ -323,6 +438,7 @@ package actor FenceEngine {
         holders[state.beacon, default: []].insert(user)
         let key = FenceKey(user: user, beacon: state.beacon)
         if state.dwelled { dwellPending.remove(key) } else { dwellPending.insert(key) }
+        if state.sightedAt == nil { sightingPending.remove(key) } else { sightingPending.insert(key) }
     }
 
     private func removeState(_ user: UserID, _ beacon: BeaconID) {
@@ -331,6 +447,7 @@ package actor FenceEngine {
         holders[beacon]?.remove(user)
         if holders[beacon]?.isEmpty == true { holders[beacon] = nil }
         dwellPending.remove(FenceKey(user: user, beacon: beacon))
+        sightingPending.remove(FenceKey(user: user, beacon: beacon))
     }
 
     /// Turns the difference between two state maps of a user into store operations.
@@ -349,6 +466,13 @@ package actor FenceEngine {
             "location": .object(["lat": .number(position.lat), "lon": .number(position.lon)]), "accuracy_m": .number(accuracy),
         ]
         if let reason { data["reason"] = .string(reason) }
+        return Event(type: type, createdAt: clock.now(), recipient: user, beacon: beacon.id, data: data)
+    }
+
+    /// `beacon.entered` / `beacon.exited` decided by sightings: `{"beacon","name","at",…}`.
+    private func presenceEvent(_ type: EventType, user: UserID, beacon: Beacon, at: Timestamp, data extra: JSONObject) -> Event {
+        var data: JSONObject = ["beacon": .string(beacon.id.rawValue), "name": .string(beacon.name), "at": .string(at.rfc3339)]
+        for (k, v) in extra.members { data[k] = v }
         return Event(type: type, createdAt: clock.now(), recipient: user, beacon: beacon.id, data: data)
     }
 

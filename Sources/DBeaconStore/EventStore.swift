@@ -22,11 +22,15 @@ package struct FenceState: Sendable, Hashable {
     package var beacon: BeaconID
     package var enteredAt: Timestamp
     package var dwelled: Bool
+    /// When a physical beacon standing for this beacon was last sighted by the user, if the
+    /// presence comes from sightings; while recent, location fixes do not exit the user.
+    package var sightedAt: Timestamp?
 
-    package init(beacon: BeaconID, enteredAt: Timestamp, dwelled: Bool) {
+    package init(beacon: BeaconID, enteredAt: Timestamp, dwelled: Bool, sightedAt: Timestamp? = nil) {
         self.beacon = beacon
         self.enteredAt = enteredAt
         self.dwelled = dwelled
+        self.sightedAt = sightedAt
     }
 }
 

@@ -38,6 +38,10 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("event-retention-days"), help: "Delete delivered events older than this (0 keeps them).")
     var eventRetentionDays = 30.0
     @Option(name: .customLong("max-vertices"), help: "Largest number of vertices in one perimeter.") var maxVertices = 10_000
+    @Option(name: .customLong("sighting-exit-seconds"), help: "Time without sightings of a physical beacon before beacon.exited.")
+    var sightingExitSeconds = 30.0
+    @Option(name: .customLong("path-loss-exponent"), help: "Path loss exponent n for distances from RSSI (2 = free space).")
+    var pathLossExponent = 2.0
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.") var logLevel = "info"
     @Flag(name: .customLong("log-json"), help: "Write logs as one JSON object per line.") var logJSON = false
 
@@ -53,6 +57,9 @@ struct ServeCommand: AsyncParsableCommand {
         }
         guard dwellSeconds >= 0, exitCushionM >= 0, eventRetentionDays >= 0 else {
             throw ValidationError("--dwell-seconds, --exit-cushion-m and --event-retention-days must not be negative")
+        }
+        guard sightingExitSeconds > 0, pathLossExponent > 0 else {
+            throw ValidationError("--sighting-exit-seconds and --path-loss-exponent must be positive")
         }
         _ = try parseSchedule()
     }
@@ -79,6 +86,8 @@ struct ServeCommand: AsyncParsableCommand {
         config.limits.maxVertices = maxVertices
         config.fences.dwellSeconds = dwellSeconds
         config.fences.exitCushionM = exitCushionM
+        config.fences.sightingExitSeconds = sightingExitSeconds
+        config.sightings.pathLoss.exponent = pathLossExponent
         config.eventRetentionDays = eventRetentionDays > 0 ? eventRetentionDays : nil
         config.services.groupStaleSeconds = groupStaleSeconds
         config.services.promotionPicksPerWindow = promotionPicksPerHour

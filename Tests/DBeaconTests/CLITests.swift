@@ -25,14 +25,40 @@ struct CLI {
         env["DBEACON_TOKEN"] = nil
         for (k, v) in environment { env[k] = v }
         process.environment = env
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
+        // Output goes to files, not pipes: Foundation's pipe handles crash the whole test process
+        // (try! on a failed read) when another test spawning processes races on descriptors.
+        let capture = CapturedOutput()
+        defer { capture.remove() }
+        process.standardOutput = try capture.stdout()
+        process.standardError = try capture.stderr()
         try process.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
+        let (o, e) = capture.read()
         return (process.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    }
+}
+
+/// Two temporary files standing in for a child process's stdout and stderr.
+struct CapturedOutput {
+    let base = FileManager.default.temporaryDirectory.appendingPathComponent("dbeacon-out-\(UUID().uuidString)")
+    var outURL: URL { base.appendingPathExtension("out") }
+    var errURL: URL { base.appendingPathExtension("err") }
+
+    func stdout() throws -> FileHandle { try handle(outURL) }
+    func stderr() throws -> FileHandle { try handle(errURL) }
+
+    private func handle(_ url: URL) throws -> FileHandle {
+        FileManager.default.createFile(atPath: url.path, contents: nil)
+        return try FileHandle(forWritingTo: url)
+    }
+
+    func read() -> (Data, Data) {
+        ((try? Data(contentsOf: outURL)) ?? Data(), (try? Data(contentsOf: errURL)) ?? Data())
+    }
+
+    func remove() {
+        try? FileManager.default.removeItem(at: outURL)
+        try? FileManager.default.removeItem(at: errURL)
     }
 }
 

@@ -114,9 +114,10 @@ extension SpatiaLiteStore: EventStore {
                     fix_at = excluded.fix_at, received_at = excluded.received_at
                 """)
             let state = try db.cachedStatement(sql: """
-                INSERT INTO fence_states(user_id, beacon_id, entered_at, dwelled)
-                SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM beacons WHERE id = ?)
-                ON CONFLICT(user_id, beacon_id) DO UPDATE SET entered_at = excluded.entered_at, dwelled = excluded.dwelled
+                INSERT INTO fence_states(user_id, beacon_id, entered_at, dwelled, sighted_at)
+                SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM beacons WHERE id = ?)
+                ON CONFLICT(user_id, beacon_id) DO UPDATE SET entered_at = excluded.entered_at, dwelled = excluded.dwelled,
+                    sighted_at = excluded.sighted_at
                 """)
             let remove = try db.cachedStatement(sql: "DELETE FROM fence_states WHERE user_id = ? AND beacon_id = ?")
             var events: [Event] = []
@@ -128,7 +129,7 @@ extension SpatiaLiteStore: EventStore {
                 for r in update.removed { try remove.execute(arguments: [r.user.rawValue, r.beacon.rawValue]) }
                 for s in update.states {
                     try state.execute(arguments: [s.user.rawValue, s.state.beacon.rawValue, s.state.enteredAt.millis,
-                                                  s.state.dwelled, s.state.beacon.rawValue])
+                                                  s.state.dwelled, s.state.sightedAt?.millis, s.state.beacon.rawValue])
                 }
                 for m in update.moves {
                     try Self.move(m.beacon, to: m.position, radiusM: m.radiusM, db: db)
@@ -151,7 +152,7 @@ extension SpatiaLiteStore: EventStore {
             for row in try Row.fetchAll(db, sql: "SELECT * FROM fence_states") {
                 states[UserID(uncheckedRawValue: row["user_id"]), default: []].append(
                     FenceState(beacon: BeaconID(uncheckedRawValue: row["beacon_id"]), enteredAt: Timestamp(millis: row["entered_at"]),
-                               dwelled: row["dwelled"]))
+                               dwelled: row["dwelled"], sightedAt: (row["sighted_at"] as Int64?).map(Timestamp.init(millis:))))
             }
             return (locations, states)
         }

@@ -143,19 +143,20 @@ func runReference(_ script: String, input: JSONValue) throws -> JSONValue {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = [ProcessInfo.processInfo.environment["DBEACON_PYTHON"] ?? "python3", root.appendingPathComponent(script).path]
-    let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
-    process.standardInput = stdin
-    process.standardOutput = stdout
-    process.standardError = stderr
-    try process.run()
-    let writer = Thread {
-        stdin.fileHandleForWriting.write(Data(JSONWriter.serialize(input)))
-        try? stdin.fileHandleForWriting.close()
+    // Files rather than pipes (see `CapturedOutput`).
+    let capture = CapturedOutput()
+    let inputURL = capture.base.appendingPathExtension("in")
+    try Data(JSONWriter.serialize(input)).write(to: inputURL)
+    defer {
+        capture.remove()
+        try? FileManager.default.removeItem(at: inputURL)
     }
-    writer.start()
-    let output = stdout.fileHandleForReading.readDataToEndOfFile()
-    let errors = stderr.fileHandleForReading.readDataToEndOfFile()
+    process.standardInput = try FileHandle(forReadingFrom: inputURL)
+    process.standardOutput = try capture.stdout()
+    process.standardError = try capture.stderr()
+    try process.run()
     process.waitUntilExit()
+    let (output, errors) = capture.read()
     guard process.terminationStatus == 0 else {
         throw DBeaconError.internalError("reference script \(script) failed (pip install -r Tests/Reference/requirements.txt): "
             + String(decoding: errors, as: UTF8.self))

@@ -1,0 +1,138 @@
+package import DBeaconCore
+package import DBeaconGeo
+package import DBeaconStore
+
+/// A physical beacon identity resolved to a digital beacon.
+package struct Resolution: Sendable {
+    package var entry: RegistryEntry
+    package var beacon: Beacon
+}
+
+/// The shared registry of physical beacons: registration (owners of the digital beacon, or
+/// the operator), listing, editing, and resolution of identities to digital beacons.
+///
+/// Visibility: an entry is visible exactly when its digital beacon is; what the caller may
+/// not see is not found. Resolution picks, among the active entries matching an identity,
+/// the most specific one (UUID+major+minor, then UUID+major, then UUID) *whose digital beacon
+/// the caller may see*: a caller who cannot see a more specific entry gets the answer they
+/// would get if it did not exist, so a 404 never betrays a hidden entry.
+package struct RegistryService: Sendable {
+    package let store: any RegistryStore
+    package let beacons: any BeaconStore
+    package let clock: any WallClock
+
+    package init(store: any RegistryStore, beacons: any BeaconStore, clock: any WallClock) {
+        self.store = store
+        self.beacons = beacons
+        self.clock = clock
+    }
+
+    // MARK: Writing
+
+    /// Registers a physical beacon for a digital beacon the caller owns (or any, for the operator).
+    package func register(_ draft: RegistryDraft, by principal: Principal) async throws -> RegistryEntry {
+        let beacon = try await ownedBeacon(draft.beacon, by: principal, path: "beacon")
+        let now = clock.now()
+        let entry = RegistryEntry(id: .generate(), identity: draft.identity, beacon: beacon.id, owner: beacon.owner,
+                                  position: draft.position, measuredPower: draft.measuredPower, status: draft.status,
+                                  version: 1, createdAt: now, updatedAt: now)
+        try await store.insertRegistryEntry(entry)
+        return entry
+    }
+
+    /// Applies an RFC 7396 merge patch to the entry's JSON (owner of its digital beacon, or the
+    /// operator). Moving it to another digital beacon needs ownership of that one too.
+    package func update(_ id: RegistryID, patch: JSONValue, ifMatch: Int?, by principal: Principal) async throws -> RegistryEntry {
+        guard case .object = patch else {
+            throw DBeaconError.invalid("$", "a merge patch must be a JSON object", code: "invalid_type")
+        }
+        let current = try await get(id, by: principal)
+        guard principal.isAdmin || principal.userID == current.owner else {
+            throw DBeaconError.forbidden("only the owner of the digital beacon may edit this registry entry")
+        }
+        if let ifMatch, ifMatch != current.version {
+            throw DBeaconError(.preconditionFailed, code: "version_mismatch",
+                               message: "the registry entry is at version \(current.version), not \(ifMatch)")
+        }
+        let merged = RegistryCodec.encode(current).mergePatched(with: patch)
+        for key in ["id", "owner", "created_at"] where merged[key] != RegistryCodec.encode(current)[key] {
+            throw DBeaconError.invalid(key, "\(key) is set by the server and cannot change", code: "read_only")
+        }
+        let draft = try RegistryCodec.decodeDraft(merged)
+        var updated = current
+        if draft.beacon != current.beacon {
+            let target = try await ownedBeacon(draft.beacon, by: principal, path: "beacon")
+            updated.owner = target.owner
+        }
+        updated.identity = draft.identity
+        updated.beacon = draft.beacon
+        updated.position = draft.position
+        updated.measuredPower = draft.measuredPower
+        updated.status = draft.status
+        if updated == current { return current }
+        updated.version = current.version + 1
+        updated.updatedAt = clock.now()
+        try await store.updateRegistryEntry(updated, expectedVersion: current.version)
+        return updated
+    }
+
+    package func delete(_ id: RegistryID, by principal: Principal) async throws {
+        let current = try await get(id, by: principal)
+        guard principal.isAdmin || principal.userID == current.owner else {
+            throw DBeaconError.forbidden("only the owner of the digital beacon may delete this registry entry")
+        }
+        _ = try await store.deleteRegistryEntry(id: id)
+    }
+
+    /// The digital beacon if the caller owns it: 404 when invisible, 403 when someone else's.
+    private func ownedBeacon(_ id: BeaconID, by principal: Principal, path: String) async throws -> Beacon {
+        guard let beacon = try await beacons.beacon(id: id), beacon.isVisible(to: principal, at: clock.now()) else {
+            throw DBeaconError.notFound("beacon \(id)", path: path)
+        }
+        guard principal.isAdmin || principal.userID == beacon.owner else {
+            throw DBeaconError.forbidden("only the owner of beacon \(id) may register physical beacons for it")
+        }
+        return beacon
+    }
+
+    // MARK: Reading
+
+    /// The entry if its digital beacon is visible to the caller (or the caller owns it).
+    package func get(_ id: RegistryID, by principal: Principal) async throws -> RegistryEntry {
+        guard let entry = try await store.registryEntry(id: id) else { throw DBeaconError.notFound("registry entry \(id)") }
+        if principal.isAdmin || principal.userID == entry.owner { return entry }
+        guard let beacon = try await beacons.beacon(id: entry.beacon), beacon.isVisible(to: principal, at: clock.now()) else {
+            throw DBeaconError.notFound("registry entry \(id)")
+        }
+        return entry
+    }
+
+    package func list(_ query: RegistryListQuery, by principal: Principal) async throws -> Page<RegistryEntry> {
+        try await store.listRegistryEntries(query, viewer: principal, now: clock.now())
+    }
+
+    /// Resolves one identity (a concrete one, or a pattern such as a UUID alone, which only
+    /// entries at most that specific can match); 404 when nothing visible matches.
+    package func resolve(_ identity: PhysicalBeaconIdentity, by principal: Principal) async throws -> Resolution {
+        guard let r = try await resolve([identity], by: principal, at: clock.now())[identity] else {
+            throw DBeaconError.notFound("registered beacon \(identity)")
+        }
+        return r
+    }
+
+    /// Resolves many identities at once (a sighting batch): two queries whatever the count.
+    package func resolve(_ identities: [PhysicalBeaconIdentity], by principal: Principal,
+                         at now: Timestamp) async throws -> [PhysicalBeaconIdentity: Resolution] {
+        let matches = try await store.activeRegistryMatches(identities)
+        let ids = Set(matches.values.flatMap { $0.map(\.beacon) })
+        var byID: [BeaconID: Beacon] = [:]
+        for b in try await beacons.beacons(ids: Array(ids)) where b.isVisible(to: principal, at: now) { byID[b.id] = b }
+        var result: [PhysicalBeaconIdentity: Resolution] = [:]
+        for (identity, entries) in matches {
+            if let entry = entries.first(where: { byID[$0.beacon] != nil }), let beacon = byID[entry.beacon] {
+                result[identity] = Resolution(entry: entry, beacon: beacon)
+            }
+        }
+        return result
+    }
+}

@@ -1,0 +1,51 @@
+package import DBeaconCore
+
+/// Filters for listing registry entries (`GET /v1/registry`).
+package struct RegistryListQuery: Sendable, Hashable {
+    package var beacon: BeaconID?
+    package var kind: PhysicalBeaconKind?
+    /// The UUID / namespace / id1 (normalised lowercase hex).
+    package var id1: String?
+    package var status: RegistryEntry.Status?
+    /// Only entries of this user's digital beacons.
+    package var owner: UserID?
+    package var limit: Int = 50
+    package var after: Int64?
+
+    package init(beacon: BeaconID? = nil, kind: PhysicalBeaconKind? = nil, id1: String? = nil, status: RegistryEntry.Status? = nil,
+                 owner: UserID? = nil, limit: Int = 50, after: Int64? = nil) {
+        self.beacon = beacon
+        self.kind = kind
+        self.id1 = id1
+        self.status = status
+        self.owner = owner
+        self.limit = limit
+        self.after = after
+    }
+}
+
+/// The shared physical beacon registry and the replay log of sighting batches. The
+/// SpatiaLite store implements it; a PostGIS store can implement it the same way.
+package protocol RegistryStore: Sendable {
+    /// Inserts an entry. `conflict` with code `duplicate_identity` when a live (not
+    /// decommissioned) entry has the same identity pattern; the digital beacon must exist.
+    func insertRegistryEntry(_ entry: RegistryEntry) async throws
+    func registryEntry(id: RegistryID) async throws -> RegistryEntry?
+    /// Replaces an entry if its stored version is still `expectedVersion` (else
+    /// `preconditionFailed`); `duplicate_identity` as for inserts.
+    func updateRegistryEntry(_ entry: RegistryEntry, expectedVersion: Int) async throws
+    /// Deletes an entry; false when there was none.
+    func deleteRegistryEntry(id: RegistryID) async throws -> Bool
+    /// Entries whose digital beacon `viewer` may see at `now`, filtered, in creation order, one page.
+    func listRegistryEntries(_ query: RegistryListQuery, viewer: Principal, now: Timestamp) async throws -> Page<RegistryEntry>
+    /// For each concrete identity, the active entries whose pattern matches it, most specific
+    /// first (ties: oldest first). No visibility filter: the caller decides what may be shown.
+    func activeRegistryMatches(_ identities: [PhysicalBeaconIdentity]) async throws -> [PhysicalBeaconIdentity: [RegistryEntry]]
+
+    /// The stored answer to a sighting batch, if it was seen before.
+    func sightingBatchResponse(user: UserID, batchID: String) async throws -> String?
+    /// Stores the answer to a sighting batch unless one is stored already, and returns the
+    /// stored one (so concurrent replays agree). Answers created before `expireBefore` are deleted.
+    func storeSightingBatchResponse(user: UserID, batchID: String, response: String, at: Timestamp,
+                                    expireBefore: Timestamp) async throws -> String
+}
