@@ -225,12 +225,14 @@ package enum BeaconFeatureCodec {
         ]))
     }
 
-    package static func encodeProperties(_ beacon: Beacon) -> JSONObject {
+    /// The Feature's properties. With `perimeterPlaceholder`, `perimeter` is `null` in the
+    /// result, for a writer that splices the already-serialised perimeter in its place.
+    package static func encodeProperties(_ beacon: Beacon, perimeterPlaceholder: Bool = false) -> JSONObject {
         var p = JSONObject()
         p["name"] = .string(beacon.name)
         p["description"] = .optional(beacon.description)
         p["owner"] = .string(beacon.owner.rawValue)
-        p["perimeter"] = GeoJSONCodec.encodePerimeter(beacon.perimeter)
+        p["perimeter"] = perimeterPlaceholder ? .null : GeoJSONCodec.encodePerimeter(beacon.perimeter)
         p["lifetime"] = beacon.lifetime.map(encodeLifetime) ?? .null
         p["visibility"] = beacon.members.map { .object(["members": .array($0.map { .string($0.rawValue) })]) } ?? .null
         p["tags"] = .array(beacon.tags.map(JSONValue.string))

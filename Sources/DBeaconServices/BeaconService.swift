@@ -8,6 +8,12 @@ package struct NearbyResult: Sendable {
     package var beacon: Beacon
     package var distanceM: Double
     package var bearingDeg: Double
+
+    package init(beacon: Beacon, distanceM: Double, bearingDeg: Double) {
+        self.beacon = beacon
+        self.distanceM = distanceM
+        self.bearingDeg = bearingDeg
+    }
 }
 
 /// Directions from a point to a beacon's location.

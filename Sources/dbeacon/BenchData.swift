@@ -6,10 +6,12 @@ import Foundation
 ///
 /// A 100 km × 100 km metropolitan region around Stuttgart. 70% circles of 20–500 m; 25%
 /// star-shaped polygons of 8–64 vertices and 30–300 m; 5% complex star polygons of
-/// 500–5,000 vertices and 200–1,000 m with a hole of a tenth as many vertices. 20% have a
+/// 500–5,000 vertices and 200–1,000 m (region-like outlines: smooth variation plus 1% noise)
+/// with a hole of a tenth as many vertices. 20% have a
 /// lifetime (most alive at the bench instant), 10% are private to three users, each has one
 /// or two of eight tags. Polygons are valid by construction (star-shaped rings whose angular
-/// jitter keeps them simple; holes well inside the outer ring's minimum radius).
+/// jitter keeps them simple; holes (at most 0.3·1.24 r) well inside the outer ring (at least
+/// 0.76·0.99 r)).
 struct BenchCity {
     static let center = Position(lon: 9.18, lat: 48.78)
     static let halfSizeM = 50_000.0
@@ -35,15 +37,37 @@ struct BenchCity {
                  lat: Self.center.lat + .random(in: -Self.halfLat...Self.halfLat, using: &rng))
     }
 
-    /// A star-shaped ring with radii (metres) in `rMin...rMax`.
+    /// A star-shaped ring with radii (metres) in `rMin...rMax`, drawn independently per vertex.
     mutating func starRing(_ c: Position, vertices n: Int, rMin: Double, rMax: Double) -> Ring {
+        ring(c, vertices: n) { rng in Double.random(in: rMin...rMax, using: &rng) }
+    }
+
+    /// A region-like outline: a radius that varies smoothly with the angle (two harmonics,
+    /// ±23%) plus 1% per-vertex noise, as district or park boundaries do; star-shaped, so simple.
+    mutating func smoothRing(_ c: Position, vertices n: Int, radius r: Double) -> Ring {
+        let k1 = Double(Int.random(in: 2...4, using: &rng)), k2 = Double(Int.random(in: 5...9, using: &rng))
+        let p1 = Double.random(in: 0..<(2 * .pi), using: &rng), p2 = Double.random(in: 0..<(2 * .pi), using: &rng)
+        var angle = 0.0
+        let step = 2 * Double.pi / Double(n)
+        var i = 0
+        return ring(c, vertices: n, angles: { _ in
+            angle = Double(i) * step
+            i += 1
+            return angle
+        }) { rng in
+            r * (1 + 0.15 * sin(k1 * angle + p1) + 0.08 * sin(k2 * angle + p2)) * Double.random(in: 0.99...1.01, using: &rng)
+        }
+    }
+
+    private mutating func ring(_ c: Position, vertices n: Int, angles: ((inout SplitMix64) -> Double)? = nil,
+                               radius: (inout SplitMix64) -> Double) -> Ring {
         let step = 2 * Double.pi / Double(n)
         let mLat = Self.metersPerDegreeLat, mLon = Self.metersPerDegreeLat * cos(c.lat * .pi / 180)
         var ring: Ring = []
         ring.reserveCapacity(n + 1)
         for i in 0..<n {
-            let a = Double(i) * step + .random(in: -0.25 * step...0.25 * step, using: &rng)
-            let r = Double.random(in: rMin...rMax, using: &rng)
+            let a = angles?(&rng) ?? Double(i) * step + .random(in: -0.25 * step...0.25 * step, using: &rng)
+            let r = radius(&rng)
             ring.append(Position(lon: c.lon + r * cos(a) / mLon, lat: c.lat + r * sin(a) / mLat))
         }
         ring.append(ring[0])
@@ -62,8 +86,8 @@ struct BenchCity {
         } else {
             let r = Double.random(in: 200...1000, using: &rng)
             let n = Int.random(in: 500...5000, using: &rng)
-            let outer = starRing(c, vertices: n, rMin: 0.7 * r, rMax: r)
-            let hole = starRing(c, vertices: n / 10, rMin: 0.2 * r, rMax: 0.35 * r)
+            let outer = smoothRing(c, vertices: n, radius: r)
+            let hole = smoothRing(c, vertices: n / 10, radius: 0.3 * r)
             perimeter = .polygon(Polygon(rings: [outer, hole]))
         }
         var lifetime: Lifetime?

@@ -149,4 +149,31 @@ import Testing
             #expect(BeaconService.preselect(beacons, from: p, limit: limit).count < beacons.count)
         }
     }
+
+    /// The nearby encoder splices cached perimeter JSON; the bytes must be exactly those of
+    /// the plain tree encoding, and an edited beacon must not be served its old perimeter.
+    @Test func nearbyEncodingWithCachedPerimetersIsExact() throws {
+        var g = RandomBeacons(seed: 5, users: [UserID(uncheckedRawValue: "usr_x")])
+        var beacons = (0..<60).map { g.beacon(index: $0) }
+        for i in 0..<10 { beacons[i].perimeter = Self.largePolygon(&g, at: beacons[i].location, vertices: 100 + 50 * i) }
+        let cache = PerimeterJSONCache(capacity: 8)
+        func plain(_ results: [NearbyResult]) -> [UInt8] {
+            JSONWriter.serialize(BeaconFeatureCodec.collection(results.map { r in
+                var properties = BeaconFeatureCodec.encodeProperties(r.beacon)
+                properties["distance_m"] = .number(r.distanceM)
+                properties["bearing_deg"] = .number(r.bearingDeg)
+                return .object(JSONObject([("type", "Feature"), ("id", .string(r.beacon.id.rawValue)),
+                                           ("geometry", GeoJSONCodec.encodePoint(r.beacon.location)),
+                                           ("properties", .object(properties))]))
+            }))
+        }
+        let results = beacons.map { NearbyResult(beacon: $0, distanceM: 12.5, bearingDeg: 270) }
+        #expect(NearbyEncoding.collection(results, cache: cache) == plain(results))
+        #expect(NearbyEncoding.collection(results, cache: cache) == plain(results)) // from the cache
+        var edited = results
+        edited[0].beacon.perimeter = Self.largePolygon(&g, at: beacons[0].location, vertices: 120)
+        edited[0].beacon.version += 1
+        #expect(NearbyEncoding.collection(edited, cache: cache) == plain(edited))
+        #expect(try JSONParser.parse(NearbyEncoding.collection([], cache: cache))["features"]?.arrayValue?.isEmpty == true)
+    }
 }

@@ -4,13 +4,14 @@ package import DBeaconCore
 /// in-memory engine.
 ///
 /// Level `L` has square cells of `baseCell · 2^L` degrees. A box goes to the finest level
-/// whose cells are at least as large as the box, so it touches at most 2×2 cells there; a
-/// point query looks up one cell per occupied level. Inserts and removals are O(1) and the
-/// cost of a query does not depend on how large the indexed boxes are — a 50 km region and
-/// a 20 m circle are both found with one hash lookup each.
+/// whose cells are at least a third of its extent, so it touches at most 4×4 cells there; a
+/// point query looks up one cell per occupied level (one or two for city data: perimeters
+/// up to about a kilometre all live on level 0). Inserts and removals are O(1) and the cost
+/// of a query does not depend on how large the indexed boxes are — a 50 km region and a
+/// 20 m circle are both found with one hash lookup each.
 package struct HierarchicalGrid {
-    package static let baseCell = 1.0 / 512 // ≈ 217 m of latitude
-    package static let levels = 18 // the coarsest level's cells (256°) hold any box
+    package static let baseCell = 1.0 / 256 // ≈ 434 m of latitude
+    package static let levels = 18 // the coarsest level's cells (512°) hold any box
 
     /// One box in a cell: the slot and its box rounded outwards to `Float`, so most
     /// candidates are rejected while scanning the cell's contiguous list, without touching
@@ -57,7 +58,7 @@ package struct HierarchicalGrid {
     static func level(for box: BoundingBox) -> Int {
         let extent = max(box.east - box.west, box.north - box.south)
         var level = 0
-        while level < levels - 1 && size(level) < extent { level += 1 }
+        while level < levels - 1 && 3 * size(level) < extent { level += 1 }
         return level
     }
 
