@@ -83,7 +83,7 @@ package struct BeaconService: Sendable {
     /// exceeds the `limit`-th smallest by more than 1e-4 is farther than `limit` others on the
     /// ellipsoid too. Far beacons (beyond 15 km) are always kept.
     package static func preselect(_ beacons: [Beacon], from point: Position, limit: Int) -> [Beacon] {
-        guard limit > 0, beacons.count > 2 * limit, abs(point.lat) < 75 else { return beacons }
+        guard limit > 0, beacons.count / 2 > limit, abs(point.lat) < 75 else { return beacons }
         let approx = beacons.map { Geodesy.approximateDistance(point, $0.location) }
         var sorted = approx
         sorted.sort()
