@@ -29,3 +29,47 @@ install_test_references() {
     .venv-test/bin/python -m pip install --quiet --disable-pip-version-check -r Tests/Reference/requirements.txt
     export DBEACON_PYTHON="$PWD/.venv-test/bin/python"
 }
+
+# start_test_postgres: installs PostgreSQL 15 + PostGIS 3 (Debian packages), starts a
+# throwaway cluster in a temporary folder, listening on 127.0.0.1 only (port
+# $DBEACON_PG_PORT, default 54329), creates the database dbeacon_test with PostGIS and
+# exports DBEACON_POSTGRES_URL (the test suite then runs every store and HTTP test on PostGIS
+# as well). PostgreSQL refuses to run as root: as root the server runs as the `postgres`
+# user. Prints why and returns 1 when anything fails; stop it with stop_test_postgres.
+start_test_postgres() {
+    apt_install postgresql-15 postgresql-15-postgis-3 || { echo "start_test_postgres: cannot install PostgreSQL" >&2; return 1; }
+    local bin=/usr/lib/postgresql/15/bin port="${DBEACON_PG_PORT:-54329}" dir
+    dir=$(mktemp -d /tmp/dbeacon-pg.XXXXXX)
+    local as=()
+    if [ "$(id -u)" -eq 0 ]; then
+        id postgres >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin postgres
+        chown postgres "$dir"
+        as=(runuser -u postgres --)
+    fi
+    if ! "${as[@]}" "$bin/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 >"$dir/initdb.log" 2>&1; then
+        echo "start_test_postgres: initdb failed:" >&2; cat "$dir/initdb.log" >&2; return 1
+    fi
+    if ! "${as[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
+            -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c max_connections=500 -c fsync=off -c synchronous_commit=off" \
+            >/dev/null; then
+        echo "start_test_postgres: the server did not start:" >&2; cat "$dir/server.log" >&2; return 1
+    fi
+    export DBEACON_PG_DIR="$dir"
+    local psql=("${as[@]}" "$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -v ON_ERROR_STOP=1 -qAt)
+    if ! "${psql[@]}" -d postgres -c "CREATE DATABASE dbeacon_test" || ! "${psql[@]}" -d dbeacon_test -c "CREATE EXTENSION postgis"; then
+        echo "start_test_postgres: cannot create the database with PostGIS" >&2; stop_test_postgres; return 1
+    fi
+    export DBEACON_POSTGRES_URL="postgres://postgres@127.0.0.1:$port/dbeacon_test"
+    echo "==> PostgreSQL $("${psql[@]}" -d dbeacon_test -c 'SHOW server_version') with PostGIS" \
+         "$("${psql[@]}" -d dbeacon_test -c 'SELECT postgis_lib_version()') at $DBEACON_POSTGRES_URL"
+}
+
+# stop_test_postgres: stops the cluster of start_test_postgres and removes its folder.
+stop_test_postgres() {
+    [ -n "${DBEACON_PG_DIR:-}" ] && [ -d "$DBEACON_PG_DIR/data" ] || return 0
+    local as=()
+    [ "$(id -u)" -eq 0 ] && as=(runuser -u postgres --)
+    "${as[@]}" /usr/lib/postgresql/15/bin/pg_ctl -D "$DBEACON_PG_DIR/data" -m immediate stop >/dev/null 2>&1 || true
+    rm -rf "$DBEACON_PG_DIR"
+    unset DBEACON_PG_DIR
+}

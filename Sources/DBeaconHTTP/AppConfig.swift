@@ -36,6 +36,9 @@ package struct AppConfig: Sendable {
     package var services = ServiceConfig()
     /// Whether to run the background services (deliverer, ticker); tests drive them by hand.
     package var runBackgroundServices = true
+    /// On PostGIS: LISTEN for the writes of other server processes and keep the in-memory
+    /// index in sync with them.
+    package var followRemoteChanges = true
 
     package init() {}
 }

@@ -9,7 +9,8 @@ package import ServiceLifecycle
 /// The wired-up domain: store, engines and services. Built once per process (or per test).
 package struct AppServices: Sendable {
     package let config: AppConfig
-    package let store: SpatiaLiteStore
+    /// SpatiaLite file or PostGIS database, by `config.databasePath` (`postgres://…` for PostGIS).
+    package let store: any AppStore
     /// The engine answering coverage queries (`config.engine`).
     package let engine: any CoverageEngine
     package let clock: any WallClock
@@ -35,7 +36,9 @@ package struct AppServices: Sendable {
 
     /// Opens the database, configures the admin token and loads samples when asked.
     package static func make(_ config: AppConfig, clock: any WallClock = SystemClock(), logger: Logger) async throws -> AppServices {
-        let store = try SpatiaLiteStore(path: config.databasePath, synchronousFull: config.synchronousFull)
+        let store = try await StoreLocation.open(config.databasePath, synchronousFull: config.synchronousFull,
+                                                 listen: config.followRemoteChanges,
+                                                 logger: logger)
         let auth = AuthService(store: store, clock: clock)
         let generated = try await auth.configureAdmin(token: config.adminToken)
         let (changes, continuation) = AsyncStream.makeStream(of: BeaconChange.self)
@@ -51,6 +54,10 @@ package struct AppServices: Sendable {
                 memory.apply(change)
                 continuation.yield(change)
             }
+            // Other server processes on the same PostGIS database: their writes update this
+            // index too. Fence state stays with the process that made the change (it runs
+            // enter/exit for its users), so these are not relayed to the fence engine.
+            store.observeRemoteChanges { memory.apply($0) }
             let started = ContinuousClock.now
             try await memory.load(from: store)
             logger.info("in-memory index loaded", metadata: [

@@ -33,6 +33,7 @@ struct LocalBackend: Backend {
     static func open(path: String) async throws -> LocalBackend {
         var config = AppConfig()
         config.databasePath = path
+        config.followRemoteChanges = false
         var logger = Logger(label: "dbeacon")
         logger.logLevel = .warning
         return LocalBackend(services: try await AppServices.make(config, logger: logger))

@@ -42,6 +42,8 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(name: .customLong("wrk-threads"), help: "wrk threads.") var wrkThreads = 1
     @Option(help: "Port of the server under test.") var port = 18_090
     @Flag(help: "Print one JSON object per N instead of a table.") var json = false
+    @Option(help: "Also measure the SQL lookups on this PostgreSQL + PostGIS database (postgres://…; a new schema per run).")
+    var postgres: String?
 
     func validate() throws {
         guard !counts.isEmpty, counts.allSatisfy({ $0 > 0 }) else { throw ValidationError("--beacons must list positive counts") }
@@ -154,6 +156,7 @@ struct BenchRun {
         result.beacons = count
         try await generate(into: &result)
         try await inProcess(into: &result)
+        if let url = command.postgres { try await postgis(url: url) }
         if !command.skipHTTP { try await server(into: &result) }
         return result
     }

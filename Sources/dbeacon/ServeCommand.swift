@@ -18,7 +18,10 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(help: "Address to listen on.") var host = "127.0.0.1"
     @Option(help: "Port to listen on.") var port = 8080
-    @Option(help: "Database file (default: $DBEACON_DB, else ./data/dbeacon.sqlite; created if missing).") var db: String?
+    @Option(help: """
+        Database file (default: $DBEACON_DB, else ./data/dbeacon.sqlite; created if missing), or a PostgreSQL + PostGIS \
+        database: postgres://user[:password]@host[:port]/dbname[?schema=NAME].
+        """) var db: String?
     @Option(name: .customLong("admin-token"), help: "Admin token (default: $DBEACON_ADMIN_TOKEN; generated on first start if neither).")
     var adminToken: String?
     @Option(help: "Load the sample data set from this folder into an empty database.") var samples: String?

@@ -13,11 +13,12 @@ import Testing
         #expect(OpenAPIDocument.yaml == file, "run scripts/embed-resources.sh")
     }
 
-    @Test func migrationsAreCurrent() throws {
-        let dir = Self.schema.appendingPathComponent("spatialite")
+    @Test(arguments: ["spatialite", "postgis"]) func migrationsAreCurrent(_ store: String) throws {
+        let dir = Self.schema.appendingPathComponent(store)
+        let migrations = store == "postgis" ? PostGISSchema.migrations : SpatiaLiteSchema.migrations
         let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".sql") }.sorted()
-        #expect(files.count == SpatiaLiteSchema.migrations.count, "run scripts/embed-resources.sh")
-        for (file, (name, sql)) in zip(files, SpatiaLiteSchema.migrations) {
+        #expect(files.count == migrations.count, "run scripts/embed-resources.sh")
+        for (file, (name, sql)) in zip(files, migrations) {
             #expect(file.hasPrefix(name + "_"))
             #expect(try String(contentsOf: dir.appendingPathComponent(file), encoding: .utf8) == sql, "run scripts/embed-resources.sh")
         }

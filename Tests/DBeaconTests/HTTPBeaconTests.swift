@@ -8,8 +8,8 @@ import HummingbirdTesting
 import Testing
 
 @Suite struct HTTPBeaconTests {
-    @Test func everyV1CallNeedsAValidToken() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func everyV1CallNeedsAValidToken(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         try await h.app().test(.router) { client in
             let none = try await client.call(.get, "/v1/nearby?lat=48&lon=9")
             #expect(none.status == .unauthorized)
@@ -20,8 +20,8 @@ import Testing
         }
     }
 
-    @Test func adminCreatesUsersAndUsersCannot() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func adminCreatesUsersAndUsersCannot(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         try await h.app().test(.router) { client in
             let created = try await client.call(.post, "/v1/users", token: TestHarness.adminToken, json: ["name": "ann"])
             #expect(created.status == .created)
@@ -34,8 +34,8 @@ import Testing
         }
     }
 
-    @Test func createGetPatchDeleteWithETags() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func createGetPatchDeleteWithETags(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (_, ann) = try await h.user("ann")
         try await h.app().test(.router) { client in
             let created = try await client.call(.post, "/v1/beacons", token: ann,
@@ -77,8 +77,8 @@ import Testing
         }
     }
 
-    @Test func serverOwnedFieldsCannotBeSet() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func serverOwnedFieldsCannotBeSet(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (annID, ann) = try await h.user("ann")
         let (benID, _) = try await h.user("ben")
         try await h.app().test(.router) { client in
@@ -99,8 +99,8 @@ import Testing
         }
     }
 
-    @Test func privateAndExpiredBeaconsAreNotFoundForOthers() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func privateAndExpiredBeaconsAreNotFoundForOthers(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (_, ann) = try await h.user("ann")
         let (benID, ben) = try await h.user("ben")
         let (_, eve) = try await h.user("eve")
@@ -130,8 +130,8 @@ import Testing
         }
     }
 
-    @Test func nearbyFiltersSortsAndMeasures() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func nearbyFiltersSortsAndMeasures(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (_, ann) = try await h.user("ann")
         try await h.app().test(.router) { client in
             // Point of interest: 48.7784, 9.1800. Beacons east (closer) and north (farther), all covering it.
@@ -173,8 +173,8 @@ import Testing
         }
     }
 
-    @Test func listsPagesAndFilters() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func listsPagesAndFilters(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (_, ann) = try await h.user("ann")
         let (_, ben) = try await h.user("ben")
         try await h.app().test(.router) { client in
@@ -197,8 +197,8 @@ import Testing
         }
     }
 
-    @Test func followersRelatedContentAndDirections() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func followersRelatedContentAndDirections(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (annID, ann) = try await h.user("ann")
         let (benID, ben) = try await h.user("ben")
         try await h.app().test(.router) { client in
@@ -251,8 +251,8 @@ import Testing
         }
     }
 
-    @Test func invalidInputCorpusIsRejectedWithoutSideEffects() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func invalidInputCorpusIsRejectedWithoutSideEffects(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (_, ann) = try await h.user("ann")
         try await h.app().test(.router) { client in
             let kept = try await client.call(.post, "/v1/beacons", token: ann, json: feature(name: "kept"))
@@ -284,8 +284,8 @@ import Testing
         }
     }
 
-    @Test func unknownRoutesAndOperationsEndpoints() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func unknownRoutesAndOperationsEndpoints(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         try await h.app().test(.router) { client in
             let missing = try await client.call(.get, "/v1/nothing", token: TestHarness.adminToken)
             #expect(missing.status == .notFound)
@@ -300,8 +300,8 @@ import Testing
         }
     }
 
-    @Test func servesOverARealSocket() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func servesOverARealSocket(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (_, ann) = try await h.user("ann")
         try await h.app().test(.live) { client in
             let created = try await client.call(.post, "/v1/beacons", token: ann, json: feature(name: "live", tags: ["food"]))

@@ -6,8 +6,8 @@ import HummingbirdTesting
 import Testing
 
 @Suite struct HTTPLiveTests {
-    @Test func reportsFixesAndListsEvents() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func reportsFixesAndListsEvents(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (owner, _) = try await h.user("owner")
         let (_, ann) = try await h.user("ann")
         let b = try await h.beacon(feature(name: "square", perimeter: circle(100)), owner: owner)

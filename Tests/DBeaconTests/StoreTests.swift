@@ -6,19 +6,27 @@ import Foundation
 import Testing
 
 @Suite struct StoreTests {
-    @Test func createsTheSpatiaLiteSchemaAndReopensIt() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func createsTheSchemaAndReopensIt(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (ann, _) = try await h.user("ann")
         let b = try await h.beacon(feature(name: "kiosk", tags: ["food"]), owner: ann)
-        // A second store on the same file sees the data and does not re-run migrations.
-        let reopened = try SpatiaLiteStore(path: h.services.config.databasePath)
+        // A second store on the same database sees the data and does not re-run migrations.
+        let reopened = try await StoreLocation.open(h.services.config.databasePath, listen: false, logger: TestHarness.logger)
         #expect(try await reopened.beacon(id: b.id) == b)
-        let version = try await reopened.writer.read { db in try String.fetchOne(db, sql: "SELECT spatialite_version()") }
-        #expect(version?.hasPrefix("5") == true)
+        switch reopened {
+        case let spatialite as SpatiaLiteStore:
+            let version = try await spatialite.writer.read { db in try String.fetchOne(db, sql: "SELECT spatialite_version()") }
+            #expect(version?.hasPrefix("5") == true)
+        case let postgres as PostgresStore:
+            #expect(try await postgres.postgisVersion().hasPrefix("3"))
+            await postgres.shutdown()
+        default:
+            Issue.record("unexpected store \(type(of: reopened))")
+        }
     }
 
-    @Test func roundTripsEveryField() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func roundTripsEveryField(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (ann, _) = try await h.user("ann")
         let (ben, _) = try await h.user("ben")
         let target = try await h.beacon(feature(name: "target"), owner: ann)
@@ -35,8 +43,8 @@ import Testing
         #expect(loaded.relationships == [Relationship(type: "tour", target: target.id, order: 2)])
     }
 
-    @Test func refusesStaleVersions() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func refusesStaleVersions(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (ann, _) = try await h.user("ann")
         let b = try await h.beacon(feature(), owner: ann)
         var edited = b
@@ -48,8 +56,8 @@ import Testing
         #expect(try await h.store.beacon(id: b.id)?.name == "edited")
     }
 
-    @Test func deletingCascadesToContext() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func deletingCascadesToContext(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (ann, _) = try await h.user("ann")
         let target = try await h.beacon(feature(name: "t"), owner: ann)
         let source = try await h.beacon(feature(name: "s", relationships: [.object(["type": "related", "target": .string(target.id.rawValue)])]), owner: ann)
@@ -59,8 +67,8 @@ import Testing
         #expect(try await h.store.isFollowing(beacon: target.id, user: ann) == false)
     }
 
-    @Test func importIsAllOrNothing() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func importIsAllOrNothing(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (ann, _) = try await h.user("ann")
         let good = feature(name: "good")
         let bad = feature(name: "bad", lat: 95)
@@ -71,8 +79,8 @@ import Testing
         #expect(try await h.store.beaconCount() == 0)
     }
 
-    @Test func importsRelationshipCycles() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func importsRelationshipCycles(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (ann, _) = try await h.user("ann")
         let a: JSONValue = .object(["type": "Feature", "id": "bcn_a",
                                     "geometry": .object(["type": "Point", "coordinates": [9, 48]]),
@@ -85,8 +93,8 @@ import Testing
         #expect(try await h.store.beacon(id: BeaconID("bcn_a")!)?.relationships.first?.target == BeaconID("bcn_b"))
     }
 
-    @Test func listsWithVisibilityFiltersAndCursor() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func listsWithVisibilityFiltersAndCursor(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (ann, _) = try await h.user("ann")
         let (ben, _) = try await h.user("ben")
         for i in 0..<5 { try await h.beacon(feature(name: "pub\(i)", lon: 9 + Double(i) * 0.01, tags: i % 2 == 0 ? ["food"] : []), owner: ann) }

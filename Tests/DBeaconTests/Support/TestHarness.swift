@@ -18,12 +18,13 @@ struct TestHarness {
     let services: AppServices
     let clock: ManualClock
 
-    static func make(engine: AppConfig.Engine = .memory, start: Timestamp = Timestamp(rfc3339: "2026-11-21T12:00:00Z")!,
+    static func make(backend: Backend = .spatialite, engine: AppConfig.Engine = .memory,
+                     start: Timestamp = Timestamp(rfc3339: "2026-11-21T12:00:00Z")!,
                      configure: (inout AppConfig) -> Void = { _ in }) async throws -> TestHarness {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dbeacon-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var config = AppConfig()
-        config.databasePath = directory.appendingPathComponent("test.sqlite").path
+        config.databasePath = try backend.freshDatabase(in: directory)
         config.adminToken = adminToken
         config.engine = engine
         config.port = 0
@@ -41,7 +42,7 @@ struct TestHarness {
         return logger
     }
 
-    var store: SpatiaLiteStore { services.store }
+    var store: any AppStore { services.store }
     var beacons: BeaconService { services.beacons }
     var fences: FenceEngine { services.fences }
 

@@ -1,0 +1,440 @@
+package import DBeaconCore
+import DBeaconGeo
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Beacons, users, settings and followers on PostGIS: the SQL of `SpatiaLiteStore+Beacons`
+/// with positional placeholders, row locks for version checks, and the circle test done in
+/// Swift with `Geodesy.circleContains` (exactly as the in-memory index and SpatiaLite do).
+extension PostgresStore: BeaconStore {
+    // MARK: Settings and users
+
+    package func setting(_ key: String) async throws -> String? {
+        try await read { db in try await db.row("SELECT value FROM settings WHERE key = $1", [key])?.string("value") }
+    }
+
+    package func setSettingIfAbsent(_ key: String, value: String) async throws -> String {
+        try await write { db, _ in
+            try await db.rows("INSERT INTO settings(key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING", [key, value])
+            return try await db.row("SELECT value FROM settings WHERE key = $1", [key])?.string("value") ?? value
+        }
+    }
+
+    package func setSetting(_ key: String, value: String) async throws {
+        try await write { db, _ in
+            try await db.rows("INSERT INTO settings(key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                              [key, value])
+        }
+    }
+
+    package func createUser(_ user: User, tokenHash: [UInt8]) async throws {
+        try await write { db, _ in
+            try await db.rows("INSERT INTO users(id, name, token_hash, created_at) VALUES ($1, $2, $3, $4)",
+                              [user.id.rawValue, user.name, PGBytes(bytes: tokenHash), user.createdAt.millis])
+        }
+    }
+
+    package func user(tokenHash: [UInt8]) async throws -> User? {
+        try await read { db in
+            try await db.row("SELECT id, name, created_at FROM users WHERE token_hash = $1", [PGBytes(bytes: tokenHash)])
+                .map(Self.user(from:))
+        }
+    }
+
+    package func user(id: UserID) async throws -> User? {
+        try await read { db in
+            try await db.row("SELECT id, name, created_at FROM users WHERE id = $1", [id.rawValue]).map(Self.user(from:))
+        }
+    }
+
+    package func users(named name: String) async throws -> [User] {
+        try await read { db in
+            try await db.rows("SELECT id, name, created_at FROM users WHERE name = $1 ORDER BY created_at", [name]).map(Self.user(from:))
+        }
+    }
+
+    static func user(from row: PGRow) throws -> User {
+        User(id: UserID(uncheckedRawValue: try row.string("id")), name: try row.string("name"), createdAt: try row.timestamp("created_at"))
+    }
+
+    // MARK: Writes
+
+    package func insertBeacon(_ beacon: Beacon) async throws {
+        try await write { db, changes in
+            try await Self.insertRow(beacon, db: db)
+            try await Self.writeChildren(beacon, db: db, replacing: false)
+            changes.append(.upsert(beacon))
+        }
+    }
+
+    package func insertBeacons(_ beacons: [Beacon]) async throws {
+        try await write { db, changes in
+            // Rows first, then children: relationships among the new beacons find their targets.
+            for beacon in beacons { try await Self.insertRow(beacon, db: db) }
+            for beacon in beacons {
+                try await Self.writeChildren(beacon, db: db, replacing: false)
+                changes.append(.upsert(beacon))
+            }
+        }
+    }
+
+    package func updateBeacon(_ beacon: Beacon, expectedVersion: Int, fanOut: FollowerFanOut?) async throws {
+        try await write { db, changes in
+            try await Self.checkVersion(db, id: beacon.id, expected: expectedVersion)
+            try await Self.update(beacon, db: db)
+            if let fanOut { try await Self.fanOutToFollowers(db, beacon: beacon.id, fanOut) }
+            changes.append(.upsert(beacon))
+        }
+    }
+
+    package func deleteBeacon(id: BeaconID, expectedVersion: Int?, fanOut: FollowerFanOut?) async throws {
+        try await write { db, changes in
+            try await Self.checkVersion(db, id: id, expected: expectedVersion)
+            if let fanOut { try await Self.fanOutToFollowers(db, beacon: id, fanOut) }
+            try await db.rows("DELETE FROM beacons WHERE id = $1", [id.rawValue])
+            changes.append(.delete(id))
+        }
+    }
+
+    /// Locks the beacon's row for the transaction; `notFound` / `preconditionFailed` as on SpatiaLite.
+    static func checkVersion(_ db: PGConnection, id: BeaconID, expected: Int?) async throws {
+        guard let current = try await db.row("SELECT version FROM beacons WHERE id = $1 FOR UPDATE", [id.rawValue])?.int("version") else {
+            throw DBeaconError.notFound("beacon \(id)")
+        }
+        if let expected, current != expected {
+            throw DBeaconError(.preconditionFailed, code: "version_mismatch",
+                               message: "the beacon is at version \(current), not \(expected); fetch it again and retry")
+        }
+    }
+
+    static func insertRow(_ b: Beacon, db: PGConnection) async throws {
+        let inserted = try await db.rows("""
+            INSERT INTO beacons(id, owner, name, description, lon, lat, perimeter_kind, radius_m, lifetime_start,
+                lifetime_end, is_private, tracks_owner, service, content, followers_count, version, created_at,
+                updated_at, area)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, ST_GeomFromWKB($19, 4326))
+            ON CONFLICT (id) DO NOTHING RETURNING seq
+            """, columnValues(b) + [b.followersCount, b.version, b.createdAt.millis, b.updatedAt.millis, PGBytes(bytes: areaWKB(b))])
+        if inserted.isEmpty {
+            throw DBeaconError.conflict("a beacon with id \(b.id) already exists", code: "beacon_exists", path: "id")
+        }
+    }
+
+    static func update(_ b: Beacon, db: PGConnection) async throws {
+        try await db.rows("""
+            UPDATE beacons SET id = $1, owner = $2, name = $3, description = $4, lon = $5, lat = $6, perimeter_kind = $7,
+                radius_m = $8, lifetime_start = $9, lifetime_end = $10, is_private = $11, tracks_owner = $12, service = $13,
+                content = $14, version = $15, updated_at = $16, area = ST_GeomFromWKB($17, 4326)
+            WHERE id = $18
+            """, columnValues(b) + [b.version, b.updatedAt.millis, PGBytes(bytes: areaWKB(b)), b.id.rawValue])
+        try await writeChildren(b, db: db, replacing: true)
+    }
+
+    /// Moves a beacon's location (and a circle's search area) without a new version.
+    static func move(_ id: BeaconID, to location: Position, radiusM: Double?, db: PGConnection) async throws {
+        if let radiusM {
+            let area = WKB.boxes(Geodesy.boundingBoxes(center: location, radiusM: radiusM))
+            try await db.rows("UPDATE beacons SET lon = $1, lat = $2, area = ST_GeomFromWKB($3, 4326) WHERE id = $4",
+                              [location.lon, location.lat, PGBytes(bytes: area), id.rawValue])
+        } else {
+            try await db.rows("UPDATE beacons SET lon = $1, lat = $2 WHERE id = $3", [location.lon, location.lat, id.rawValue])
+        }
+    }
+
+    private static func columnValues(_ b: Beacon) -> [any PGArgument] {
+        let kind: String
+        switch b.perimeter {
+        case .circle: kind = "circle"
+        case .polygon: kind = "polygon"
+        case .multiPolygon: kind = "multipolygon"
+        }
+        return [
+            b.id.rawValue, b.owner.rawValue, b.name, b.description, b.location.lon, b.location.lat, kind,
+            b.perimeter.radiusM, b.lifetime?.start?.millis, b.lifetime?.end?.millis, b.isPrivate, b.tracksOwner,
+            b.service, JSONValue.array(b.content.map(BeaconFeatureCodec.encodeContent)).jsonString,
+        ]
+    }
+
+    static func areaWKB(_ b: Beacon) -> [UInt8] {
+        switch b.perimeter {
+        case .circle(let r): WKB.boxes(Geodesy.boundingBoxes(center: b.location, radiusM: r))
+        case .polygon(let p): WKB.multiPolygon([p])
+        case .multiPolygon(let ps): WKB.multiPolygon(ps)
+        }
+    }
+
+    static func writeChildren(_ b: Beacon, db: PGConnection, replacing: Bool) async throws {
+        let id = b.id.rawValue
+        if replacing {
+            try await db.rows("DELETE FROM beacon_tags WHERE beacon_id = $1", [id])
+            try await db.rows("DELETE FROM beacon_members WHERE beacon_id = $1", [id])
+            try await db.rows("DELETE FROM relationships WHERE source_id = $1", [id])
+        }
+        if !b.tags.isEmpty {
+            try await db.rows("""
+                INSERT INTO beacon_tags(beacon_id, tag, position)
+                SELECT $1, t.tag, t.n - 1 FROM unnest($2::text[]) WITH ORDINALITY AS t(tag, n)
+                """, [id, b.tags])
+        }
+        if let members = b.members, !members.isEmpty {
+            try await db.rows("""
+                INSERT INTO beacon_members(beacon_id, user_id, position)
+                SELECT $1, m.user_id, m.n - 1 FROM unnest($2::text[]) WITH ORDINALITY AS m(user_id, n)
+                """, [id, members.map(\.rawValue)])
+        }
+        for (i, r) in b.relationships.enumerated() {
+            guard try await db.exists("SELECT 1 FROM beacons WHERE id = $1", [r.target.rawValue]) else {
+                throw DBeaconError.invalid("properties.relationships[\(i)].target", "beacon \(r.target) not found",
+                                           code: "unknown_target")
+            }
+            try await db.rows("INSERT INTO relationships(source_id, type, target_id, ord, position) VALUES ($1, $2, $3, $4, $5)",
+                              [id, r.type, r.target.rawValue, r.order, i])
+        }
+    }
+
+    // MARK: Reads
+
+    static let beaconColumns = """
+        b.seq, b.id, b.owner, b.name, b.description, b.lon, b.lat, b.perimeter_kind, b.radius_m, b.lifetime_start,
+        b.lifetime_end, b.is_private, b.tracks_owner, b.service, b.content, b.followers_count, b.version,
+        b.created_at, b.updated_at, CASE WHEN b.perimeter_kind = 'circle' THEN NULL ELSE ST_AsBinary(b.area, 'NDR') END AS area_wkb
+        """
+
+    package func beacon(id: BeaconID) async throws -> Beacon? {
+        try await Self.readBeacon(client: client, logger: logger, id: id, store: self)
+    }
+
+    /// One beacon, read in its own snapshot (also used by the listener for remote changes).
+    static func readBeacon(client: PostgresClient, logger: Logger, id: BeaconID, store: PostgresStore? = nil) async throws -> Beacon? {
+        let body: @Sendable (PGConnection) async throws -> Beacon? = { db in
+            try await fetchBeacons(db, "SELECT \(beaconColumns) FROM beacons b WHERE b.id = $1", [id.rawValue]).first
+        }
+        if let store { return try await store.read(body) }
+        return try await client.withConnection { connection in
+            try await body(PGConnection(connection: connection, logger: logger))
+        }
+    }
+
+    package func beacons(ids: [BeaconID]) async throws -> [Beacon] {
+        guard !ids.isEmpty else { return [] }
+        return try await read { db in
+            try await Self.fetchBeacons(db, "SELECT \(Self.beaconColumns) FROM beacons b WHERE b.id = ANY($1)", [ids.map(\.rawValue)])
+        }
+    }
+
+    package func trackingBeacons(owner: UserID) async throws -> [Beacon] {
+        try await read { db in
+            try await Self.fetchBeacons(db, "SELECT \(Self.beaconColumns) FROM beacons b WHERE b.owner = $1 AND b.tracks_owner",
+                                        [owner.rawValue])
+        }
+    }
+
+    package func beaconCount() async throws -> Int {
+        try await read { db in try await db.row("SELECT count(*) AS n FROM beacons")?.int("n") ?? 0 }
+    }
+
+    /// SQL keeping the beacons `viewer` may see at `now` (as `SpatiaLiteStore.visibilityClause`).
+    static func visibilityClause(_ viewer: Principal, now: Timestamp, _ s: inout PGStatement) -> String {
+        switch viewer {
+        case .admin:
+            return "true"
+        case .user(let user):
+            let uid = s.bind(user.rawValue), at = s.bind(now.millis)
+            return """
+                (b.owner = \(uid) OR ((NOT b.is_private OR EXISTS (SELECT 1 FROM beacon_members m
+                    WHERE m.beacon_id = b.id AND m.user_id = \(uid)))
+                 AND (b.lifetime_start IS NULL OR b.lifetime_start <= \(at))
+                 AND (b.lifetime_end IS NULL OR b.lifetime_end > \(at))))
+                """
+        }
+    }
+
+    static func tagClause(_ tags: [String], _ s: inout PGStatement) -> String {
+        guard !tags.isEmpty else { return "true" }
+        return "EXISTS (SELECT 1 FROM beacon_tags t WHERE t.beacon_id = b.id AND t.tag = ANY(\(s.bind(tags))))"
+    }
+
+    package func listBeacons(_ query: BeaconListQuery, viewer: Principal, now: Timestamp) async throws -> Page<Beacon> {
+        var s = PGStatement()
+        var clauses = ["b.seq > \(s.bind(query.after ?? 0))", Self.visibilityClause(viewer, now: now, &s), Self.tagClause(query.tags, &s)]
+        if let owner = query.owner { clauses.append("b.owner = \(s.bind(owner.rawValue))") }
+        if let service = query.service { clauses.append("b.service = \(s.bind(service))") }
+        if let box = query.bbox {
+            clauses.append("b.lat BETWEEN \(s.bind(box.south)) AND \(s.bind(box.north))")
+            let west = s.bind(box.west), east = s.bind(box.east)
+            clauses.append(box.west <= box.east ? "b.lon BETWEEN \(west) AND \(east)" : "(b.lon >= \(west) OR b.lon <= \(east))")
+        }
+        let sql = """
+            SELECT \(Self.beaconColumns) FROM beacons b WHERE \(clauses.joined(separator: " AND "))
+            ORDER BY b.seq LIMIT \(s.bind(query.limit + 1))
+            """
+        let arguments = s.arguments
+        return try await read { db in
+            let rows = try await db.rows(sql, arguments)
+            var page = rows
+            var next: Int64?
+            if rows.count > query.limit {
+                page = Array(rows.prefix(query.limit))
+                next = try page.last?.int64("seq")
+            }
+            return Page(items: try await Self.beacons(from: page, db: db), next: next)
+        }
+    }
+
+    package func coveringBeacons(_ query: CoverQuery) async throws -> [Beacon] {
+        var s = PGStatement()
+        let point = "ST_SetSRID(ST_MakePoint(\(s.bind(query.point.lon)), \(s.bind(query.point.lat))), 4326)"
+        let at = s.bind(query.at.millis)
+        var clauses = [
+            // The GiST index finds candidates by box; polygons are then tested exactly in SQL,
+            // circles in Swift with the geodesic test below.
+            "b.area && \(point)",
+            "(b.lifetime_start IS NULL OR b.lifetime_start <= \(at))",
+            "(b.lifetime_end IS NULL OR b.lifetime_end > \(at))",
+            Self.visibilityClause(query.viewer, now: query.at, &s),
+            Self.tagClause(query.tags, &s),
+            "(b.perimeter_kind = 'circle' OR ST_Covers(b.area, \(point)))",
+        ]
+        if let service = query.service { clauses.append("b.service = \(s.bind(service))") }
+        let sql = "SELECT \(Self.beaconColumns) FROM beacons b WHERE \(clauses.joined(separator: " AND "))"
+        let arguments = s.arguments
+        let candidates = try await read { db in try await Self.fetchBeacons(db, sql, arguments) }
+        return candidates.filter { beacon in
+            guard case .circle(let radius) = beacon.perimeter else { return true }
+            return Geodesy.circleContains(center: beacon.location, radiusM: radius, point: query.point)
+        }
+    }
+
+    package func forEachBeacon(batchSize: Int, _ body: @Sendable ([Beacon]) throws -> Void) async throws {
+        var after: Int64 = 0
+        while true {
+            let start = after
+            let (batch, last): ([Beacon], Int64?) = try await read { db in
+                let rows = try await db.rows("SELECT \(Self.beaconColumns) FROM beacons b WHERE b.seq > $1 ORDER BY b.seq LIMIT $2",
+                                             [start, batchSize])
+                return (try await Self.beacons(from: rows, db: db), try rows.last?.int64("seq"))
+            }
+            guard let last else { return }
+            try body(batch)
+            after = last
+        }
+    }
+
+    // MARK: Row decoding
+
+    static func fetchBeacons(_ db: PGConnection, _ sql: String, _ arguments: [any PGArgument]) async throws -> [Beacon] {
+        try await beacons(from: db.rows(sql, arguments), db: db)
+    }
+
+    /// Builds beacons from rows of `beaconColumns`, loading tags, members and relationships
+    /// for all of them with one query per table.
+    static func beacons(from rows: [PGRow], db: PGConnection) async throws -> [Beacon] {
+        guard !rows.isEmpty else { return [] }
+        let ids = try rows.map { try $0.string("id") }
+        var tags: [String: [String]] = [:]
+        var members: [String: [UserID]] = [:]
+        var relationships: [String: [Relationship]] = [:]
+        for row in try await db.rows("SELECT beacon_id, tag FROM beacon_tags WHERE beacon_id = ANY($1) ORDER BY beacon_id, position", [ids]) {
+            tags[try row.string("beacon_id"), default: []].append(try row.string("tag"))
+        }
+        for row in try await db.rows("""
+            SELECT beacon_id, user_id FROM beacon_members WHERE beacon_id = ANY($1) ORDER BY beacon_id, position
+            """, [ids]) {
+            members[try row.string("beacon_id"), default: []].append(UserID(uncheckedRawValue: try row.string("user_id")))
+        }
+        for row in try await db.rows("""
+            SELECT source_id, type, target_id, ord FROM relationships WHERE source_id = ANY($1) ORDER BY source_id, position
+            """, [ids]) {
+            relationships[try row.string("source_id"), default: []].append(
+                Relationship(type: try row.string("type"), target: BeaconID(uncheckedRawValue: try row.string("target_id")),
+                             order: try row.optionalInt("ord")))
+        }
+        return try rows.map { row in
+            let id = try row.string("id")
+            let kind = try row.string("perimeter_kind")
+            let perimeter: Perimeter
+            switch kind {
+            case "circle":
+                perimeter = .circle(radiusM: try row.double("radius_m"))
+            default:
+                let polygons: [Polygon]
+                do { polygons = try WKB.decodePolygons(try row.bytes("area_wkb")) } catch {
+                    throw DBeaconError.internalError("corrupt perimeter of beacon \(id)")
+                }
+                perimeter = kind == "polygon" && polygons.count == 1 ? .polygon(polygons[0]) : .multiPolygon(polygons)
+            }
+            let start = try row.optionalTimestamp("lifetime_start")
+            let end = try row.optionalTimestamp("lifetime_end")
+            let isPrivate = try row.bool("is_private")
+            return Beacon(
+                id: BeaconID(uncheckedRawValue: id),
+                name: try row.string("name"),
+                description: try row.optionalString("description"),
+                owner: UserID(uncheckedRawValue: try row.string("owner")),
+                location: Position(lon: try row.double("lon"), lat: try row.double("lat")),
+                perimeter: perimeter,
+                lifetime: start == nil && end == nil ? nil : Lifetime(start: start, end: end),
+                members: isPrivate ? (members[id] ?? []) : nil,
+                tags: tags[id] ?? [],
+                relationships: relationships[id] ?? [],
+                content: SpatiaLiteStore.decodeStoredContent(try row.string("content")),
+                tracksOwner: try row.bool("tracks_owner"),
+                service: try row.optionalString("service"),
+                followersCount: try row.int("followers_count"),
+                version: try row.int("version"),
+                createdAt: try row.timestamp("created_at"),
+                updatedAt: try row.timestamp("updated_at")
+            )
+        }
+    }
+
+    // MARK: Followers
+
+    package func follow(beacon: BeaconID, user: UserID, at: Timestamp) async throws -> Bool {
+        try await write { db, _ in try await Self.addFollower(db, beacon: beacon, user: user, at: at) }
+    }
+
+    package func unfollow(beacon: BeaconID, user: UserID) async throws -> Bool {
+        try await write { db, _ in try await Self.removeFollower(db, beacon: beacon, user: user) }
+    }
+
+    @discardableResult
+    static func addFollower(_ db: PGConnection, beacon: BeaconID, user: UserID, at: Timestamp) async throws -> Bool {
+        let added = try await db.rows("""
+            INSERT INTO followers(beacon_id, user_id, created_at) VALUES ($1, $2, $3) ON CONFLICT (beacon_id, user_id) DO NOTHING
+            RETURNING seq
+            """, [beacon.rawValue, user.rawValue, at.millis])
+        guard !added.isEmpty else { return false }
+        try await db.rows("UPDATE beacons SET followers_count = followers_count + 1 WHERE id = $1", [beacon.rawValue])
+        return true
+    }
+
+    @discardableResult
+    static func removeFollower(_ db: PGConnection, beacon: BeaconID, user: UserID) async throws -> Bool {
+        let removed = try await db.rows("DELETE FROM followers WHERE beacon_id = $1 AND user_id = $2 RETURNING seq",
+                                        [beacon.rawValue, user.rawValue])
+        guard !removed.isEmpty else { return false }
+        try await db.rows("UPDATE beacons SET followers_count = followers_count - 1 WHERE id = $1", [beacon.rawValue])
+        return true
+    }
+
+    package func followers(of beacon: BeaconID, limit: Int, after: Int64?) async throws -> Page<Follower> {
+        try await read { db in
+            let rows = try await db.rows("""
+                SELECT f.seq, f.user_id, f.created_at, u.name FROM followers f JOIN users u ON u.id = f.user_id
+                WHERE f.beacon_id = $1 AND f.seq > $2 ORDER BY f.seq LIMIT $3
+                """, [beacon.rawValue, after ?? 0, limit + 1])
+            let page = rows.prefix(limit)
+            return Page(items: try page.map { Follower(user: UserID(uncheckedRawValue: try $0.string("user_id")), name: try $0.string("name"),
+                                                       since: try $0.timestamp("created_at")) },
+                        next: rows.count > limit ? try page.last?.int64("seq") : nil)
+        }
+    }
+
+    package func isFollowing(beacon: BeaconID, user: UserID) async throws -> Bool {
+        try await read { db in
+            try await db.exists("SELECT 1 FROM followers WHERE beacon_id = $1 AND user_id = $2", [beacon.rawValue, user.rawValue])
+        }
+    }
+}

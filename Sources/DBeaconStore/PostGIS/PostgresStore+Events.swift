@@ -1,0 +1,194 @@
+package import DBeaconCore
+import DBeaconGeo
+import Foundation
+
+/// The event log, fence states and lifetimes on PostGIS (as `SpatiaLiteStore+Events`).
+extension PostgresStore: EventStore {
+    // MARK: Writing events
+
+    /// Appends events, in order, and enqueues their deliveries to matching webhooks.
+    static func insertEvents(_ db: PGConnection, _ events: [Event]) async throws {
+        guard !events.isEmpty else { return }
+        let rows = try await db.rows("""
+            INSERT INTO events(id, type, recipient, beacon_id, created_at, data)
+            SELECT e.id, e.type, e.recipient, NULLIF(e.beacon, ''), e.created_at, e.data
+            FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[])
+                 WITH ORDINALITY AS e(id, type, recipient, beacon, created_at, data, n)
+            ORDER BY e.n
+            RETURNING seq
+            """, [events.map(\.id.rawValue), events.map(\.type.rawValue), events.map(\.recipient.rawValue),
+                  events.map { $0.beacon?.rawValue ?? "" }, events.map(\.createdAt.millis),
+                  events.map { JSONValue.object($0.data).jsonString }])
+        try await enqueueDeliveries(db, events: rows.map { try $0.int64("seq") })
+    }
+
+    /// One outbox row per (new event, active webhook whose owner/scope and filters match);
+    /// filters are `*`, an exact type, or a prefix ending in `.*` (as `EventType.matches`).
+    static func enqueueDeliveries(_ db: PGConnection, events seqs: [Int64]) async throws {
+        guard !seqs.isEmpty else { return }
+        try await db.rows("""
+            INSERT INTO outbox(event_seq, webhook_id, status, attempts, next_attempt_at, created_at, updated_at)
+            SELECT e.seq, w.id, 'pending', 0, e.created_at, e.created_at, e.created_at
+            FROM events e JOIN webhooks w
+              ON w.status = 'active' AND (w.scope = 'all' OR (w.scope = 'user' AND w.owner = e.recipient))
+            WHERE e.seq = ANY($1) AND EXISTS (
+                SELECT 1 FROM jsonb_array_elements_text(w.events::jsonb) AS f(filter)
+                WHERE f.filter = '*' OR f.filter = e.type
+                   OR (right(f.filter, 2) = '.*' AND starts_with(e.type, left(f.filter, -1))))
+            ORDER BY e.seq, w.created_at, w.id
+            """, [seqs])
+    }
+
+    /// An event for each follower of `beacon` who may see it, decided in the transaction.
+    static func fanOutToFollowers(_ db: PGConnection, beacon: BeaconID, _ fanOut: FollowerFanOut) async throws {
+        let alive = fanOut.requireAlive
+            ? """
+              AND (f.user_id = b.owner OR ((b.lifetime_start IS NULL OR b.lifetime_start <= $2)
+                                           AND (b.lifetime_end IS NULL OR b.lifetime_end > $2)))
+              """
+            : "AND $2::bigint IS NOT NULL"
+        let recipients = try await db.rows("""
+            SELECT f.user_id FROM followers f JOIN beacons b ON b.id = f.beacon_id
+            WHERE f.beacon_id = $1
+              AND (f.user_id = b.owner OR NOT b.is_private
+                   OR EXISTS (SELECT 1 FROM beacon_members m WHERE m.beacon_id = b.id AND m.user_id = f.user_id))
+              \(alive)
+            ORDER BY f.seq
+            """, [beacon.rawValue, fanOut.at.millis])
+        let events = try recipients.map {
+            Event(type: fanOut.type, createdAt: fanOut.at, recipient: UserID(uncheckedRawValue: try $0.string("user_id")),
+                  beacon: beacon, data: fanOut.data)
+        }
+        try await insertEvents(db, events)
+    }
+
+    package func appendEvents(_ events: [Event]) async throws {
+        guard !events.isEmpty else { return }
+        try await write { db, _ in try await Self.insertEvents(db, events) }
+    }
+
+    // MARK: Reading events
+
+    package func events(recipient: UserID?, after: Int64?, limit: Int) async throws -> Page<Event> {
+        try await read { db in
+            let rows: [PGRow]
+            if let recipient {
+                rows = try await db.rows("SELECT * FROM events WHERE recipient = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                                         [recipient.rawValue, after ?? 0, limit + 1])
+            } else {
+                rows = try await db.rows("SELECT * FROM events WHERE seq > $1 ORDER BY seq LIMIT $2", [after ?? 0, limit + 1])
+            }
+            let page = rows.prefix(limit)
+            return Page(items: try page.map { try Self.event(from: $0) }, next: rows.count > limit ? try page.last?.int64("seq") : nil)
+        }
+    }
+
+    package func eventPosition(id: EventID) async throws -> Int64? {
+        try await read { db in try await db.row("SELECT seq FROM events WHERE id = $1", [id.rawValue])?.int64("seq") }
+    }
+
+    package func deleteEvents(before: Timestamp) async throws -> Int {
+        try await write { db, _ in
+            try await db.rows("""
+                DELETE FROM events WHERE created_at < $1 AND NOT EXISTS (
+                    SELECT 1 FROM outbox o WHERE o.event_seq = events.seq AND o.status IN ('pending', 'in_flight'))
+                RETURNING seq
+                """, [before.millis]).count
+        }
+    }
+
+    static func event(from row: PGRow, prefix: String = "") throws -> Event {
+        let data = (try? JSONParser.parse(try row.string(prefix + "data")))?.objectValue ?? JSONObject()
+        return Event(id: EventID(uncheckedRawValue: try row.string(prefix + "id")), type: EventType(rawValue: try row.string(prefix + "type")),
+                     createdAt: try row.timestamp(prefix + "created_at"),
+                     recipient: UserID(uncheckedRawValue: try row.string(prefix + "recipient")),
+                     beacon: try row.optionalString(prefix + "beacon_id").map(BeaconID.init(uncheckedRawValue:)), data: data)
+    }
+
+    // MARK: Fences
+
+    package func applyFenceUpdates(_ updates: [FenceUpdate]) async throws {
+        guard updates.contains(where: { !$0.isEmpty }) else { return }
+        try await write { db, changes in
+            var events: [Event] = []
+            for update in updates {
+                for l in update.locations {
+                    try await db.rows("""
+                        INSERT INTO user_locations(user_id, lon, lat, accuracy_m, fix_at, received_at) VALUES ($1, $2, $3, $4, $5, $6)
+                        ON CONFLICT (user_id) DO UPDATE SET lon = excluded.lon, lat = excluded.lat, accuracy_m = excluded.accuracy_m,
+                            fix_at = excluded.fix_at, received_at = excluded.received_at
+                        """, [l.user.rawValue, l.position.lon, l.position.lat, l.accuracyM, l.fixAt.millis, l.receivedAt.millis])
+                }
+                for r in update.removed {
+                    try await db.rows("DELETE FROM fence_states WHERE user_id = $1 AND beacon_id = $2", [r.user.rawValue, r.beacon.rawValue])
+                }
+                for s in update.states {
+                    try await db.rows("""
+                        INSERT INTO fence_states(user_id, beacon_id, entered_at, dwelled)
+                        SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM beacons WHERE id = $2)
+                        ON CONFLICT (user_id, beacon_id) DO UPDATE SET entered_at = excluded.entered_at, dwelled = excluded.dwelled
+                        """, [s.user.rawValue, s.state.beacon.rawValue, s.state.enteredAt.millis, s.state.dwelled])
+                }
+                for m in update.moves {
+                    try await Self.move(m.beacon, to: m.position, radiusM: m.radiusM, db: db)
+                    changes.append(.move(m.beacon, m.position))
+                }
+                events += update.events
+            }
+            try await Self.insertEvents(db, events)
+        }
+    }
+
+    package func loadFenceSnapshot(locationsSince since: Timestamp) async throws -> (locations: [UserLocation], states: [UserID: [FenceState]]) {
+        try await read { db in
+            let locations = try await db.rows("SELECT * FROM user_locations WHERE received_at >= $1", [since.millis]).map(Self.location(from:))
+            var states: [UserID: [FenceState]] = [:]
+            for row in try await db.rows("SELECT * FROM fence_states") {
+                states[UserID(uncheckedRawValue: try row.string("user_id")), default: []].append(
+                    FenceState(beacon: BeaconID(uncheckedRawValue: try row.string("beacon_id")), enteredAt: try row.timestamp("entered_at"),
+                               dwelled: try row.bool("dwelled")))
+            }
+            return (locations, states)
+        }
+    }
+
+    static func location(from row: PGRow) throws -> UserLocation {
+        UserLocation(user: UserID(uncheckedRawValue: try row.string("user_id")),
+                     position: Position(lon: try row.double("lon"), lat: try row.double("lat")),
+                     accuracyM: try row.double("accuracy_m"), fixAt: try row.timestamp("fix_at"),
+                     receivedAt: try row.timestamp("received_at"))
+    }
+
+    // MARK: Lifetimes
+
+    package func lifetimeTransitions(after: Timestamp, upTo: Timestamp) async throws -> (started: [Beacon], ended: [Beacon]) {
+        try await read { db in
+            let started = try await Self.fetchBeacons(db, """
+                SELECT \(Self.beaconColumns) FROM beacons b WHERE b.lifetime_start > $1 AND b.lifetime_start <= $2
+                ORDER BY b.lifetime_start
+                """, [after.millis, upTo.millis])
+            let ended = try await Self.fetchBeacons(db, """
+                SELECT \(Self.beaconColumns) FROM beacons b WHERE b.lifetime_end > $1 AND b.lifetime_end <= $2
+                ORDER BY b.lifetime_end
+                """, [after.millis, upTo.millis])
+            return (started, ended)
+        }
+    }
+
+    /// As on SpatiaLite, but several processes tick: the stored tick is locked, and a
+    /// transition another process already reported (at or before the stored tick) is skipped,
+    /// so each `beacon.started` / `beacon.ended` goes out once.
+    package func commitLifetimeTick(upTo: Timestamp, fanOuts: [(beacon: BeaconID, fanOut: FollowerFanOut)]) async throws {
+        let key = SpatiaLiteStore.lifetimeTickSetting
+        try await write { db, _ in
+            try await db.rows("INSERT INTO settings(key, value) VALUES ($1, '0') ON CONFLICT (key) DO NOTHING", [key])
+            let stored = try await db.row("SELECT value FROM settings WHERE key = $1 FOR UPDATE", [key])?.string("value")
+            let done = stored.flatMap(Int64.init) ?? 0
+            for f in fanOuts where f.fanOut.at.millis > done {
+                guard try await db.exists("SELECT 1 FROM beacons WHERE id = $1", [f.beacon.rawValue]) else { continue }
+                try await Self.fanOutToFollowers(db, beacon: f.beacon, f.fanOut)
+            }
+            try await db.rows("UPDATE settings SET value = $2 WHERE key = $1", [key, String(max(done, upTo.millis))])
+        }
+    }
+}

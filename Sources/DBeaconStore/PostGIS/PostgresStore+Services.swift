@@ -1,0 +1,402 @@
+package import DBeaconCore
+import Foundation
+
+/// The four services' state (migration v4) on PostGIS, as `SpatiaLiteStore+Services`.
+extension PostgresStore: ServiceStore {
+    // MARK: Meetings
+
+    package func joinMeeting(_ meeting: BeaconID, user: UserID, at: Timestamp) async throws -> (joined: Bool, attendees: Int) {
+        try await write { db, _ in
+            guard try await db.exists("SELECT 1 FROM beacons WHERE id = $1 FOR SHARE", [meeting.rawValue]) else {
+                throw DBeaconError.notFound("meeting \(meeting)")
+            }
+            let joined = try await !db.rows("""
+                INSERT INTO meeting_attendees(meeting_id, user_id, joined_at) VALUES ($1, $2, $3)
+                ON CONFLICT DO NOTHING RETURNING user_id
+                """, [meeting.rawValue, user.rawValue, at.millis]).isEmpty
+            try await Self.addFollower(db, beacon: meeting, user: user, at: at)
+            let count = try await db.row("SELECT count(*) AS n FROM meeting_attendees WHERE meeting_id = $1", [meeting.rawValue])?.int("n") ?? 0
+            return (joined, count)
+        }
+    }
+
+    package func leaveMeeting(_ meeting: BeaconID, user: UserID) async throws -> Bool {
+        try await write { db, _ in
+            guard try await !db.rows("DELETE FROM meeting_attendees WHERE meeting_id = $1 AND user_id = $2 RETURNING user_id",
+                                     [meeting.rawValue, user.rawValue]).isEmpty else { return false }
+            try await Self.removeFollower(db, beacon: meeting, user: user)
+            return true
+        }
+    }
+
+    package func meetingAttendees(_ meeting: BeaconID) async throws -> [MeetingAttendee] {
+        try await read { db in
+            try await db.rows("""
+                SELECT a.user_id, a.joined_at, u.name FROM meeting_attendees a JOIN users u ON u.id = a.user_id
+                WHERE a.meeting_id = $1 ORDER BY a.joined_at, a.user_id
+                """, [meeting.rawValue]).map {
+                MeetingAttendee(user: UserID(uncheckedRawValue: try $0.string("user_id")), name: try $0.string("name"),
+                                joinedAt: try $0.timestamp("joined_at"))
+            }
+        }
+    }
+
+    package func attendedMeetings(user: UserID) async throws -> [BeaconID] {
+        try await read { db in
+            try await db.rows("SELECT meeting_id FROM meeting_attendees WHERE user_id = $1 ORDER BY joined_at", [user.rawValue])
+                .map { BeaconID(uncheckedRawValue: try $0.string("meeting_id")) }
+        }
+    }
+
+    package func dropMeetingAttendees(_ meeting: BeaconID, notIn allowed: Set<UserID>, owner: UserID) async throws {
+        try await write { db, _ in
+            let attendees = try await db.rows("SELECT user_id FROM meeting_attendees WHERE meeting_id = $1 FOR UPDATE", [meeting.rawValue])
+                .map { UserID(uncheckedRawValue: try $0.string("user_id")) }
+            for user in attendees where user != owner && !allowed.contains(user) {
+                try await db.rows("DELETE FROM meeting_attendees WHERE meeting_id = $1 AND user_id = $2", [meeting.rawValue, user.rawValue])
+                try await Self.removeFollower(db, beacon: meeting, user: user)
+            }
+        }
+    }
+
+    // MARK: Groups
+
+    package func createGroup(_ group: TrackedGroup, beacon: Beacon) async throws {
+        try await write { db, changes in
+            try await Self.insertRow(beacon, db: db)
+            try await Self.writeChildren(beacon, db: db, replacing: false)
+            try await db.rows("""
+                INSERT INTO tracked_groups(id, beacon_id, name, leader, range_m, allowed, placed, created_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                """, [group.id.rawValue, group.beacon.rawValue, group.name, group.leader.rawValue, group.rangeM,
+                      group.allowed.map { JSONValue.array($0.map { .string($0.rawValue) }).jsonString },
+                      group.placed, group.createdAt.millis])
+            changes.append(.upsert(beacon))
+        }
+    }
+
+    static func trackedGroup(from row: PGRow) throws -> TrackedGroup {
+        let allowed = try row.optionalString("allowed").flatMap { try? JSONParser.parse($0).arrayValue }
+        return TrackedGroup(
+            id: GroupID(uncheckedRawValue: try row.string("id")), beacon: BeaconID(uncheckedRawValue: try row.string("beacon_id")),
+            name: try row.string("name"), leader: UserID(uncheckedRawValue: try row.string("leader")), rangeM: try row.double("range_m"),
+            allowed: allowed.map { $0.compactMap { $0.stringValue.map(UserID.init(uncheckedRawValue:)) } },
+            placed: try row.bool("placed"), createdAt: try row.timestamp("created_at"))
+    }
+
+    package func group(id: GroupID) async throws -> TrackedGroup? {
+        try await read { db in try await db.row("SELECT * FROM tracked_groups WHERE id = $1", [id.rawValue]).map(Self.trackedGroup) }
+    }
+
+    package func groups(beacons: [BeaconID]) async throws -> [TrackedGroup] {
+        guard !beacons.isEmpty else { return [] }
+        return try await read { db in
+            try await db.rows("SELECT * FROM tracked_groups WHERE beacon_id = ANY($1)", [beacons.map(\.rawValue)]).map(Self.trackedGroup)
+        }
+    }
+
+    package func groups(involving user: UserID) async throws -> [TrackedGroup] {
+        try await read { db in
+            try await db.rows("""
+                SELECT * FROM tracked_groups g WHERE g.leader = $1 OR EXISTS (
+                    SELECT 1 FROM group_members m WHERE m.group_id = g.id AND m.user_id = $1 AND m.status = 'active')
+                ORDER BY g.created_at, g.id
+                """, [user.rawValue]).map(Self.trackedGroup)
+        }
+    }
+
+    package func groupMembers(_ group: GroupID) async throws -> [GroupMembership] {
+        try await read { db in
+            try await db.rows("""
+                SELECT m.*, u.name FROM group_members m JOIN users u ON u.id = m.user_id
+                WHERE m.group_id = $1 AND m.status = 'active' ORDER BY m.joined_at, m.user_id
+                """, [group.rawValue]).map { row in
+                GroupMembership(
+                    user: UserID(uncheckedRawValue: try row.string("user_id")), name: try row.string("name"),
+                    joinedAt: try row.timestamp("joined_at"),
+                    rangeState: try row.optionalString("range_state").flatMap(RangeState.init(rawValue:)),
+                    rangeDistanceM: try row.optionalDouble("range_distance_m"),
+                    rangeChangedAt: try row.optionalTimestamp("range_changed_at"))
+            }
+        }
+    }
+
+    package func addGroupMember(_ group: GroupID, user: UserID, at: Timestamp, events: [Event]) async throws -> GroupJoinOutcome {
+        try await write { db, _ in
+            // The group row serialises joins of one group across processes.
+            guard try await db.exists("SELECT 1 FROM tracked_groups WHERE id = $1 FOR UPDATE", [group.rawValue]) else {
+                throw DBeaconError.notFound("group \(group)")
+            }
+            let status = try await db.row("SELECT status FROM group_members WHERE group_id = $1 AND user_id = $2",
+                                          [group.rawValue, user.rawValue])?.string("status")
+            switch status {
+            case "active": return .alreadyMember
+            case "removed": return .removed
+            default: break
+            }
+            try await db.rows("""
+                INSERT INTO group_members(group_id, user_id, status, joined_at) VALUES ($1, $2, 'active', $3)
+                ON CONFLICT (group_id, user_id) DO UPDATE SET status = 'active', joined_at = excluded.joined_at,
+                    range_state = NULL, range_distance_m = NULL, range_changed_at = NULL
+                """, [group.rawValue, user.rawValue, at.millis])
+            try await Self.insertEvents(db, events)
+            return .joined
+        }
+    }
+
+    package func removeGroupMember(_ group: GroupID, user: UserID, removed: Bool, events: [Event]) async throws -> Bool {
+        try await write { db, _ in
+            let changed: [PGRow]
+            if removed {
+                changed = try await db.rows("""
+                    UPDATE group_members SET status = 'removed', range_state = NULL, range_distance_m = NULL, range_changed_at = NULL
+                    WHERE group_id = $1 AND user_id = $2 AND status = 'active' RETURNING user_id
+                    """, [group.rawValue, user.rawValue])
+            } else {
+                changed = try await db.rows("""
+                    DELETE FROM group_members WHERE group_id = $1 AND user_id = $2 AND status = 'active' RETURNING user_id
+                    """, [group.rawValue, user.rawValue])
+            }
+            guard !changed.isEmpty else { return false }
+            try await Self.insertEvents(db, events)
+            return true
+        }
+    }
+
+    package func applyRangeTransitions(_ group: GroupID, _ transitions: [RangeTransition], events: [Event]) async throws {
+        guard !transitions.isEmpty || !events.isEmpty else { return }
+        try await write { db, _ in
+            for t in transitions {
+                let updated = try await db.rows("""
+                    UPDATE group_members SET range_state = $1, range_distance_m = $2, range_changed_at = $3
+                    WHERE group_id = $4 AND user_id = $5 AND status = 'active' AND range_state IS NOT DISTINCT FROM $6::text
+                    RETURNING user_id
+                    """, [t.new.rawValue, t.distanceM, t.at.millis, group.rawValue, t.member.rawValue, t.expected?.rawValue])
+                guard updated.count == 1 else {
+                    throw DBeaconError(.preconditionFailed, code: "range_state_changed",
+                                       message: "the member's range state changed concurrently")
+                }
+            }
+            try await Self.insertEvents(db, events)
+        }
+    }
+
+    package func placeGroup(_ group: GroupID, beacon: Beacon, expectedVersion: Int) async throws {
+        try await write { db, changes in
+            try await Self.checkVersion(db, id: beacon.id, expected: expectedVersion)
+            var b = beacon
+            if let stored = try await db.row("SELECT lon, lat FROM beacons WHERE id = $1", [beacon.id.rawValue]) {
+                b.location = Position(lon: try stored.double("lon"), lat: try stored.double("lat"))
+            }
+            try await Self.update(b, db: db)
+            try await db.rows("UPDATE tracked_groups SET placed = true WHERE id = $1", [group.rawValue])
+            changes.append(.upsert(b))
+        }
+    }
+
+    package func userLocations(_ users: [UserID]) async throws -> [UserLocation] {
+        guard !users.isEmpty else { return [] }
+        return try await read { db in
+            try await db.rows("SELECT * FROM user_locations WHERE user_id = ANY($1)", [users.map(\.rawValue)]).map(Self.location(from:))
+        }
+    }
+
+    // MARK: Tours
+
+    package func tours(withStops places: [BeaconID]) async throws -> [BeaconID] {
+        guard !places.isEmpty else { return [] }
+        return try await read { db in
+            try await db.rows("""
+                SELECT DISTINCT source_id FROM relationships WHERE type = 'tour' AND target_id = ANY($1) ORDER BY source_id
+                """, [places.map(\.rawValue)]).map { BeaconID(uncheckedRawValue: try $0.string("source_id")) }
+        }
+    }
+
+    package func followTour(_ tour: BeaconID, user: UserID, at: Timestamp) async throws -> Timestamp {
+        try await write { db, _ in
+            try await db.rows("""
+                INSERT INTO tour_followers(tour_id, user_id, started_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING
+                """, [tour.rawValue, user.rawValue, at.millis])
+            try await Self.addFollower(db, beacon: tour, user: user, at: at)
+            return try await db.row("SELECT started_at FROM tour_followers WHERE tour_id = $1 AND user_id = $2",
+                                    [tour.rawValue, user.rawValue])?.timestamp("started_at") ?? at
+        }
+    }
+
+    package func unfollowTour(_ tour: BeaconID, user: UserID) async throws -> Bool {
+        try await write { db, _ in
+            guard try await !db.rows("DELETE FROM tour_followers WHERE tour_id = $1 AND user_id = $2 RETURNING user_id",
+                                     [tour.rawValue, user.rawValue]).isEmpty else { return false }
+            try await Self.removeFollower(db, beacon: tour, user: user)
+            return true
+        }
+    }
+
+    package func tourStart(_ tour: BeaconID, user: UserID) async throws -> Timestamp? {
+        try await read { db in
+            try await db.row("SELECT started_at FROM tour_followers WHERE tour_id = $1 AND user_id = $2",
+                             [tour.rawValue, user.rawValue])?.timestamp("started_at")
+        }
+    }
+
+    package func followedTours(user: UserID, containing places: [BeaconID]) async throws -> [(tour: BeaconID, place: BeaconID, since: Timestamp)] {
+        guard !places.isEmpty else { return [] }
+        return try await read { db in
+            try await db.rows("""
+                SELECT f.tour_id, r.target_id, f.started_at FROM tour_followers f
+                JOIN relationships r ON r.source_id = f.tour_id AND r.type = 'tour'
+                WHERE f.user_id = $1 AND r.target_id = ANY($2)
+                """, [user.rawValue, places.map(\.rawValue)]).map {
+                (BeaconID(uncheckedRawValue: try $0.string("tour_id")), BeaconID(uncheckedRawValue: try $0.string("target_id")),
+                 try $0.timestamp("started_at"))
+            }
+        }
+    }
+
+    package func recordVisits(_ visits: [TourVisit]) async throws {
+        guard !visits.isEmpty else { return }
+        try await write { db, _ in
+            for v in visits {
+                try await db.rows("""
+                    INSERT INTO tour_visits(tour_id, user_id, place_id, visited_at)
+                    SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM tour_followers WHERE tour_id = $1 AND user_id = $2)
+                      AND EXISTS (SELECT 1 FROM beacons WHERE id = $3)
+                    ON CONFLICT DO NOTHING
+                    """, [v.tour.rawValue, v.user.rawValue, v.place.rawValue, v.visitedAt.millis])
+            }
+        }
+    }
+
+    package func tourVisits(_ tour: BeaconID, user: UserID) async throws -> [TourVisit] {
+        try await read { db in
+            try await db.rows("""
+                SELECT place_id, visited_at FROM tour_visits WHERE tour_id = $1 AND user_id = $2 ORDER BY visited_at, place_id
+                """, [tour.rawValue, user.rawValue]).map {
+                TourVisit(tour: tour, user: user, place: BeaconID(uncheckedRawValue: try $0.string("place_id")),
+                          visitedAt: try $0.timestamp("visited_at"))
+            }
+        }
+    }
+
+    package func addPlaceMedia(_ media: PlaceMedia) async throws {
+        try await write { db, _ in
+            try await db.rows("""
+                INSERT INTO place_media(id, place_id, user_id, kind, url, title, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+                """, [media.id.rawValue, media.place.rawValue, media.user.rawValue, media.content.kind,
+                      media.content.url, media.content.title, media.createdAt.millis])
+        }
+    }
+
+    package func placeMedia(_ place: BeaconID, limit: Int, after: Int64?) async throws -> Page<PlaceMedia> {
+        try await read { db in
+            let rows = try await db.rows("SELECT * FROM place_media WHERE place_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                                         [place.rawValue, after ?? 0, limit + 1])
+            let page = rows.prefix(limit)
+            return Page(items: try page.map { row in
+                let user = UserID(uncheckedRawValue: try row.string("user_id"))
+                let at = try row.timestamp("created_at")
+                return PlaceMedia(id: MediaID(uncheckedRawValue: try row.string("id")), place: place, user: user,
+                                  content: ContentRef(kind: try row.string("kind"), url: try row.string("url"),
+                                                      title: try row.optionalString("title"), addedBy: user, createdAt: at),
+                                  createdAt: at)
+            }, next: rows.count > limit ? try page.last?.int64("seq") : nil)
+        }
+    }
+
+    // MARK: Advertising
+
+    package func setInterests(_ user: UserID, _ interests: [(category: String, score: Int)]) async throws {
+        try await write { db, _ in
+            try await db.rows("DELETE FROM user_interests WHERE user_id = $1", [user.rawValue])
+            for (i, item) in interests.enumerated() {
+                try await db.rows("INSERT INTO user_interests(user_id, category, score, position) VALUES ($1, $2, $3, $4)",
+                                  [user.rawValue, item.category, item.score, i])
+            }
+        }
+    }
+
+    package func interests(_ user: UserID) async throws -> [(category: String, score: Int)] {
+        try await read { db in
+            try await db.rows("SELECT category, score FROM user_interests WHERE user_id = $1 ORDER BY position", [user.rawValue])
+                .map { (try $0.string("category"), try $0.int("score")) }
+        }
+    }
+
+    package func recordInteraction(promotion: BeaconID, user: UserID, type: InteractionType, at: Timestamp) async throws {
+        try await write { db, _ in
+            try await db.rows("""
+                INSERT INTO promotion_interactions(promotion_id, user_id, type, source, created_at) VALUES ($1, $2, $3, 'client', $4)
+                """, [promotion.rawValue, user.rawValue, type.rawValue, at.millis])
+        }
+    }
+
+    package func interactionCount(promotion: BeaconID, user: UserID, type: InteractionType, since: Timestamp) async throws -> Int {
+        try await read { db in
+            try await db.row("""
+                SELECT count(*) AS n FROM promotion_interactions
+                WHERE user_id = $1 AND promotion_id = $2 AND type = $3 AND created_at >= $4
+                """, [user.rawValue, promotion.rawValue, type.rawValue, since.millis])?.int("n") ?? 0
+        }
+    }
+
+    package func recordPick(promotion: BeaconID, user: UserID, at: Timestamp, since: Timestamp, cap: Int) async throws -> Bool {
+        try await write { db, _ in
+            // One pick decision per user at a time, across processes.
+            try await db.rows("SELECT pg_advisory_xact_lock(hashtext('dbeacon_pick_' || $1))", [user.rawValue])
+            let recent = try await db.row("""
+                SELECT count(*) AS n FROM promotion_interactions WHERE user_id = $1 AND source = 'pick' AND created_at >= $2
+                """, [user.rawValue, since.millis])?.int("n") ?? 0
+            guard recent < cap else { return false }
+            try await db.rows("""
+                INSERT INTO promotion_interactions(promotion_id, user_id, type, source, created_at) VALUES ($1, $2, 'shown', 'pick', $3)
+                """, [promotion.rawValue, user.rawValue, at.millis])
+            return true
+        }
+    }
+
+    package func pickTimes(user: UserID, since: Timestamp) async throws -> [Timestamp] {
+        try await read { db in
+            try await db.rows("""
+                SELECT created_at FROM promotion_interactions WHERE user_id = $1 AND source = 'pick' AND created_at >= $2
+                ORDER BY created_at
+                """, [user.rawValue, since.millis]).map { try $0.timestamp("created_at") }
+        }
+    }
+
+    package func interactionCounts(user: UserID, promotions: [BeaconID]) async throws -> [BeaconID: InteractionCounts] {
+        guard !promotions.isEmpty else { return [:] }
+        return try await read { db in
+            var result: [BeaconID: InteractionCounts] = [:]
+            for row in try await db.rows("""
+                SELECT promotion_id, type, count(*) AS n FROM promotion_interactions
+                WHERE user_id = $1 AND promotion_id = ANY($2) GROUP BY promotion_id, type
+                """, [user.rawValue, promotions.map(\.rawValue)]) {
+                let id = BeaconID(uncheckedRawValue: try row.string("promotion_id"))
+                Self.add(try row.string("type"), try row.int("n"), to: &result[id, default: InteractionCounts()])
+            }
+            return result
+        }
+    }
+
+    private static func add(_ type: String, _ n: Int, to counts: inout InteractionCounts) {
+        switch InteractionType(rawValue: type) {
+        case .shown: counts.shown += n
+        case .clicked: counts.clicked += n
+        case .calendarAdd: counts.calendarAdds += n
+        case nil: break
+        }
+    }
+
+    package func promotionTotals(_ promotion: BeaconID) async throws -> PromotionTotals {
+        try await read { db in
+            var counts = InteractionCounts()
+            for row in try await db.rows("SELECT type, count(*) AS n FROM promotion_interactions WHERE promotion_id = $1 GROUP BY type",
+                                         [promotion.rawValue]) {
+                Self.add(try row.string("type"), try row.int("n"), to: &counts)
+            }
+            let users = try await db.row("SELECT count(DISTINCT user_id) AS n FROM promotion_interactions WHERE promotion_id = $1",
+                                         [promotion.rawValue])?.int("n") ?? 0
+            return PromotionTotals(counts: counts, uniqueUsers: users)
+        }
+    }
+}

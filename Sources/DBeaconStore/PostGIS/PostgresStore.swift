@@ -1,0 +1,266 @@
+package import DBeaconCore
+import DBeaconGeo
+import Foundation
+package import Logging
+import NIOCore
+import NIOPosix
+import PostgresNIO
+
+/// The scale-out store: the same model and guarantees as `SpatiaLiteStore`, on PostgreSQL +
+/// PostGIS through postgres-nio. Several server processes may share one database:
+///
+/// * every write is one transaction; version checks lock the row (`FOR UPDATE`), so the
+///   optimistic-concurrency guarantees hold across processes;
+/// * the webhook outbox is claimed with `FOR UPDATE SKIP LOCKED`, so each delivery is sent by
+///   exactly one process;
+/// * each committed beacon change is announced with `NOTIFY` (payload: process, kind, beacon
+///   id); every other process re-reads the beacon and reports it to `observeRemoteChanges`, so
+///   its in-memory index stays in sync.
+///
+/// Selected by a `postgres://user[:password]@host[:port]/database[?schema=NAME&sslmode=…]`
+/// URL. `schema` keeps all tables (and the notification channel) in one PostgreSQL schema, so
+/// several independent deployments, or tests, can share a database.
+package final class PostgresStore: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+    /// The PostgreSQL schema holding the tables (nil: the user's default search path).
+    package let schema: String?
+    /// The NOTIFY channel for beacon changes of this schema.
+    let channel: String
+    /// Identifies this process in notifications (its own are ignored) and outbox claims.
+    let node: NodeIdentity
+    let observers: PostgresObservers
+    private let runTask: Task<Void, Never>
+    private let listenTask: Task<Void, Never>?
+
+    /// Connects, creates the schema and the PostGIS extension if needed, applies the
+    /// migrations of `schema/postgis/`, and (with `listen`) starts following the changes made
+    /// by other processes.
+    package static func connect(url: String, listen: Bool = true, logger: Logger) async throws -> PostgresStore {
+        let target = try PostgresURL(url)
+        let store = PostgresStore(target: target, listen: listen, logger: logger)
+        do {
+            try await store.prepareDatabase()
+            if listen { try await store.node.waitUntilReady() }
+        } catch {
+            await store.shutdown()
+            throw Self.translate(error)
+        }
+        return store
+    }
+
+    private init(target: PostgresURL, listen: Bool, logger: Logger) {
+        var config = PostgresClient.Configuration(host: target.host, port: target.port, username: target.user,
+                                                  password: target.password, database: target.database, tls: target.tls)
+        if let schema = target.schema {
+            config.options.additionalStartupParameters = [("search_path", "\"\(schema)\", public")]
+        }
+        config.options.maximumConnections = 16
+        let client = PostgresClient(configuration: config, backgroundLogger: logger)
+        self.client = client
+        self.logger = logger
+        self.schema = target.schema
+        self.channel = "dbeacon_changes" + (target.schema.map { "_" + $0 } ?? "")
+        self.node = NodeIdentity()
+        self.observers = PostgresObservers()
+        // The pool must run for the store to be usable at all (migrations, the samples loaded
+        // before the service group starts), so it lives exactly as long as the store.
+        self.runTask = Task { await client.run() }
+        if listen {
+            let channel = channel, node = node, observers = observers
+            listenTask = Task {
+                await PostgresStore.listen(target: target, channel: channel, node: node, observers: observers,
+                                           client: client, logger: logger)
+            }
+        } else {
+            listenTask = nil
+            node.markReady(claimant: nil)
+        }
+    }
+
+    /// Stops listening and closes the connections.
+    package func shutdown() async {
+        listenTask?.cancel()
+        runTask.cancel()
+        await listenTask?.value
+        await runTask.value
+    }
+
+    deinit {
+        listenTask?.cancel()
+        runTask.cancel()
+    }
+
+    /// Registers the function that receives every beacon change committed by this process.
+    package func observeChanges(_ observer: @escaping @Sendable (BeaconChange) -> Void) {
+        observers.local.set(observer)
+    }
+
+    /// Registers the function called after commits (to wake the webhook deliverer).
+    package func observeCommits(_ waker: @escaping @Sendable () -> Void) {
+        observers.local.setOutboxWaker(waker)
+    }
+
+    /// Registers the function that receives beacon changes committed by other processes.
+    package func observeRemoteChanges(_ observer: @escaping @Sendable (BeaconChange) -> Void) {
+        observers.remote.set(observer)
+    }
+
+    /// The PostGIS library version (`postgis_lib_version()`), e.g. `3.3.2`.
+    package func postgisVersion() async throws -> String {
+        try await read { db in try await db.row("SELECT postgis_lib_version() AS v")?.string("v") ?? "" }
+    }
+
+    // MARK: Schema
+
+    private func prepareDatabase() async throws {
+        try await client.withConnection { connection in
+            let tx = PGConnection(connection: connection, logger: logger)
+            if let schema {
+                _ = try await tx.rows("CREATE SCHEMA IF NOT EXISTS \"\(schema)\"")
+            }
+            // Needs the privilege to create extensions the first time only.
+            let hasPostGIS = try await tx.rows("SELECT 1 FROM pg_extension WHERE extname = 'postgis'")
+            if hasPostGIS.isEmpty {
+                _ = try await tx.rows("CREATE EXTENSION IF NOT EXISTS postgis SCHEMA public")
+            }
+            _ = try await tx.rows("BEGIN")
+            do {
+                // One migrating process at a time per schema.
+                _ = try await tx.rows("SELECT pg_advisory_xact_lock(hashtext($1))", ["dbeacon_migrate_" + (schema ?? "")])
+                _ = try await tx.rows("""
+                    CREATE TABLE IF NOT EXISTS dbeacon_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
+                    """)
+                let applied = Set(try await tx.rows("SELECT name FROM dbeacon_migrations").map { try $0.string("name") })
+                for (name, sql) in PostGISSchema.migrations where !applied.contains(name) {
+                    try await tx.simple(sql)
+                    _ = try await tx.rows("INSERT INTO dbeacon_migrations(name) VALUES ($1)", [name])
+                }
+                _ = try await tx.rows("COMMIT")
+            } catch {
+                _ = try? await tx.rows("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    // MARK: Transactions
+
+    /// Runs `body` in a write transaction (read committed; rows that decide are locked by the
+    /// body), announces the beacon changes it made with NOTIFY inside that transaction, and
+    /// reports them to the local observer after commit.
+    func write<T: Sendable>(_ body: @escaping @Sendable (PGConnection, inout [BeaconChange]) async throws -> T) async throws -> T {
+        let observers = observers, channel = channel, node = node
+        let (result, changes): (T, [BeaconChange]) = try await transaction("BEGIN") { tx in
+            var changes: [BeaconChange] = []
+            let result = try await body(tx, &changes)
+            for change in changes {
+                _ = try await tx.rows("SELECT pg_notify($1, $2)", [channel, ChangeNotice(change, node: node.id).payload])
+            }
+            return (result, changes)
+        }
+        if let notify = observers.local.observer { for change in changes { notify(change) } }
+        observers.local.outboxWaker?()
+        return result
+    }
+
+    /// Runs `body` in a read-only snapshot, so multi-query reads see one state.
+    func read<T: Sendable>(_ body: @escaping @Sendable (PGConnection) async throws -> T) async throws -> T {
+        try await transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", body)
+    }
+
+    private func transaction<T: Sendable>(_ begin: String, _ body: @escaping @Sendable (PGConnection) async throws -> T) async throws -> T {
+        do {
+            return try await client.withConnection { connection in
+                let tx = PGConnection(connection: connection, logger: logger)
+                _ = try await tx.rows(begin)
+                do {
+                    let result = try await body(tx)
+                    _ = try await tx.rows("COMMIT")
+                    return result
+                } catch {
+                    _ = try? await tx.rows("ROLLBACK")
+                    throw error
+                }
+            }
+        } catch {
+            throw Self.translate(error)
+        }
+    }
+
+    static func translate(_ error: any Error) -> any Error {
+        if error is DBeaconError || error is CancellationError { return error }
+        if let error = error as? PSQLError {
+            if let state = error.serverInfo?[.sqlState] {
+                let message = error.serverInfo?[.message] ?? ""
+                switch state {
+                case "23505", "23503", "23514":
+                    return DBeaconError.conflict("constraint violated: \(message)")
+                case "40001", "40P01", "55P03":
+                    return DBeaconError(.unavailable, code: "database_busy", message: "the database is busy, retry shortly")
+                default:
+                    return DBeaconError.internalError("database error", cause: "\(state): \(message)")
+                }
+            }
+            return DBeaconError(.unavailable, code: "database_unavailable",
+                                message: "cannot reach PostgreSQL: \(String(reflecting: error.code))")
+        }
+        return DBeaconError.internalError("database error", cause: "\(error)")
+    }
+}
+
+/// The parts of a `postgres://` URL.
+struct PostgresURL: Sendable {
+    var host: String
+    var port: Int
+    var user: String
+    var password: String?
+    var database: String?
+    var schema: String?
+    var tls: PostgresClient.Configuration.TLS
+
+    /// Whether `string` names a PostgreSQL database rather than a SpatiaLite file.
+    static func matches(_ string: String) -> Bool {
+        string.hasPrefix("postgres://") || string.hasPrefix("postgresql://")
+    }
+
+    init(_ string: String) throws {
+        guard Self.matches(string), let components = URLComponents(string: string), let host = components.host, !host.isEmpty else {
+            throw DBeaconError(.badRequest, code: "invalid_database_url",
+                               message: "expected postgres://user[:password]@host[:port]/database[?schema=NAME]")
+        }
+        self.host = host
+        port = components.port ?? 5432
+        user = components.user.flatMap { $0.removingPercentEncoding } ?? ProcessInfo.processInfo.environment["USER"] ?? "postgres"
+        password = components.password.flatMap { $0.removingPercentEncoding }
+        let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
+        database = path.isEmpty ? nil : path
+        var schema: String?
+        var tls = PostgresClient.Configuration.TLS.disable
+        for item in components.queryItems ?? [] {
+            switch item.name {
+            case "schema", "search_path":
+                guard let value = item.value, !value.isEmpty,
+                      value.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }), value.count <= 40 else {
+                    throw DBeaconError(.badRequest, code: "invalid_database_url", message: "schema must be 1-40 of [A-Za-z0-9_]")
+                }
+                schema = value.lowercased()
+            case "sslmode":
+                switch item.value {
+                case "require", "verify-ca", "verify-full": tls = .require(.makeClientConfiguration())
+                case "prefer": tls = .prefer(.makeClientConfiguration())
+                default: tls = .disable
+                }
+            default:
+                break
+            }
+        }
+        self.schema = schema
+        self.tls = tls
+    }
+}
+
+package extension PostgresStore {
+    /// Whether a `--db` value names a PostgreSQL database (`postgres://…`).
+    static func isURL(_ string: String) -> Bool { PostgresURL.matches(string) }
+}

@@ -1,0 +1,153 @@
+import AsyncHTTPClient
+import DBeaconCore
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Testing
+
+/// Two real `dbeacon serve` processes on one PostgreSQL database (needs
+/// `DBEACON_POSTGRES_URL`): writes made through one are seen by the other's in-memory index
+/// within a second (LISTEN/NOTIFY), and the shared outbox delivers each event once.
+@Suite(.serialized) struct PostgresMultiProcessTests {
+    static let adminToken = "multi-process-admin"
+
+    @Test(.enabled(if: Backend.postgresURL != nil, "needs DBEACON_POSTGRES_URL"))
+    func twoServersShareOneDatabase() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dbeacon-mp-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let db = try Backend.postgis.freshDatabase(in: directory)
+        let receiver = try await WebhookReceiver.start()
+        let a = try await ServerProcess.start(db: db, log: directory.appendingPathComponent("a.log"))
+        defer { a.stop() }
+        let b = try await ServerProcess.start(db: db, log: directory.appendingPathComponent("b.log"))
+        defer { b.stop() }
+
+        // Given users created through A and a webhook of ann's registered through B.
+        let owner = try await a.call(.POST, "/v1/users", token: Self.adminToken, json: ["name": "owner"])
+        let ann = try await a.call(.POST, "/v1/users", token: Self.adminToken, json: ["name": "ann"])
+        let ownerToken = try #require(owner.json?["token"]?.stringValue)
+        let annToken = try #require(ann.json?["token"]?.stringValue)
+        let hook = try await b.call(.POST, "/v1/webhooks", token: annToken, json: ["url": .string(receiver.url), "events": ["*"]])
+        #expect(hook.status == 201, "\(hook.json.map(JSONWriter.string) ?? "")")
+
+        // When a beacon is created through A…
+        let created = try await a.call(.POST, "/v1/beacons", token: ownerToken, json: feature(name: "kiosk", lat: 48.7784, lon: 9.18))
+        #expect(created.status == 201)
+        let id = try #require(created.json?["id"]?.stringValue)
+
+        // …then B's nearby finds it within a second.
+        let clock = ContinuousClock()
+        let start = clock.now
+        var foundOnB = false
+        while clock.now - start < .seconds(1) {
+            let nearby = try await b.call(.GET, "/v1/nearby?lat=48.7784&lon=9.1801", token: annToken)
+            if nearby.json?["features"]?.arrayValue?.contains(where: { $0["id"]?.stringValue == id }) == true {
+                foundOnB = true
+                break
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(foundOnB, "B's index did not learn of the beacon created through A within a second")
+
+        // A deletion through B disappears from A's index too.
+        let temporary = try await b.call(.POST, "/v1/beacons", token: ownerToken, json: feature(name: "stall", lat: 48.7784, lon: 9.18))
+        let temporaryID = try #require(temporary.json?["id"]?.stringValue)
+        #expect(try await a.eventually { try await $0.nearbyIDs(token: annToken).contains(temporaryID) })
+        #expect(try await b.call(.DELETE, "/v1/beacons/\(temporaryID)", token: ownerToken).status == 204)
+        #expect(try await a.eventually { try await !$0.nearbyIDs(token: annToken).contains(temporaryID) })
+
+        // When ann follows and the owner edits the beacon through both servers, each event is
+        // delivered exactly once although both servers run a deliverer on the same outbox.
+        #expect(try await b.call(.POST, "/v1/beacons/\(id)/followers", token: annToken).status < 300)
+        let edits = 12
+        for i in 0..<edits {
+            let server = i % 2 == 0 ? a : b
+            let patch = try await server.call(.PATCH, "/v1/beacons/\(id)", token: ownerToken,
+                                              json: ["properties": ["name": .string("kiosk \(i)")]])
+            #expect(patch.status == 200)
+        }
+        let deadline = clock.now + .seconds(15)
+        while receiver.received.count < edits && clock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        try await Task.sleep(for: .milliseconds(1500)) // time for any duplicate to arrive
+        let ids = receiver.received.compactMap { $0.headers["webhook-id"] }
+        #expect(ids.count == edits, "deliveries: \(ids.count), expected \(edits)")
+        #expect(Set(ids).count == ids.count, "an event was delivered twice")
+    }
+}
+
+/// A `dbeacon serve` child process on a free loopback port.
+struct ServerProcess: @unchecked Sendable {
+    let process: Process
+    let port: Int
+
+    static func start(db: String, log: URL) async throws -> ServerProcess {
+        let port = try freePort()
+        let process = Process()
+        process.executableURL = CLI.executable
+        process.arguments = ["serve", "--db", db, "--port", String(port), "--admin-token", PostgresMultiProcessTests.adminToken,
+                             "--allow-private-webhooks", "--log-level", "warning"]
+        FileManager.default.createFile(atPath: log.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: log)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        let server = ServerProcess(process: process, port: port)
+        for _ in 0..<300 {
+            if let health = try? await server.call(.GET, "/healthz"), health.status == 200 { return server }
+            guard process.isRunning else { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        server.stop()
+        throw DBeaconError.internalError("server did not start; log: " + ((try? String(contentsOf: log, encoding: .utf8)) ?? ""))
+    }
+
+    func stop() {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+
+    func call(_ method: HTTPMethod, _ path: String, token: String? = nil, json: JSONValue? = nil) async throws -> (status: Int, json: JSONValue?) {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
+        request.method = method
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        if let json {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: JSONWriter.serialize(json)))
+        }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        let body = try await response.body.collect(upTo: 1 << 22)
+        let text = String(buffer: body)
+        return (Int(response.status.code), text.isEmpty ? nil : try? JSONParser.parse(text))
+    }
+
+    func nearbyIDs(token: String) async throws -> [String] {
+        try await call(.GET, "/v1/nearby?lat=48.7784&lon=9.1801", token: token).json?["features"]?.arrayValue?
+            .compactMap { $0["id"]?.stringValue } ?? []
+    }
+
+    /// Polls `condition` for up to a second.
+    func eventually(_ condition: (ServerProcess) async throws -> Bool) async throws -> Bool {
+        for _ in 0..<50 {
+            if try await condition(self) { return true }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return false
+    }
+}
+
+/// A TCP port that is free right now on 127.0.0.1.
+func freePort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw DBeaconError.internalError("socket() failed") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = 0
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    guard bound else { throw DBeaconError.internalError("bind() failed") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
