@@ -75,10 +75,12 @@ struct BenchResult {
     var avgResults = 0.0
     var lookups1 = 0.0, lookupP50us = 0.0, lookupP99us = 0.0
     var lookups2 = 0.0
+    var full1 = 0.0, fullP50us = 0.0, fullP99us = 0.0
+    var full2 = 0.0
     var sql1: Double?, sqlP50us: Double?, sqlP99us: Double?
     var sql2: Double?
     var fixes: Double?, fixEvents: Double?, fixP99ms: Double?
-    var http: Double?, httpP50ms: Double?, httpP99ms: Double?
+    var http: Double?, httpP50ms: Double?, httpP99ms: Double?, httpBytesPerResponse: Double?
     var startupSec: Double?
     var rssBytes: Int?
 
@@ -88,9 +90,13 @@ struct BenchResult {
         let o: JSONValue = .object(JSONObject([
             ("beacons", i(beacons)), ("lookups_per_sec", n(lookups1)), ("lookups_per_sec_2t", n(lookups2)),
             ("lookup_p50_us", n(lookupP50us)), ("lookup_p99_us", n(lookupP99us)), ("avg_results_per_lookup", n(avgResults)),
+            ("lookups_with_beacons_per_sec", n(full1)), ("lookups_with_beacons_per_sec_2t", n(full2)),
+            ("lookup_with_beacons_p50_us", n(fullP50us)), ("lookup_with_beacons_p99_us", n(fullP99us)),
             ("sql_lookups_per_sec", n(sql1)), ("sql_lookups_per_sec_2t", n(sql2)), ("sql_p50_us", n(sqlP50us)),
             ("sql_p99_us", n(sqlP99us)), ("speedup_vs_sql", n(sql1.map { lookups1 / $0 })),
+            ("speedup_vs_sql_with_beacons", n(sql1.map { full1 / $0 })),
             ("http_requests_per_sec", n(http)), ("http_p50_ms", n(httpP50ms)), ("http_p99_ms", n(httpP99ms)),
+            ("http_bytes_per_response", n(httpBytesPerResponse)),
             ("fixes_per_sec", n(fixes)), ("fix_events_per_sec", n(fixEvents)), ("fix_p99_ms", n(fixP99ms)),
             ("startup_sec", n(startupSec)), ("index_load_sec", n(loadSec)), ("rss_bytes", i(rssBytes)),
             ("generate_sec", n(generateSec)), ("db_bytes", i(dbBytes)),
@@ -113,12 +119,17 @@ struct BenchResult {
             ("lookups/s, 1 thread", { count($0.lookups1) }),
             ("  p50 / p99 (µs)", { "\(f($0.lookupP50us, 1)) / \(f($0.lookupP99us, 1))" }),
             ("lookups/s, 2 threads", { count($0.lookups2) }),
+            ("… returning beacons, 1 thread", { count($0.full1) }),
+            ("  p50 / p99 (µs)", { "\(f($0.fullP50us, 1)) / \(f($0.fullP99us, 1))" }),
+            ("… returning beacons, 2 threads", { count($0.full2) }),
             ("SQL lookups/s, 1 thread", { count($0.sql1) }),
             ("  p50 / p99 (µs)", { "\(f($0.sqlP50us, 0)) / \(f($0.sqlP99us, 0))" }),
             ("SQL lookups/s, 2 threads", { count($0.sql2) }),
             ("memory ÷ SQL (1 thread)", { r in r.sql1.map { String(format: "%.0f×", r.lookups1 / $0) } ?? "—" }),
+            ("  with beacons ÷ SQL", { r in r.sql1.map { String(format: "%.0f×", r.full1 / $0) } ?? "—" }),
             ("HTTP nearby req/s", { count($0.http) }),
             ("  p50 / p99 (ms)", { "\(f($0.httpP50ms, 2)) / \(f($0.httpP99ms, 2))" }),
+            ("  mean response (KiB)", { f($0.httpBytesPerResponse.map { $0 / 1024 }, 1) }),
             ("location fixes/s (durable)", { count($0.fixes) }),
             ("  events/s, fix p99 (ms)", { "\(count($0.fixEvents)) / \(f($0.fixP99ms, 1))" }),
             ("server start-up (s)", { f($0.startupSec, 2) }),
@@ -216,12 +227,18 @@ struct BenchRun {
         for q in queries.prefix(10_000) { total += engine.countCovering(q) }
         result.avgResults = Double(total) / 10_000
 
-        let one = Self.lookups(engine, queries, threads: 1, seconds: command.duration)
+        let one = Self.lookups(engine, queries, threads: 1, seconds: command.duration, beacons: false)
         result.lookups1 = one.rate
         result.lookupP50us = one.latencies.percentile(0.5) / 1000
         result.lookupP99us = one.latencies.percentile(0.99) / 1000
-        result.lookups2 = Self.lookups(engine, queries, threads: 2, seconds: command.duration).rate
+        result.lookups2 = Self.lookups(engine, queries, threads: 2, seconds: command.duration, beacons: false).rate
         log(String(format: "lookups: %.0f/s on 1 thread, %.0f/s on 2", result.lookups1, result.lookups2))
+        let full = Self.lookups(engine, queries, threads: 1, seconds: command.duration, beacons: true)
+        result.full1 = full.rate
+        result.fullP50us = full.latencies.percentile(0.5) / 1000
+        result.fullP99us = full.latencies.percentile(0.99) / 1000
+        result.full2 = Self.lookups(engine, queries, threads: 2, seconds: command.duration, beacons: true).rate
+        log(String(format: "lookups returning beacons: %.0f/s on 1 thread, %.0f/s on 2", result.full1, result.full2))
 
         if !command.skipSQL {
             let sql = SQLCoverageEngine(store: store)
@@ -237,9 +254,10 @@ struct BenchRun {
         }
     }
 
-    /// Lookups returning the covering beacons, as nearby and the fence engine use them.
-    static func lookups(_ engine: MemoryCoverageEngine, _ queries: [CoverQuery], threads: Int, seconds: Double)
-        -> (rate: Double, latencies: Latencies) {
+    /// Lookups: the set of covering beacons (slots), or, with `beacons`, copies of the beacons
+    /// themselves as nearby and the fence engine receive them.
+    static func lookups(_ engine: MemoryCoverageEngine, _ queries: [CoverQuery], threads: Int, seconds: Double,
+                        beacons: Bool) -> (rate: Double, latencies: Latencies) {
         let results = UncheckedBox(Array(repeating: (0, Latencies()), count: threads))
         let deadline = monotonicNanos() + UInt64(seconds * 1e9)
         let started = monotonicNanos()
@@ -249,10 +267,17 @@ struct BenchRun {
             lat.samples.reserveCapacity(1 << 20)
             var i = t * 7919
             var sink = 0
+            var slots: [Int32] = []
+            slots.reserveCapacity(256)
             while true {
                 let q = queries[i % queries.count]
                 let t0 = monotonicNanos()
-                sink &+= engine.coveringNow(q).count
+                if beacons {
+                    sink &+= engine.coveringNow(q).count
+                } else {
+                    engine.coveringSlots(q, into: &slots)
+                    sink &+= slots.count
+                }
                 let t1 = monotonicNanos()
                 if n & 7 == 0 { lat.add(t1 - t0) }
                 n += 1
@@ -397,6 +422,7 @@ struct BenchRun {
         result.http = parsed.rate
         result.httpP50ms = parsed.p50
         result.httpP99ms = parsed.p99
+        if let rate = parsed.rate, let transfer = parsed.transfer, rate > 0 { result.httpBytesPerResponse = transfer / rate }
         if parsed.errors > 0 { log("wrk reported \(parsed.errors) non-2xx or socket errors:\n\(output)") }
         log(String(format: "HTTP: %.0f req/s, p99 %.2f ms", parsed.rate ?? 0, parsed.p99 ?? 0))
     }
@@ -418,21 +444,27 @@ struct BenchRun {
             """
     }
 
-    static func parseWrk(_ text: String) -> (rate: Double?, p50: Double?, p99: Double?, errors: Int) {
+    static func parseWrk(_ text: String) -> (rate: Double?, p50: Double?, p99: Double?, transfer: Double?, errors: Int) {
         func ms(_ s: Substring) -> Double? {
             let units: [(String, Double)] = [("us", 0.001), ("ms", 1), ("s", 1000)]
             for (u, f) in units where s.hasSuffix(u) { return Double(s.dropLast(u.count)).map { $0 * f } }
             return nil
         }
-        var rate: Double?, p50: Double?, p99: Double?, errors = 0
+        func bytes(_ s: Substring) -> Double? {
+            let units: [(String, Double)] = [("GB", 1_073_741_824), ("MB", 1_048_576), ("KB", 1024), ("B", 1)]
+            for (u, f) in units where s.hasSuffix(u) { return Double(s.dropLast(u.count)).map { $0 * f } }
+            return nil
+        }
+        var rate: Double?, p50: Double?, p99: Double?, transfer: Double?, errors = 0
         for raw in text.split(separator: "\n") {
             let parts = raw.split(separator: " ", omittingEmptySubsequences: true)
             if raw.contains("Requests/sec:"), let last = parts.last { rate = Double(last) }
+            if raw.contains("Transfer/sec:"), let last = parts.last { transfer = bytes(last) }
             if parts.count == 2 && parts[0] == "50%" { p50 = ms(parts[1]) }
             if parts.count == 2 && parts[0] == "99%" { p99 = ms(parts[1]) }
             if raw.contains("Non-2xx") || raw.contains("Socket errors") { errors += Int(parts.last ?? "0") ?? 1 }
         }
-        return (rate, p50, p99, errors)
+        return (rate, p50, p99, transfer, errors)
     }
 
     static func which(_ tool: String) -> String? {

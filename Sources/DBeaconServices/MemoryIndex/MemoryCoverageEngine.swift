@@ -272,6 +272,13 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         return out
     }
 
+    /// The slots of the covering beacons, appended to `out` (cleared first): the lookup alone,
+    /// without copying beacons out (benchmarks; a slot is valid until the next change).
+    package func coveringSlots(_ query: CoverQuery, into out: inout [Int32]) {
+        out.removeAll(keepingCapacity: true)
+        lock.read { visit(query) { out.append($0) } }
+    }
+
     /// Number of covering beacons, without copying them out (benchmarks).
     package func countCovering(_ query: CoverQuery) -> Int {
         var n = 0
