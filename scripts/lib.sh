@@ -32,13 +32,18 @@ install_test_references() {
 
 # start_test_postgres: installs PostgreSQL 15 + PostGIS 3 (Debian packages), starts a
 # throwaway cluster in a temporary folder, listening on 127.0.0.1 only (port
-# $DBEACON_PG_PORT, default 54329), creates the database dbeacon_test with PostGIS and
+# $DBEACON_PG_PORT, default the first free one from 54329), creates the database dbeacon_test with PostGIS and
 # exports DBEACON_POSTGRES_URL (the test suite then runs every store and HTTP test on PostGIS
 # as well). PostgreSQL refuses to run as root: as root the server runs as the `postgres`
 # user. Prints why and returns 1 when anything fails; stop it with stop_test_postgres.
 start_test_postgres() {
     apt_install postgresql-15 postgresql-15-postgis-3 || { echo "start_test_postgres: cannot install PostgreSQL" >&2; return 1; }
-    local bin=/usr/lib/postgresql/15/bin port="${DBEACON_PG_PORT:-54329}" dir
+    local bin=/usr/lib/postgresql/15/bin port="${DBEACON_PG_PORT:-}" dir
+    if [ -z "$port" ]; then # the first free port from 54329 (another cluster may be running)
+        for port in $(seq 54329 54349); do
+            (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || break
+        done
+    fi
     dir=$(mktemp -d /tmp/dbeacon-pg.XXXXXX)
     local as=()
     if [ "$(id -u)" -eq 0 ]; then
