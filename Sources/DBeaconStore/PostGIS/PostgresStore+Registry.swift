@@ -20,7 +20,7 @@ extension PostgresStore: RegistryStore {
             try await Self.requireBeacon(db, entry.beacon)
             if entry.status != .decommissioned { try await Self.checkIdentityFree(db, entry) }
             try await Self.identityGuarded(entry) {
-                try await db.rows("""
+                _ = try await db.rows("""
                     INSERT INTO registry_entries(id, kind, id1, id2, id3, instance, identity_key, specificity, beacon_id, owner,
                         lon, lat, level, measured_power, status, version, created_at, updated_at)
                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
@@ -42,7 +42,7 @@ extension PostgresStore: RegistryStore {
             try await Self.requireBeacon(db, entry.beacon)
             if entry.status != .decommissioned { try await Self.checkIdentityFree(db, entry) }
             try await Self.identityGuarded(entry) {
-                try await db.rows("""
+                _ = try await db.rows("""
                     UPDATE registry_entries SET kind = $2, id1 = $3, id2 = $4, id3 = $5, instance = $6, identity_key = $7,
                         specificity = $8, beacon_id = $9, owner = $10, lon = $11, lat = $12, level = $13, measured_power = $14,
                         status = $15, version = $16, created_at = $17, updated_at = $18
