@@ -25,7 +25,7 @@ package struct RegistryListQuery: Sendable, Hashable {
 }
 
 /// The shared physical beacon registry and the replay log of sighting batches. The
-/// SpatiaLite store implements it; a PostGIS store can implement it the same way.
+/// SpatiaLite and PostGIS stores implement it with the same semantics (RegistryStoreTests).
 package protocol RegistryStore: Sendable {
     /// Inserts an entry. `conflict` with code `duplicate_identity` when a live (not
     /// decommissioned) entry has the same identity pattern; the digital beacon must exist.

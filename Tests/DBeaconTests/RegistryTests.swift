@@ -21,8 +21,8 @@ func registration(_ beacon: Beacon, uuid: String = kontaktUUID, major: Int? = ni
 }
 
 @Suite struct RegistryTests {
-    @Test func registersAndRefusesExactDuplicates() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func registersAndRefusesExactDuplicates(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (owner, token) = try await h.user("owner")
         let b = try await h.beacon(feature(name: "shop"), owner: owner)
         try await h.app().test(.router) { client in
@@ -63,8 +63,8 @@ func registration(_ beacon: Beacon, uuid: String = kontaktUUID, major: Int? = ni
         }
     }
 
-    @Test func registeringNeedsOwnershipOfTheDigitalBeacon() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func registeringNeedsOwnershipOfTheDigitalBeacon(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (owner, _) = try await h.user("owner")
         let (ann, annToken) = try await h.user("ann")
         let (_, bobToken) = try await h.user("bob")
@@ -91,7 +91,7 @@ func registration(_ beacon: Beacon, uuid: String = kontaktUUID, major: Int? = ni
         }
     }
 
-    @Test(arguments: [
+    @Test(arguments: Backend.all, [
         (#"{"type":"ibeacon","uuid":"f7826da6-4fa2-4e98-8024-bc5b71e0893","beacon":"BID"}"#, "uuid", "invalid_uuid"),
         (#"{"type":"ibeacon","uuid":"f7826da6-4fa2-4e98-8024-bc5b71e0893e","major":70000,"beacon":"BID"}"#, "major", "invalid_major"),
         (#"{"type":"ibeacon","uuid":"f7826da6-4fa2-4e98-8024-bc5b71e0893e","major":1.5,"beacon":"BID"}"#, "major", "invalid_major"),
@@ -106,8 +106,9 @@ func registration(_ beacon: Beacon, uuid: String = kontaktUUID, major: Int? = ni
         (#"{"type":"quuppa","uuid":"f7826da6-4fa2-4e98-8024-bc5b71e0893e","beacon":"BID"}"#, "type", "invalid_type"),
         (#"{"type":"ibeacon","uuid":"f7826da6-4fa2-4e98-8024-bc5b71e0893e","beacon":"shop"}"#, "beacon", "invalid_id"),
     ])
-    func rejectsInvalidEntries(_ body: String, _ path: String, _ code: String) async throws {
-        let h = try await TestHarness.make()
+    func rejectsInvalidEntries(_ backend: Backend, _ input: (body: String, path: String, code: String)) async throws {
+        let (body, path, code) = input
+        let h = try await TestHarness.make(backend: backend)
         let (owner, token) = try await h.user("owner")
         let b = try await h.beacon(feature(name: "shop"), owner: owner)
         try await h.app().test(.router) { client in
@@ -120,8 +121,8 @@ func registration(_ beacon: Beacon, uuid: String = kontaktUUID, major: Int? = ni
 
     /// UUID+major+minor over UUID+major over UUID; inactive entries do not resolve; a caller
     /// who cannot see the most specific entry's beacon gets the next one they can see.
-    @Test func resolvesTheMostSpecificActiveVisibleEntry() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func resolvesTheMostSpecificActiveVisibleEntry(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (owner, token) = try await h.user("owner")
         let (ann, annToken) = try await h.user("ann")
         let (_, bobToken) = try await h.user("bob")
@@ -167,8 +168,8 @@ func registration(_ beacon: Beacon, uuid: String = kontaktUUID, major: Int? = ni
         }
     }
 
-    @Test func resolvesEddystoneAndAltBeaconIdentities() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func resolvesEddystoneAndAltBeaconIdentities(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (owner, token) = try await h.user("owner")
         let e = try await h.beacon(feature(name: "eddy"), owner: owner)
         let a = try await h.beacon(feature(name: "alt"), owner: owner)
@@ -195,8 +196,8 @@ func registration(_ beacon: Beacon, uuid: String = kontaktUUID, major: Int? = ni
         }
     }
 
-    @Test func listsWithFiltersAndPagesAndCascadesWithTheBeacon() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func listsWithFiltersAndPagesAndCascadesWithTheBeacon(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (owner, token) = try await h.user("owner")
         let (_, otherToken) = try await h.user("other")
         let a = try await h.beacon(feature(name: "a"), owner: owner)
@@ -231,10 +232,10 @@ func registration(_ beacon: Beacon, uuid: String = kontaktUUID, major: Int? = ni
         }
     }
 
-    @Test func theSampleDataRegistersTheMarkthalleBeacons() async throws {
+    @Test(arguments: Backend.all) func theSampleDataRegistersTheMarkthalleBeacons(_ backend: Backend) async throws {
         let samples = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("samples").path
-        let h = try await TestHarness.make { $0.samplesDirectory = samples }
+        let h = try await TestHarness.make(backend: backend) { $0.samplesDirectory = samples }
         let all = try await h.services.registry.list(RegistryListQuery(limit: 100), by: .admin)
         #expect(all.items.count == 6)
         try await h.app().test(.router) { client in

@@ -20,8 +20,9 @@ func sighting(uuid: String = kontaktUUID, major: Int = 1, minor: Int, rssi: Int,
 @Suite struct SightingTests {
     /// A shop (circle of 20 m far from the physical beacon's room, so only sightings put users
     /// inside) with one registered iBeacon (1/1, measured power -59 dBm at 1 m).
-    func setUp(sightingExit: Double = 30) async throws -> (TestHarness, owner: UserID, ann: UserID, annToken: String, shop: Beacon) {
-        let h = try await TestHarness.make { $0.fences.sightingExitSeconds = sightingExit }
+    func setUp(_ backend: Backend, sightingExit: Double = 30) async throws
+        -> (TestHarness, owner: UserID, ann: UserID, annToken: String, shop: Beacon) {
+        let h = try await TestHarness.make(backend: backend) { $0.fences.sightingExitSeconds = sightingExit }
         let (owner, _) = try await h.user("owner")
         let (ann, annToken) = try await h.user("ann")
         let shop = try await h.beacon(feature(name: "shop", lat: 48.7784, lon: 9.18, perimeter: circle(20)), owner: owner)
@@ -30,8 +31,8 @@ func sighting(uuid: String = kontaktUUID, major: Int = 1, minor: Int, rssi: Int,
         return (h, owner, ann, annToken, shop)
     }
 
-    @Test func eachItemGetsItsOwnResultOrError() async throws {
-        let (h, _, ann, token, shop) = try await setUp()
+    @Test(arguments: Backend.all) func eachItemGetsItsOwnResultOrError(_ backend: Backend) async throws {
+        let (h, _, ann, token, shop) = try await setUp(backend)
         let now = h.clock.now()
         let items: [JSONValue] = [
             sighting(minor: 1, rssi: -65, at: now, extra: [("tx_power", -59)]),
@@ -82,8 +83,8 @@ func sighting(uuid: String = kontaktUUID, major: Int = 1, minor: Int, rssi: Int,
         #expect(await h.fences.insideBeacons(of: ann) == [shop.id])
     }
 
-    @Test func replayingABatchIsIdempotent() async throws {
-        let (h, _, ann, token, _) = try await setUp()
+    @Test(arguments: Backend.all) func replayingABatchIsIdempotent(_ backend: Backend) async throws {
+        let (h, _, ann, token, _) = try await setUp(backend)
         let (_, bobToken) = try await h.user("bob")
         let body: JSONValue = ["batch_id": "scan-0001", "sightings": [sighting(minor: 1, rssi: -70, at: h.clock.now())]]
         try await h.app().test(.router) { client in
@@ -103,8 +104,8 @@ func sighting(uuid: String = kontaktUUID, major: Int = 1, minor: Int, rssi: Int,
     }
 
     /// Presence ends 30 s after the last sighting, decided by the ticker on the clock.
-    @Test func exitsThirtySecondsAfterTheLastSighting() async throws {
-        let (h, _, ann, token, shop) = try await setUp()
+    @Test(arguments: Backend.all) func exitsThirtySecondsAfterTheLastSighting(_ backend: Backend) async throws {
+        let (h, _, ann, token, shop) = try await setUp(backend)
         let t0 = h.clock.now()
         try await h.app().test(.router) { client in
             let enter = try await client.call(.post, "/v1/sightings", token: token, json: ["sightings": [sighting(minor: 1, rssi: -70, at: t0)]])
@@ -136,8 +137,8 @@ func sighting(uuid: String = kontaktUUID, major: Int = 1, minor: Int, rssi: Int,
         #expect(try await h.events(ann).count == 2)
     }
 
-    @Test func theTimeoutIsConfigurableAndSurvivesARestart() async throws {
-        let (h, _, ann, token, _) = try await setUp(sightingExit: 10)
+    @Test(arguments: Backend.all) func theTimeoutIsConfigurableAndSurvivesARestart(_ backend: Backend) async throws {
+        let (h, _, ann, token, _) = try await setUp(backend, sightingExit: 10)
         try await h.app().test(.router) { client in
             _ = try await client.call(.post, "/v1/sightings", token: token, json: ["sightings": [sighting(minor: 1, rssi: -70, at: h.clock.now())]])
         }
@@ -149,8 +150,8 @@ func sighting(uuid: String = kontaktUUID, major: Int = 1, minor: Int, rssi: Int,
 
     /// When sightings stop but a later GPS fix puts the user inside the perimeter, presence
     /// continues as an ordinary geofence state; the next fix outside exits as usual.
-    @Test func aLaterFixInsideTheperimeterTakesOver() async throws {
-        let (h, _, ann, token, shop) = try await setUp()
+    @Test(arguments: Backend.all) func aLaterFixInsideTheperimeterTakesOver(_ backend: Backend) async throws {
+        let (h, _, ann, token, shop) = try await setUp(backend)
         try await h.app().test(.router) { client in
             _ = try await client.call(.post, "/v1/sightings", token: token, json: ["sightings": [sighting(minor: 1, rssi: -70, at: h.clock.now())]])
         }
@@ -165,8 +166,8 @@ func sighting(uuid: String = kontaktUUID, major: Int = 1, minor: Int, rssi: Int,
         #expect(away.events.map(\.type) == [.exited])
     }
 
-    @Test func presenceEndsWhenTheBeaconIsHiddenAndStaleSightingsDoNotEnter() async throws {
-        let (h, owner, ann, token, shop) = try await setUp()
+    @Test(arguments: Backend.all) func presenceEndsWhenTheBeaconIsHiddenAndStaleSightingsDoNotEnter(_ backend: Backend) async throws {
+        let (h, owner, ann, token, shop) = try await setUp(backend)
         try await h.app().test(.router) { client in
             // A sighting older than the exit timeout resolves but does not enter.
             let stale = try await client.call(.post, "/v1/sightings", token: token,
@@ -189,8 +190,8 @@ func sighting(uuid: String = kontaktUUID, major: Int = 1, minor: Int, rssi: Int,
         }
     }
 
-    @Test func rejectsBadBatches() async throws {
-        let (h, _, _, token, _) = try await setUp()
+    @Test(arguments: Backend.all) func rejectsBadBatches(_ backend: Backend) async throws {
+        let (h, _, _, token, _) = try await setUp(backend)
         let item = sighting(minor: 1, rssi: -70, at: h.clock.now())
         try await h.app().test(.router) { client in
             #expect(try await client.call(.post, "/v1/sightings", token: TestHarness.adminToken, json: ["sightings": [item]]).status == .forbidden)

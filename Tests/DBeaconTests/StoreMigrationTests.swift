@@ -36,6 +36,7 @@ import Testing
         #expect(mismatched.isEmpty, "tables differing: \(mismatched)")
         #expect(reports.first { $0.table == "beacons" }?.targetRows == all.count)
         #expect((reports.first { $0.table == "outbox" }?.targetRows ?? 0) > 0)
+        #expect(reports.first { $0.table == "registry_entries" }?.targetRows == 6)
 
         // …and a server on PostGIS answers as the SpatiaLite one did.
         var config = h.services.config
@@ -48,6 +49,9 @@ import Testing
         #expect(try await moved.auth.authenticate(token: annToken) == .user(ann))
         #expect(try await moved.store.events(recipient: ann, after: nil, limit: 100).items.map(\.id)
                 == (try await h.store.events(recipient: ann, after: nil, limit: 100).items.map(\.id)))
+        let registry = RegistryListQuery(limit: 100)
+        #expect(try await moved.store.listRegistryEntries(registry, viewer: .admin, now: h.clock.now()).items
+                == (try await h.store.listRegistryEntries(registry, viewer: .admin, now: h.clock.now()).items))
         let point = all[0].location
         let query = CoverQuery(point: point, at: h.clock.now(), viewer: .user(ann))
         #expect(Set(try await moved.store.coveringBeacons(query).map(\.id)) == Set(try await h.store.coveringBeacons(query).map(\.id)))

@@ -124,10 +124,12 @@ extension PostgresStore: EventStore {
                 }
                 for s in update.states {
                     try await db.rows("""
-                        INSERT INTO fence_states(user_id, beacon_id, entered_at, dwelled)
-                        SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM beacons WHERE id = $2)
-                        ON CONFLICT (user_id, beacon_id) DO UPDATE SET entered_at = excluded.entered_at, dwelled = excluded.dwelled
-                        """, [s.user.rawValue, s.state.beacon.rawValue, s.state.enteredAt.millis, s.state.dwelled])
+                        INSERT INTO fence_states(user_id, beacon_id, entered_at, dwelled, sighted_at)
+                        SELECT $1, $2, $3, $4, $5::bigint WHERE EXISTS (SELECT 1 FROM beacons WHERE id = $2)
+                        ON CONFLICT (user_id, beacon_id) DO UPDATE SET entered_at = excluded.entered_at, dwelled = excluded.dwelled,
+                            sighted_at = excluded.sighted_at
+                        """, [s.user.rawValue, s.state.beacon.rawValue, s.state.enteredAt.millis, s.state.dwelled,
+                              s.state.sightedAt?.millis])
                 }
                 for m in update.moves {
                     try await Self.move(m.beacon, to: m.position, radiusM: m.radiusM, db: db)
@@ -146,7 +148,7 @@ extension PostgresStore: EventStore {
             for row in try await db.rows("SELECT * FROM fence_states") {
                 states[UserID(uncheckedRawValue: try row.string("user_id")), default: []].append(
                     FenceState(beacon: BeaconID(uncheckedRawValue: try row.string("beacon_id")), enteredAt: try row.timestamp("entered_at"),
-                               dwelled: try row.bool("dwelled")))
+                               dwelled: try row.bool("dwelled"), sightedAt: try row.optionalTimestamp("sighted_at")))
             }
             return (locations, states)
         }

@@ -35,12 +35,14 @@ package final class PostgresStore: Sendable {
 
     /// Connects, creates the schema and the PostGIS extension if needed, applies the
     /// migrations of `schema/postgis/`, and (with `listen`) starts following the changes made
-    /// by other processes.
-    package static func connect(url: String, listen: Bool = true, logger: Logger) async throws -> PostgresStore {
+    /// by other processes. `migrations` is for tests that build a database as an older
+    /// release left it.
+    package static func connect(url: String, listen: Bool = true, logger: Logger,
+                                migrations: [(String, String)] = PostGISSchema.migrations) async throws -> PostgresStore {
         let target = try PostgresURL(url)
         let store = PostgresStore(target: target, listen: listen, logger: logger)
         do {
-            try await store.prepareDatabase()
+            try await store.prepareDatabase(migrations: migrations)
             if listen { try await store.node.waitUntilReady() }
         } catch {
             await store.shutdown()
@@ -106,6 +108,13 @@ package final class PostgresStore: Sendable {
         observers.remote.set(observer)
     }
 
+    /// The names of the applied migrations, in the order they were applied.
+    package func appliedMigrations() async throws -> [String] {
+        try await read { db in
+            try await db.rows("SELECT name FROM dbeacon_migrations ORDER BY applied_at, name").map { try $0.string("name") }
+        }
+    }
+
     /// The PostGIS library version (`postgis_lib_version()`), e.g. `3.3.2`.
     package func postgisVersion() async throws -> String {
         try await read { db in try await db.row("SELECT postgis_lib_version() AS v")?.string("v") ?? "" }
@@ -113,7 +122,9 @@ package final class PostgresStore: Sendable {
 
     // MARK: Schema
 
-    private func prepareDatabase() async throws {
+    /// Applies, in list order, each migration not yet recorded in `dbeacon_migrations`: a
+    /// migration added later with a lower number (v3 after v4) still reaches older databases.
+    private func prepareDatabase(migrations: [(String, String)]) async throws {
         try await client.withConnection { connection in
             let tx = PGConnection(connection: connection, logger: logger)
             if let schema {
@@ -132,7 +143,7 @@ package final class PostgresStore: Sendable {
                     CREATE TABLE IF NOT EXISTS dbeacon_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
                     """)
                 let applied = Set(try await tx.rows("SELECT name FROM dbeacon_migrations").map { try $0.string("name") })
-                for (name, sql) in PostGISSchema.migrations where !applied.contains(name) {
+                for (name, sql) in migrations where !applied.contains(name) {
                     try await tx.simple(sql)
                     _ = try await tx.rows("INSERT INTO dbeacon_migrations(name) VALUES ($1)", [name])
                 }

@@ -21,7 +21,8 @@ package enum StoreCopier {
     /// Tables in foreign-key order. Tables missing on either side are skipped (a later
     /// migration adds them to both).
     static let tables = [
-        "settings", "users", "beacons", "beacon_tags", "beacon_members", "relationships", "followers", "user_locations",
+        "settings", "users", "beacons", "registry_entries", "sighting_batches", "beacon_tags", "beacon_members",
+        "relationships", "followers", "user_locations",
         "fence_states", "events", "webhooks", "outbox", "delivery_attempts", "meeting_attendees", "tracked_groups",
         "group_members", "tour_followers", "tour_visits", "place_media", "user_interests", "promotion_interactions",
     ]
