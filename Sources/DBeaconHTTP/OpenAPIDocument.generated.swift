@@ -810,6 +810,16 @@ paths:
         - $ref: '#/components/parameters/Tag'
         - $ref: '#/components/parameters/Limit'
         - $ref: '#/components/parameters/At'
+        - name: perimeter
+          in: query
+          required: false
+          description: >
+            `full` (default) includes each beacon's perimeter; `none` leaves `properties.perimeter`
+            out (large regions can make answers hundreds of KiB).
+          schema:
+            type: string
+            enum: [full, none]
+            default: full
       responses:
         '200':
           description: The covering beacons, nearest first.

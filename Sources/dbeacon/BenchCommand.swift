@@ -81,6 +81,7 @@ struct BenchResult {
     var sql2: Double?
     var fixes: Double?, fixEvents: Double?, fixP99ms: Double?
     var http: Double?, httpP50ms: Double?, httpP99ms: Double?, httpBytesPerResponse: Double?
+    var httpLean: Double?, httpLeanP99ms: Double?, httpLeanBytesPerResponse: Double?
     var startupSec: Double?
     var rssBytes: Int?
 
@@ -97,6 +98,8 @@ struct BenchResult {
             ("speedup_vs_sql_with_beacons", n(sql1.map { full1 / $0 })),
             ("http_requests_per_sec", n(http)), ("http_p50_ms", n(httpP50ms)), ("http_p99_ms", n(httpP99ms)),
             ("http_bytes_per_response", n(httpBytesPerResponse)),
+            ("http_no_perimeter_requests_per_sec", n(httpLean)), ("http_no_perimeter_p99_ms", n(httpLeanP99ms)),
+            ("http_no_perimeter_bytes_per_response", n(httpLeanBytesPerResponse)),
             ("fixes_per_sec", n(fixes)), ("fix_events_per_sec", n(fixEvents)), ("fix_p99_ms", n(fixP99ms)),
             ("startup_sec", n(startupSec)), ("index_load_sec", n(loadSec)), ("rss_bytes", i(rssBytes)),
             ("generate_sec", n(generateSec)), ("db_bytes", i(dbBytes)),
@@ -130,6 +133,8 @@ struct BenchResult {
             ("HTTP nearby req/s", { count($0.http) }),
             ("  p50 / p99 (ms)", { "\(f($0.httpP50ms, 2)) / \(f($0.httpP99ms, 2))" }),
             ("  mean response (KiB)", { f($0.httpBytesPerResponse.map { $0 / 1024 }, 1) }),
+            ("… perimeter=none req/s", { count($0.httpLean) }),
+            ("  p99 (ms), response (KiB)", { "\(f($0.httpLeanP99ms, 2)) / \(f($0.httpLeanBytesPerResponse.map { $0 / 1024 }, 1))" }),
             ("location fixes/s (durable)", { count($0.fixes) }),
             ("  events/s, fix p99 (ms)", { "\(count($0.fixEvents)) / \(f($0.fixP99ms, 1))" }),
             ("server start-up (s)", { f($0.startupSec, 2) }),
@@ -425,10 +430,20 @@ struct BenchRun {
         if let rate = parsed.rate, let transfer = parsed.transfer, rate > 0 { result.httpBytesPerResponse = transfer / rate }
         if parsed.errors > 0 { log("wrk reported \(parsed.errors) non-2xx or socket errors:\n\(output)") }
         log(String(format: "HTTP: %.0f req/s, p99 %.2f ms", parsed.rate ?? 0, parsed.p99 ?? 0))
+
+        let leanScript = "\(command.workdir)/nearby-no-perimeter.lua"
+        try Self.luaScript(seed: command.seed, extra: "&perimeter=none").write(toFile: leanScript, atomically: true, encoding: .utf8)
+        let leanOutput = try Self.capture(wrk, ["-t\(command.wrkThreads)", "-c\(command.wrkConnections)",
+                                                "-d\(Int(command.duration.rounded(.up)))s", "--latency", "-s", leanScript, base])
+        let lean = Self.parseWrk(leanOutput)
+        result.httpLean = lean.rate
+        result.httpLeanP99ms = lean.p99
+        if let rate = lean.rate, let transfer = lean.transfer, rate > 0 { result.httpLeanBytesPerResponse = transfer / rate }
+        log(String(format: "HTTP, perimeter=none: %.0f req/s, p99 %.2f ms", lean.rate ?? 0, lean.p99 ?? 0))
     }
 
     /// Random points in the region, 50 users' tokens, one tag filter in five.
-    static func luaScript(seed: UInt64) -> String {
+    static func luaScript(seed: UInt64, extra: String = "") -> String {
         let c = BenchCity.center
         return """
             math.randomseed(\(seed % 1_000_000))
@@ -436,7 +451,7 @@ struct BenchRun {
             request = function()
               local lat = \(c.lat) + (math.random() * 2 - 1) * \(BenchCity.halfLat)
               local lon = \(c.lon) + (math.random() * 2 - 1) * \(BenchCity.halfLon)
-              local path = string.format("/v1/nearby?lat=%.6f&lon=%.6f&limit=20", lat, lon)
+              local path = string.format("/v1/nearby?lat=%.6f&lon=%.6f&limit=20\(extra)", lat, lon)
               if math.random() < 0.2 then path = path .. "&tag=" .. tags[math.random(#tags)] end
               local token = "bench-token-" .. math.random(0, 49)
               return wrk.format("GET", path, {["Authorization"] = "Bearer " .. token})

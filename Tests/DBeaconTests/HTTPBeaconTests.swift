@@ -152,6 +152,15 @@ import Testing
             #expect(try await client.call(.get, "/v1/nearby?lat=48.7784&lon=9.18&limit=1", token: ann).featureIDs == [east.json!["id"]!.stringValue!])
             let tomorrow = try await client.call(.get, "/v1/nearby?lat=48.7784&lon=9.18&tag=food&at=2026-11-22T10:00:00Z", token: ann)
             #expect(tomorrow.features.compactMap { $0["properties"]?["name"]?.stringValue } == ["later", "east"])
+            // perimeter=none leaves perimeters out; anything else but full is a 400 naming it.
+            #expect(all.features.allSatisfy { $0["properties"]?["perimeter"]?["type"] != nil })
+            let lean = try await client.call(.get, "/v1/nearby?lat=48.7784&lon=9.18&perimeter=none", token: ann)
+            #expect(lean.featureIDs == all.featureIDs)
+            #expect(lean.features.allSatisfy { $0["properties"]?["perimeter"] == nil && $0["properties"]?["name"] != nil })
+            #expect(try await client.call(.get, "/v1/nearby?lat=48.7784&lon=9.18&perimeter=full", token: ann).featureIDs == all.featureIDs)
+            let bad = try await client.call(.get, "/v1/nearby?lat=48.7784&lon=9.18&perimeter=some", token: ann)
+            #expect(bad.status == .badRequest)
+            #expect(bad.errorPath == "perimeter")
             _ = north
         }
     }

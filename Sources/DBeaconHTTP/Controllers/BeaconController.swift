@@ -88,9 +88,19 @@ struct BeaconController {
     @Sendable func nearby(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let q = QueryReader(request)
         let point = try q.position()
+        // `perimeter=none` leaves perimeters out of the answer (apps that draw them on demand
+        // save up to hundreds of KiB per answer when large regions cover the point).
+        var includePerimeters = true
+        switch q.string("perimeter") {
+        case nil, "full": includePerimeters = true
+        case "none": includePerimeters = false
+        case let other?:
+            throw DBeaconError(.badRequest, code: "invalid_parameter",
+                               message: "perimeter must be full or none, got \(other)", path: "perimeter")
+        }
         let results = try await beacons.nearby(point: point, tags: try q.tags(), at: try q.timestamp("at"),
                                                limit: try q.limit(), by: context.principal)
-        return .json(bytes: NearbyEncoding.collection(results))
+        return .json(bytes: NearbyEncoding.collection(results, includePerimeters: includePerimeters))
     }
 
     @Sendable func follow(_ request: Request, context: AuthenticatedContext) async throws -> Response {

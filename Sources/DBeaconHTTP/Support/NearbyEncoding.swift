@@ -9,13 +9,16 @@ package enum NearbyEncoding {
     ///
     /// Polygon perimeters are spliced in from `PerimeterJSONCache`: a 5,000-vertex region is
     /// formatted once per beacon version, not once per request.
-    package static func collection(_ results: [NearbyResult], cache: PerimeterJSONCache = .shared) -> [UInt8] {
+    /// Without `includePerimeters`, `properties.perimeter` is left out.
+    package static func collection(_ results: [NearbyResult], includePerimeters: Bool = true,
+                                   cache: PerimeterJSONCache = .shared) -> [UInt8] {
         var writer = JSONWriter(capacity: 1024)
         writer.appendASCII("{\"type\":\"FeatureCollection\",\"features\":[")
         for (i, r) in results.enumerated() {
             if i > 0 { writer.appendASCII(",") }
-            let cached = cache.perimeter(of: r.beacon)
-            var properties = BeaconFeatureCodec.encodeProperties(r.beacon, perimeterPlaceholder: cached != nil)
+            let cached = includePerimeters ? cache.perimeter(of: r.beacon) : nil
+            var properties = BeaconFeatureCodec.encodeProperties(r.beacon, perimeterPlaceholder: cached != nil || !includePerimeters)
+            if !includePerimeters { properties["perimeter"] = nil }
             properties["distance_m"] = .number(r.distanceM)
             properties["bearing_deg"] = .number(r.bearingDeg)
             writer.appendASCII("{\"type\":\"Feature\",\"id\":")
