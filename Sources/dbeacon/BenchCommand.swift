@@ -79,6 +79,7 @@ struct BenchResult {
     var full2 = 0.0
     var sql1: Double?, sqlP50us: Double?, sqlP99us: Double?
     var sql2: Double?
+    var pg1: Double?, pgP50us: Double?, pgP99us: Double?, pg2: Double?, pgLoadSec: Double?
     var fixes: Double?, fixEvents: Double?, fixP99ms: Double?
     var http: Double?, httpP50ms: Double?, httpP99ms: Double?, httpBytesPerResponse: Double?
     var httpLean: Double?, httpLeanP99ms: Double?, httpLeanBytesPerResponse: Double?
@@ -96,6 +97,8 @@ struct BenchResult {
             ("sql_lookups_per_sec", n(sql1)), ("sql_lookups_per_sec_2t", n(sql2)), ("sql_p50_us", n(sqlP50us)),
             ("sql_p99_us", n(sqlP99us)), ("speedup_vs_sql", n(sql1.map { lookups1 / $0 })),
             ("speedup_vs_sql_with_beacons", n(sql1.map { full1 / $0 })),
+            ("postgis_sql_lookups_per_sec", n(pg1)), ("postgis_sql_lookups_per_sec_2t", n(pg2)),
+            ("postgis_sql_p50_us", n(pgP50us)), ("postgis_sql_p99_us", n(pgP99us)), ("postgis_load_sec", n(pgLoadSec)),
             ("http_requests_per_sec", n(http)), ("http_p50_ms", n(httpP50ms)), ("http_p99_ms", n(httpP99ms)),
             ("http_bytes_per_response", n(httpBytesPerResponse)),
             ("http_no_perimeter_requests_per_sec", n(httpLean)), ("http_no_perimeter_p99_ms", n(httpLeanP99ms)),
@@ -130,6 +133,9 @@ struct BenchResult {
             ("SQL lookups/s, 2 threads", { count($0.sql2) }),
             ("memory ÷ SQL (1 thread)", { r in r.sql1.map { String(format: "%.0f×", r.lookups1 / $0) } ?? "—" }),
             ("  with beacons ÷ SQL", { r in r.sql1.map { String(format: "%.0f×", r.full1 / $0) } ?? "—" }),
+            ("PostGIS SQL lookups/s, 1 task", { count($0.pg1) }),
+            ("  p50 / p99 (µs)", { "\(f($0.pgP50us, 0)) / \(f($0.pgP99us, 0))" }),
+            ("PostGIS SQL lookups/s, 2 tasks", { count($0.pg2) }),
             ("HTTP nearby req/s", { count($0.http) }),
             ("  p50 / p99 (ms)", { "\(f($0.httpP50ms, 2)) / \(f($0.httpP99ms, 2))" }),
             ("  mean response (KiB)", { f($0.httpBytesPerResponse.map { $0 / 1024 }, 1) }),
@@ -172,7 +178,7 @@ struct BenchRun {
         result.beacons = count
         try await generate(into: &result)
         try await inProcess(into: &result)
-        if let url = command.postgres { try await postgis(url: url) }
+        if let url = command.postgres { try await postgis(url: url, into: &result) }
         if !command.skipHTTP { try await server(into: &result) }
         return result
     }
