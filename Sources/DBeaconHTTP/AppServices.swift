@@ -58,6 +58,15 @@ package struct AppServices: Sendable {
             // index too. Fence state stays with the process that made the change (it runs
             // enter/exit for its users), so these are not relayed to the fence engine.
             store.observeRemoteChanges { memory.apply($0) }
+            // After a lost listener connection, reload: notifications sent meanwhile are gone.
+            let resyncLogger = logger
+            store.observeResyncNeeded {
+                Task {
+                    do { try await memory.resync(from: store) } catch {
+                        resyncLogger.error("index resync failed", metadata: ["error": "\(error)"])
+                    }
+                }
+            }
             let started = ContinuousClock.now
             try await memory.load(from: store)
             logger.info("in-memory index loaded", metadata: [

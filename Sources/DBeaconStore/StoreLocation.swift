@@ -9,6 +9,9 @@ package protocol BeaconChangeFeed: Sendable {
     /// Receives beacon changes committed by other processes sharing the database (PostGIS;
     /// never called for the embedded SpatiaLite file, which one process owns).
     func observeRemoteChanges(_ observer: @escaping @Sendable (BeaconChange) -> Void)
+    /// Called when remote changes may have been missed (the listener reconnected): whoever
+    /// mirrors the store must reload from it. Never called for SpatiaLite.
+    func observeResyncNeeded(_ handler: @escaping @Sendable () -> Void)
 }
 
 /// A store the server can run on: everything the services need, and its change feed.
@@ -16,6 +19,7 @@ package typealias AppStore = ServiceBackingStore & RegistryStore & BeaconChangeF
 
 extension SpatiaLiteStore: BeaconChangeFeed {
     package func observeRemoteChanges(_ observer: @escaping @Sendable (BeaconChange) -> Void) {}
+    package func observeResyncNeeded(_ handler: @escaping @Sendable () -> Void) {}
 }
 
 extension PostgresStore: BeaconChangeFeed {}

@@ -78,6 +78,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     private var tracking: [Int32: Set<Int32>] = [:]
     /// Ids changed through `apply` while `load` runs: the loader must not overwrite them.
     private var touchedDuringLoad: Set<BeaconID>?
+    private var loadsInProgress = 0
 
     package init() {}
 
@@ -91,17 +92,62 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     /// Bulk-loads every stored beacon. Register `apply` with the store before calling this:
     /// changes committed while loading win over the loader's (older) copy.
     package func load(from store: any BeaconStore, batchSize: Int = 20_000) async throws {
-        lock.write { touchedDuringLoad = [] }
-        defer { lock.write { touchedDuringLoad = nil } }
-        try await store.forEachBeacon(batchSize: batchSize) { [self] batch in
-            let prepared = Self.prepareConcurrently(batch)
-            lock.write {
-                for (beacon, prep) in zip(batch, prepared) where !(touchedDuringLoad?.contains(beacon.id) ?? false) {
-                    install(beacon, prep)
-                }
+        _ = try await loadAll(from: store, batchSize: batchSize)
+    }
+
+    /// Brings the index back in line with the store after changes may have been missed (a
+    /// PostgreSQL listener that reconnected): reloads every beacon and drops the ones that no
+    /// longer exist, while queries go on being answered. Changes applied meanwhile win.
+    package func resync(from store: any BeaconStore, batchSize: Int = 20_000) async throws {
+        let before = lock.read { Set(slots.keys) }
+        _ = try await loadAll(from: store, batchSize: batchSize) { [self] seen, touched in
+            for id in before where !seen.contains(id) && !touched.contains(id) {
+                if let slot = slots[id] { uninstall(slot) }
             }
         }
     }
+
+    /// Loads everything; `finish` runs under the write lock with the ids loaded and the ids
+    /// changed through `apply` meanwhile, before loading mode ends.
+    private func loadAll(from store: any BeaconStore, batchSize: Int,
+                         finish: ((Set<BeaconID>, Set<BeaconID>) -> Void)? = nil) async throws -> Set<BeaconID> {
+        let loading = UncheckedSendable(LoadProgress())
+        lock.write { beginLoad() }
+        do {
+            try await store.forEachBeacon(batchSize: batchSize) { [self] batch in
+                let prepared = Self.prepareConcurrently(batch)
+                lock.write {
+                    for (beacon, prep) in zip(batch, prepared) {
+                        loading.value.seen.insert(beacon.id)
+                        if !(touchedDuringLoad?.contains(beacon.id) ?? false) { install(beacon, prep) }
+                    }
+                }
+            }
+        } catch {
+            lock.write { endLoad() }
+            throw error
+        }
+        return lock.write {
+            finish?(loading.value.seen, touchedDuringLoad ?? [])
+            endLoad()
+            return loading.value.seen
+        }
+    }
+
+    /// Loads may overlap (a resync during start-up): changes are tracked until the last ends.
+    /// Must hold the write lock.
+    private func beginLoad() {
+        loadsInProgress += 1
+        if touchedDuringLoad == nil { touchedDuringLoad = [] }
+    }
+
+    private func endLoad() {
+        loadsInProgress -= 1
+        if loadsInProgress == 0 { touchedDuringLoad = nil }
+    }
+
+    /// Ids seen by a load (written only under the write lock).
+    final class LoadProgress { var seen = Set<BeaconID>() }
 
     /// Applies one committed change (the store's change observer calls this).
     package func apply(_ change: BeaconChange) {

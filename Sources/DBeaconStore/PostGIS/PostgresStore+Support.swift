@@ -1,5 +1,6 @@
 import DBeaconCore
 import Foundation
+import Synchronization
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -156,6 +157,10 @@ final class NodeIdentity: Sendable {
 final class PostgresObservers: Sendable {
     let local = ChangeObserverBox()
     let remote = ChangeObserverBox()
+    /// Told when the listener connected again after losing its connection.
+    let resync = Mutex<(@Sendable () -> Void)?>(nil)
+    /// Whether a listener was connected before (so the next connection is a reconnection).
+    let listenedBefore = Mutex(false)
 }
 
 /// The NOTIFY payload of one beacon change: `node kind id` (the location of a move is re-read).
@@ -204,6 +209,13 @@ extension PostgresStore {
                     let claimant = try me?.string("claimant")
                     try await connection.listen(on: channel) { notifications in
                         node.markReady(claimant: claimant)
+                        // Notifications sent while no listener was connected are lost: whoever
+                        // mirrors the store reloads from it.
+                        if observers.listenedBefore.withLock({ before in defer { before = true }; return before }),
+                           let resync = observers.resync.withLock({ $0 }) {
+                            logger.notice("PostgreSQL listener reconnected; resynchronising")
+                            resync()
+                        }
                         for try await notification in notifications {
                             guard let notice = ChangeNotice(payload: notification.payload), notice.node != node.id,
                                   let observer = observers.remote.observer else { continue }

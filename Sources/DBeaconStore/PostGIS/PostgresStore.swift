@@ -108,6 +108,11 @@ package final class PostgresStore: Sendable {
         observers.remote.set(observer)
     }
 
+    /// Registers the function told when the listener reconnected (remote changes may be lost).
+    package func observeResyncNeeded(_ handler: @escaping @Sendable () -> Void) {
+        observers.resync.withLock { $0 = handler }
+    }
+
     /// The names of the applied migrations, in the order they were applied.
     package func appliedMigrations() async throws -> [String] {
         try await read { db in
