@@ -166,12 +166,14 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         case .move(let id, let position):
             // A move keeps the perimeter's shape: circles move with the location; a polygon of a
             // moving beacon stays where it is (the model moves circles only).
-            guard var beacon = lock.read({ slots[id].flatMap { cold[Int($0)]?.beacon } }) else { return }
-            beacon.location = position
-            let prep = Self.prepare(beacon)
+            // The perimeter's shape is unchanged, so its prepared geometry is reused, and the
+            // read and the swap happen under one write lock (no newer version can slip between).
             lock.write {
                 touchedDuringLoad?.insert(id)
-                install(beacon, prep)
+                guard let slot = slots[id], let c = cold[Int(slot)] else { return }
+                var beacon = c.beacon
+                beacon.location = position
+                install(beacon, Prepared(prepared: c.prepared, indexed: c.indexed))
             }
         }
     }
