@@ -124,13 +124,25 @@ import Testing
                     points.append(Position(lon: a.lon, lat: (a.lat + b.lat) / 2))
                 }
             }
-            var inside = 0
+            // The raster may only say "inside"/"outside" where that is exactly true.
+            let raster = PolygonRaster(polygons: [polygon], box: BoundingBox(of: polygon.exterior)) { x, y in
+                indexed.covers(lon: x, lat: y)
+            }
+            var inside = 0, settled = 0
             for p in points {
                 let expected = geos.covers(p)
                 if expected { inside += 1 }
                 #expect(indexed.covers(lon: p.lon, lat: p.lat) == expected, "\(p) round \(round)")
+                let box = BoundingBox(of: polygon.exterior)
+                guard box.contains(p) else { continue }
+                switch raster.classify(lon: p.lon, lat: p.lat) {
+                case PolygonRaster.inside: settled += 1; #expect(expected, "raster inside \(p) round \(round)")
+                case PolygonRaster.outside: settled += 1; #expect(!expected, "raster outside \(p) round \(round)")
+                default: break
+                }
             }
             #expect(inside > points.count / 10)
+            #expect(settled > 0)
         }
     }
 

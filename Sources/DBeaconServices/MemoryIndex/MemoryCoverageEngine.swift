@@ -37,6 +37,8 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         var owner: Int32 = -1
         var service: Int32 = 0
         var kind: Kind = .free
+        /// Index into `rasters` for edge-indexed polygons, else -1.
+        var raster: Int32 = -1
         var isPrivate = false
         var multiBox = false
         var overflowTags = false
@@ -68,6 +70,9 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
 
     private let lock = ReadWriteLock()
     private var hot: [Hot] = []
+    /// Rasters of the edge-indexed polygons (dense, reused through `freeRasters`).
+    private var rasters: [PolygonRaster] = []
+    private var freeRasters: [Int32] = []
     private var cold: [Cold?] = []
     private var freeSlots: [Int32] = []
     private var slots: [BeaconID: Int32] = [:]
@@ -173,7 +178,9 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                 guard let slot = slots[id], let c = cold[Int(slot)] else { return }
                 var beacon = c.beacon
                 beacon.location = position
-                install(beacon, Prepared(prepared: c.prepared, indexed: c.indexed))
+                let raster = hot[Int(slot)].raster >= 0 && c.beacon.perimeter.isCircle == false
+                    ? rasters[Int(hot[Int(slot)].raster)] : nil
+                install(beacon, Prepared(prepared: c.prepared, indexed: c.indexed, raster: raster))
             }
         }
     }
@@ -182,24 +189,32 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     struct Prepared: @unchecked Sendable {
         var prepared: PreparedPerimeter?
         var indexed: [IndexedPolygon]
+        var raster: PolygonRaster?
     }
 
     static func prepare(_ beacon: Beacon) -> Prepared {
         switch beacon.perimeter {
         case .circle:
-            return Prepared(prepared: nil, indexed: [])
+            return Prepared(prepared: nil, indexed: [], raster: nil)
         case .polygon, .multiPolygon:
             let polygons = beacon.perimeter.polygons
             if beacon.perimeter.vertexCount > largePolygonThreshold {
-                return Prepared(prepared: nil, indexed: polygons.map(IndexedPolygon.init))
+                let indexed = polygons.map(IndexedPolygon.init)
+                let boxes = Self.boxes(of: beacon)
+                // One raster over the whole box; perimeters split into several boxes (across the
+                // antimeridian) go straight to the edge test.
+                let raster = boxes.count == 1 ? PolygonRaster(polygons: polygons, box: boxes[0]) { x, y in
+                    indexed.contains { $0.covers(lon: x, lat: y) }
+                } : nil
+                return Prepared(prepared: nil, indexed: indexed, raster: raster)
             }
-            return Prepared(prepared: PreparedPerimeter(polygons), indexed: [])
+            return Prepared(prepared: PreparedPerimeter(polygons), indexed: [], raster: nil)
         }
     }
 
     static func prepareConcurrently(_ batch: [Beacon]) -> [Prepared] {
         let results = UnsafeMutableBufferPointer<Prepared>.allocate(capacity: batch.count)
-        results.initialize(repeating: Prepared(prepared: nil, indexed: []))
+        results.initialize(repeating: Prepared(prepared: nil, indexed: [], raster: nil))
         defer { results.deallocate() }
         let workers = max(1, ProcessInfo.processInfo.activeProcessorCount)
         let chunk = (batch.count + workers - 1) / workers
@@ -246,6 +261,15 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         case .polygon, .multiPolygon: h.kind = prep.indexed.isEmpty ? .prepared : .indexed
         }
         if h.kind == .prepared && prep.prepared == nil { h.kind = .free } // GEOS refused it: never matches
+        if h.kind == .indexed, let raster = prep.raster {
+            if let free = freeRasters.popLast() {
+                rasters[Int(free)] = raster
+                h.raster = free
+            } else {
+                h.raster = Int32(rasters.count)
+                rasters.append(raster)
+            }
+        }
         let cells = boxes.map(HierarchicalGrid.cells(for:))
         for (box, c) in zip(boxes, cells) { grid.insert(slot, box: box, level: c.level, keys: c.keys) }
         hot[Int(slot)] = h
@@ -265,6 +289,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             if tracking[owner]?.isEmpty == true { tracking[owner] = nil }
         }
         slots[c.beacon.id] = nil
+        if hot[Int(slot)].raster >= 0 { freeRasters.append(hot[Int(slot)].raster) }
         hot[Int(slot)] = Hot()
         cold[Int(slot)] = nil
         freeSlots.append(slot)
@@ -390,6 +415,13 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                 case .prepared:
                     polygonCandidates.append(slot)
                 case .indexed:
+                    if h.raster >= 0 {
+                        switch rasters[Int(h.raster)].classify(lon: lon, lat: lat) {
+                        case PolygonRaster.inside: body(slot); return
+                        case PolygonRaster.outside: return
+                        default: break
+                        }
+                    }
                     if let c = cold[Int(slot)], c.indexed.contains(where: { $0.covers(lon: lon, lat: lat) }) { body(slot) }
                 case .free:
                     return
