@@ -991,6 +991,76 @@ paths:
         '404':
           $ref: '#/components/responses/NotFound'
 
+  /v1/webhooks/{id}/rotate-secret:
+    parameters:
+      - $ref: '#/components/parameters/WebhookId'
+    post:
+      tags: [webhooks]
+      operationId: rotateWebhookSecret
+      summary: Replace the signing secret (the old one keeps signing for 24 hours)
+      responses:
+        '200':
+          description: The new secret, shown once.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [id, secret]
+                properties:
+                  id: {type: string}
+                  secret: {type: string, pattern: '^whsec_'}
+                  previous_secret_expires_at: {type: string, format: date-time, nullable: true}
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '404':
+          $ref: '#/components/responses/NotFound'
+
+  /v1/webhooks/{id}/enable:
+    parameters:
+      - $ref: '#/components/parameters/WebhookId'
+    post:
+      tags: [webhooks]
+      operationId: enableWebhook
+      summary: Re-enable an endpoint disabled by a 410 answer
+      responses:
+        '200':
+          description: The endpoint.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/Webhook'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '404':
+          $ref: '#/components/responses/NotFound'
+
+  /v1/webhooks/{id}/deliveries/{delivery}/redeliver:
+    parameters:
+      - $ref: '#/components/parameters/WebhookId'
+      - name: delivery
+        in: path
+        required: true
+        schema: {type: string, pattern: '^dlv_[0-9]+$'}
+    post:
+      tags: [webhooks]
+      operationId: redeliverWebhookDelivery
+      summary: Queue a delivery again (attempt count kept)
+      responses:
+        '202':
+          description: Queued.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [id, status]
+                properties:
+                  id: {type: string}
+                  status: {type: string, enum: [pending]}
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '404':
+          $ref: '#/components/responses/NotFound'
+
   /v1/meetings:
     post:
       tags: [meetings]
