@@ -107,9 +107,4 @@ package struct HierarchicalGrid {
             }
         }
     }
-
-    /// Cell statistics for benchmarks: (occupied cells, total entries).
-    package var statistics: (cells: Int, entries: Int) {
-        cells.reduce((0, 0)) { acc, level in (acc.0 + level.count, acc.1 + level.values.reduce(0) { $0 + $1.count }) }
-    }
 }

@@ -170,51 +170,53 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             }
         case .move(let id, let position):
             // A move keeps the perimeter's shape: circles move with the location; a polygon of a
-            // moving beacon stays where it is (the model moves circles only).
-            // The perimeter's shape is unchanged, so its prepared geometry is reused, and the
-            // read and the swap happen under one write lock (no newer version can slip between).
+            // moving beacon stays where it is (the model moves circles only). So the prepared
+            // geometry is reused (only the boxes are recomputed), and the read and the swap
+            // happen under one write lock (no newer version can slip between).
             lock.write {
                 touchedDuringLoad?.insert(id)
                 guard let slot = slots[id], let c = cold[Int(slot)] else { return }
                 var beacon = c.beacon
                 beacon.location = position
-                let raster = hot[Int(slot)].raster >= 0 && c.beacon.perimeter.isCircle == false
-                    ? rasters[Int(hot[Int(slot)].raster)] : nil
-                install(beacon, Prepared(prepared: c.prepared, indexed: c.indexed, raster: raster))
+                let h = hot[Int(slot)]
+                install(beacon, Prepared(boxes: Self.boxes(of: beacon), prepared: c.prepared, indexed: c.indexed,
+                                         raster: h.raster >= 0 ? rasters[Int(h.raster)] : nil))
             }
         }
     }
 
     /// What an exact test needs, built outside the lock (GEOS preparation can take milliseconds).
     struct Prepared: @unchecked Sendable {
-        var prepared: PreparedPerimeter?
-        var indexed: [IndexedPolygon]
-        var raster: PolygonRaster?
+        /// The boxes the perimeter is indexed under (`boxes(of:)`).
+        var boxes: [BoundingBox]
+        var prepared: PreparedPerimeter? = nil
+        var indexed: [IndexedPolygon] = []
+        var raster: PolygonRaster? = nil
     }
 
     static func prepare(_ beacon: Beacon) -> Prepared {
+        let boxes = Self.boxes(of: beacon)
         switch beacon.perimeter {
         case .circle:
-            return Prepared(prepared: nil, indexed: [], raster: nil)
+            return Prepared(boxes: boxes)
         case .polygon, .multiPolygon:
             let polygons = beacon.perimeter.polygons
             if beacon.perimeter.vertexCount > largePolygonThreshold {
                 let indexed = polygons.map(IndexedPolygon.init)
-                let boxes = Self.boxes(of: beacon)
                 // One raster over the whole box; perimeters split into several boxes (across the
                 // antimeridian) go straight to the edge test.
                 let raster = boxes.count == 1 ? PolygonRaster(polygons: polygons, box: boxes[0]) { x, y in
                     indexed.contains { $0.covers(lon: x, lat: y) }
                 } : nil
-                return Prepared(prepared: nil, indexed: indexed, raster: raster)
+                return Prepared(boxes: boxes, indexed: indexed, raster: raster)
             }
-            return Prepared(prepared: PreparedPerimeter(polygons), indexed: [], raster: nil)
+            return Prepared(boxes: boxes, prepared: PreparedPerimeter(polygons))
         }
     }
 
     static func prepareConcurrently(_ batch: [Beacon]) -> [Prepared] {
         let results = UnsafeMutableBufferPointer<Prepared>.allocate(capacity: batch.count)
-        results.initialize(repeating: Prepared(prepared: nil, indexed: [], raster: nil))
+        results.initialize(repeating: Prepared(boxes: []))
         defer { results.deallocate() }
         let workers = max(1, ProcessInfo.processInfo.activeProcessorCount)
         let chunk = (batch.count + workers - 1) / workers
@@ -240,7 +242,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             cold.append(nil)
         }
         var h = Hot()
-        let boxes = Self.boxes(of: beacon)
+        let boxes = prep.boxes
         let all = boxes.dropFirst().reduce(boxes[0]) { $0.union($1) }
         (h.west, h.south, h.east, h.north) = (all.west, all.south, all.east, all.north)
         h.multiBox = boxes.count > 1
@@ -441,14 +443,6 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         lock.read {
             guard let o = users[owner], let set = tracking[o] else { return [] }
             return set.compactMap { cold[Int($0)]?.beacon }.sorted { $0.id < $1.id }
-        }
-    }
-
-    /// Index statistics for benchmarks and logs.
-    package var statistics: (beacons: Int, cells: Int, cellEntries: Int, indexedPolygons: Int) {
-        lock.read {
-            let g = grid.statistics
-            return (slots.count, g.cells, g.entries, hot.reduce(0) { $0 + ($1.kind == .indexed ? 1 : 0) })
         }
     }
 }
