@@ -115,7 +115,7 @@ extension PostgresStore: BeaconStore {
                 updated_at, area)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, ST_GeomFromWKB($19, 4326))
             ON CONFLICT (id) DO NOTHING RETURNING seq
-            """, columnValues(b) + [b.followersCount, b.version, b.createdAt.millis, b.updatedAt.millis, PGBytes(bytes: areaWKB(b))])
+            """, columnValues(b) + [b.followersCount, b.version, b.createdAt.millis, b.updatedAt.millis, PGBytes(bytes: StoredBeacon.areaWKB(b))])
         if inserted.isEmpty {
             throw DBeaconError.conflict("a beacon with id \(b.id) already exists", code: "beacon_exists", path: "id")
         }
@@ -127,7 +127,7 @@ extension PostgresStore: BeaconStore {
                 radius_m = $8, lifetime_start = $9, lifetime_end = $10, is_private = $11, tracks_owner = $12, service = $13,
                 content = $14, version = $15, updated_at = $16, area = ST_GeomFromWKB($17, 4326)
             WHERE id = $18
-            """, columnValues(b) + [b.version, b.updatedAt.millis, PGBytes(bytes: areaWKB(b)), b.id.rawValue])
+            """, columnValues(b) + [b.version, b.updatedAt.millis, PGBytes(bytes: StoredBeacon.areaWKB(b)), b.id.rawValue])
         try await writeChildren(b, db: db, replacing: true)
     }
 
@@ -143,25 +143,12 @@ extension PostgresStore: BeaconStore {
     }
 
     private static func columnValues(_ b: Beacon) -> [any PGArgument] {
-        let kind: String
-        switch b.perimeter {
-        case .circle: kind = "circle"
-        case .polygon: kind = "polygon"
-        case .multiPolygon: kind = "multipolygon"
-        }
+        let kind = StoredBeacon.perimeterKind(b.perimeter)
         return [
             b.id.rawValue, b.owner.rawValue, b.name, b.description, b.location.lon, b.location.lat, kind,
             b.perimeter.radiusM, b.lifetime?.start?.millis, b.lifetime?.end?.millis, b.isPrivate, b.tracksOwner,
             b.service, JSONValue.array(b.content.map(BeaconFeatureCodec.encodeContent)).jsonString,
         ]
-    }
-
-    static func areaWKB(_ b: Beacon) -> [UInt8] {
-        switch b.perimeter {
-        case .circle(let r): WKB.boxes(Geodesy.boundingBoxes(center: b.location, radiusM: r))
-        case .polygon(let p): WKB.multiPolygon([p])
-        case .multiPolygon(let ps): WKB.multiPolygon(ps)
-        }
     }
 
     static func writeChildren(_ b: Beacon, db: PGConnection, replacing: Bool) async throws {

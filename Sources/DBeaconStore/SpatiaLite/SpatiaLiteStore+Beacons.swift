@@ -71,7 +71,7 @@ extension SpatiaLiteStore {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, GeomFromWKB(?, 4326))
             """)
         try statement.execute(arguments: StatementArguments(columnValues(b) + [b.followersCount, b.version, b.createdAt.millis,
-                                                                                 b.updatedAt.millis, Data(areaWKB(b))]))
+                                                                                 b.updatedAt.millis, Data(StoredBeacon.areaWKB(b))]))
     }
 
     static func update(_ b: Beacon, db: Database) throws {
@@ -82,7 +82,7 @@ extension SpatiaLiteStore {
             WHERE id = ?
             """)
         try statement.execute(arguments: StatementArguments(columnValues(b) + [b.version, b.updatedAt.millis,
-                                                                                 Data(areaWKB(b)), b.id.rawValue]))
+                                                                                 Data(StoredBeacon.areaWKB(b)), b.id.rawValue]))
         try writeChildren(b, db: db, replacing: true)
     }
 
@@ -100,25 +100,12 @@ extension SpatiaLiteStore {
     }
 
     private static func columnValues(_ b: Beacon) -> [(any DatabaseValueConvertible)?] {
-        let kind: String
-        switch b.perimeter {
-        case .circle: kind = "circle"
-        case .polygon: kind = "polygon"
-        case .multiPolygon: kind = "multipolygon"
-        }
+        let kind = StoredBeacon.perimeterKind(b.perimeter)
         return [
             b.id.rawValue, b.owner.rawValue, b.name, b.description, b.location.lon, b.location.lat, kind,
             b.perimeter.radiusM, b.lifetime?.start?.millis, b.lifetime?.end?.millis, b.isPrivate, b.tracksOwner,
             b.service, JSONValue.array(b.content.map(BeaconFeatureCodec.encodeContent)).jsonString,
         ]
-    }
-
-    static func areaWKB(_ b: Beacon) -> [UInt8] {
-        switch b.perimeter {
-        case .circle(let r): WKB.boxes(Geodesy.boundingBoxes(center: b.location, radiusM: r))
-        case .polygon(let p): WKB.multiPolygon([p])
-        case .multiPolygon(let ps): WKB.multiPolygon(ps)
-        }
     }
 
     static func writeChildren(_ b: Beacon, db: Database, replacing: Bool) throws {
