@@ -19,6 +19,8 @@ package struct AppServices: Sendable {
     package let fences: FenceEngine
     package let webhooks: WebhookService
     package let deliverer: WebhookDeliverer
+    /// The event log as each caller may read it now.
+    package let feed: EventFeed
     package let ticker: LifetimeTicker
     package let relay: BeaconChangeRelay
     /// The four services (meetings, group tracking, city tours, advertising).
@@ -83,13 +85,14 @@ package struct AppServices: Sendable {
         store.observeCommits { wake.signal() }
         var ticker = LifetimeTicker(store: store, fences: fences, clock: clock, logger: logger)
         ticker.retentionDays = config.eventRetentionDays
-        let registry = RegistryService(store: store, beacons: store, clock: clock)
+        let registry = RegistryService(store: store, beacons: beacons)
+        let feed = EventFeed(store: store, beacons: beacons)
         let services = AppServices(
             config: config, store: store, engine: engine, clock: clock, auth: auth, beacons: beacons, fences: fences,
             webhooks: WebhookService(store: store, ssrf: ssrf, clock: clock, wake: wake),
-            deliverer: WebhookDeliverer(store: store, ssrf: ssrf, clock: clock, schedule: config.webhookRetrySchedule,
+            deliverer: WebhookDeliverer(feed: feed, ssrf: ssrf, clock: clock, schedule: config.webhookRetrySchedule,
                                         wake: wake, logger: logger),
-            ticker: ticker, relay: BeaconChangeRelay(changes: changes, fences: fences, logger: logger),
+            feed: feed, ticker: ticker, relay: BeaconChangeRelay(changes: changes, fences: fences, logger: logger),
             domain: await DomainServices.make(beacons: beacons, store: store, fences: fences, config: config.services, logger: logger),
             registry: registry,
             sightings: SightingService(registry: registry, store: store, fences: fences, clock: clock, config: config.sightings),

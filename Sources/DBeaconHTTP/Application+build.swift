@@ -38,7 +38,7 @@ package func buildRouter(_ services: AppServices) -> Router<AppRequestContext> {
     let maxBody = services.config.maxBodyBytes
     UserController(auth: services.auth, maxBodyBytes: maxBody).addRoutes(to: v1)
     BeaconController(beacons: services.beacons, maxBodyBytes: maxBody).addRoutes(to: v1)
-    LiveController(fences: services.fences, store: services.store, clock: services.clock, maxBodyBytes: maxBody).addRoutes(to: v1)
+    LiveController(fences: services.fences, feed: services.feed, clock: services.clock, maxBodyBytes: maxBody).addRoutes(to: v1)
     WebhookController(webhooks: services.webhooks, maxBodyBytes: maxBody).addRoutes(to: v1)
     MeetingController(meetings: services.domain.meetings, maxBodyBytes: maxBody).addRoutes(to: v1)
     GroupController(groups: services.domain.groups, maxBodyBytes: maxBody).addRoutes(to: v1)

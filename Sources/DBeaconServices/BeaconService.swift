@@ -52,8 +52,15 @@ package struct BeaconService: Sendable {
 
     // MARK: Reading
 
-    /// The beacon if the principal may see it now; otherwise `notFound`.
+    /// The beacon as the principal may see it now (relationships to beacons hidden from them
+    /// left out); `notFound` when they may not see it.
     package func get(_ id: BeaconID, by principal: Principal) async throws -> Beacon {
+        try await redacted(try await visible(id, by: principal), for: principal)
+    }
+
+    /// The stored beacon, unredacted, if the principal may see it now; otherwise `notFound`.
+    /// For decisions (edits, deletes); answers go through `get` or `redacted`.
+    package func visible(_ id: BeaconID, by principal: Principal) async throws -> Beacon {
         guard let beacon = try await store.beacon(id: id), beacon.isVisible(to: principal, at: clock.now()) else {
             throw DBeaconError.notFound("beacon \(id)")
         }
@@ -61,15 +68,66 @@ package struct BeaconService: Sendable {
     }
 
     package func list(_ query: BeaconListQuery, by principal: Principal) async throws -> Page<Beacon> {
-        try await store.listBeacons(query, viewer: principal, now: clock.now())
+        var page = try await store.listBeacons(query, viewer: principal, now: clock.now())
+        page.items = try await redacted(page.items, for: principal)
+        return page
     }
 
     /// Beacons whose perimeter covers `point`, visible to the caller, alive at `at`, nearest first.
+    ///
+    /// `at` only narrows what a caller sees: a beacon that is not theirs must also be visible
+    /// now (CONTRACT.md), so asking about the future does not reveal a meeting before its start
+    /// and asking about the past does not bring back an ended beacon.
     package func nearby(point: Position, tags: [String], at: Timestamp?, limit: Int, service: String? = nil,
                         by principal: Principal) async throws -> [NearbyResult] {
-        let query = CoverQuery(point: point, tags: tags, at: at ?? clock.now(), viewer: principal, service: service)
+        let now = clock.now()
+        let query = CoverQuery(point: point, tags: tags, at: at ?? now, viewer: principal, service: service, now: now)
         let found = try await engine.covering(query)
-        return Self.rank(found, from: point, limit: limit)
+        var ranked = Self.rank(found, from: point, limit: limit)
+        let presented = try await redacted(ranked.map(\.beacon), for: principal)
+        for i in ranked.indices { ranked[i].beacon = presented[i] }
+        return ranked
+    }
+
+    // MARK: Presenting
+
+    /// The beacon with the relationships whose target `principal` may not see now left out: a
+    /// private beacon's id must not leak through a visible beacon that links to it.
+    package func redacted(_ beacon: Beacon, for principal: Principal) async throws -> Beacon {
+        try await redacted([beacon], for: principal)[0]
+    }
+
+    /// `redacted` for many beacons, with one lookup of all their targets.
+    package func redacted(_ beacons: [Beacon], for principal: Principal) async throws -> [Beacon] {
+        guard !principal.isAdmin else { return beacons }
+        let targets = Set(beacons.flatMap { $0.relationships.map(\.target) })
+        guard !targets.isEmpty else { return beacons }
+        let seen = try await visibleIDs(Array(targets), to: principal)
+        return beacons.map { beacon in
+            guard beacon.relationships.contains(where: { !seen.contains($0.target) }) else { return beacon }
+            var b = beacon
+            b.relationships = beacon.relationships.filter { seen.contains($0.target) }
+            return b
+        }
+    }
+
+    /// The ids among `ids` of beacons `principal` may see now.
+    package func visibleIDs(_ ids: [BeaconID], to principal: Principal) async throws -> Set<BeaconID> {
+        let now = clock.now()
+        return Set(try await engine.beacons(ids: ids).filter { $0.isVisible(to: principal, at: now) }.map(\.id))
+    }
+
+    /// An update event (`values.relationships`) as its recipient may read it now.
+    package func redactingValues(of event: Event) async throws -> Event {
+        guard let links = event.data["values"]?["relationships"]?.arrayValue, !links.isEmpty else { return event }
+        let targets = links.compactMap { $0["target"]?.stringValue.flatMap(BeaconID.init) }
+        let seen = try await visibleIDs(targets, to: .user(event.recipient))
+        let kept = links.filter { link in link["target"]?.stringValue.flatMap(BeaconID.init).map(seen.contains) ?? false }
+        guard kept.count != links.count, var values = event.data["values"]?.objectValue else { return event }
+        values["relationships"] = .array(kept)
+        var e = event
+        e.data["values"] = .object(values)
+        return e
     }
 
     /// Nearest first (ties by id, so results are stable), at most `limit`.
@@ -103,7 +161,7 @@ package struct BeaconService: Sendable {
     }
 
     package func related(_ id: BeaconID, type: String?, by principal: Principal) async throws -> [(Beacon, Relationship)] {
-        let beacon = try await get(id, by: principal)
+        let beacon = try await visible(id, by: principal)
         let links = beacon.relationships.filter { type == nil || $0.type == type }
         let now = clock.now()
         let targets = try await store.beacons(ids: links.map(\.target))
@@ -117,7 +175,9 @@ package struct BeaconService: Sendable {
             default: return a.offset < b.offset
             }
         }
-        return ordered.compactMap { link in byID[link.element.target].map { ($0, link.element) } }
+        let pairs = ordered.compactMap { link in byID[link.element.target].map { ($0, link.element) } }
+        let presented = try await redacted(pairs.map(\.0), for: principal)
+        return zip(presented, pairs).map { ($0, $1.1) }
     }
 
     package func directions(to id: BeaconID, from point: Position, by principal: Principal) async throws -> Directions {
@@ -149,8 +209,30 @@ package struct BeaconService: Sendable {
             perimeter: draft.perimeter, lifetime: draft.lifetime, members: draft.members, tags: draft.tags,
             relationships: draft.relationships, content: draft.content, tracksOwner: draft.tracksOwner,
             service: service, followersCount: 0, version: 1, createdAt: now, updatedAt: now)
-        try await store.insertBeacon(beacon)
+        try await store.insertBeacon(beacon, events: Self.invitationEvents(before: nil, after: beacon, at: now))
         return beacon
+    }
+
+    /// `meeting.invited` for users added to a private meeting's invitees and `meeting.uninvited`
+    /// for those taken off (a meeting made public un-invites nobody). Written with the change.
+    package static func invitationEvents(before: Beacon?, after: Beacon, at now: Timestamp) -> [Event] {
+        guard after.service == ServiceKind.meeting else { return [] }
+        let old = Set(before?.members ?? []), new = after.members.map(Set.init)
+        var events: [Event] = []
+        let data = JSONObject([
+            ("beacon", .string(after.id.rawValue)), ("meeting", .string(after.id.rawValue)), ("name", .string(after.name)),
+            ("organizer", .string(after.owner.rawValue)),
+            ("start", .optional(after.lifetime?.start?.rfc3339)), ("end", .optional(after.lifetime?.end?.rfc3339)),
+        ])
+        for user in (after.members ?? []) where !old.contains(user) && user != after.owner {
+            events.append(Event(type: .meetingInvited, createdAt: now, recipient: user, beacon: after.id, data: data))
+        }
+        if let new {
+            for user in (before?.members ?? []) where !new.contains(user) && user != after.owner {
+                events.append(Event(type: .meetingUninvited, createdAt: now, recipient: user, beacon: after.id, data: data))
+            }
+        }
+        return events
     }
 
     /// Relationship targets must exist and be visible to the author; a beacon cannot point to itself.
@@ -177,7 +259,7 @@ package struct BeaconService: Sendable {
             throw DBeaconError.invalid("$", "a merge patch must be a JSON object", code: "invalid_type")
         }
         for attempt in 0..<5 {
-            let current = try await get(id, by: principal)
+            let current = try await visible(id, by: principal)
             guard principal.userID == current.owner else {
                 throw DBeaconError.forbidden("only the owner may edit this beacon")
             }
@@ -189,9 +271,11 @@ package struct BeaconService: Sendable {
             let changed = Self.changedFields(current, updated)
             if changed.isEmpty { return (current, []) }
             do {
-                try await store.updateBeacon(updated, expectedVersion: current.version,
-                                             fanOut: Self.updatedFanOut(updated, changed: changed, at: updated.updatedAt))
-                return (updated, changed)
+                var stored = updated
+                stored.followersCount = try await store.updateBeacon(
+                    updated, expectedVersion: current.version, fanOut: Self.updatedFanOut(updated, changed: changed, at: updated.updatedAt),
+                    events: Self.invitationEvents(before: current, after: updated, at: updated.updatedAt))
+                return (stored, changed)
             } catch let error as DBeaconError where error.kind == .preconditionFailed && ifMatch == nil && attempt < 4 {
                 continue
             }
@@ -268,7 +352,7 @@ package struct BeaconService: Sendable {
 
     /// Deletes a beacon (owner, or the operator for moderation).
     package func delete(_ id: BeaconID, ifMatch: Int?, by principal: Principal) async throws -> Beacon {
-        let current = try await get(id, by: principal)
+        let current = try await visible(id, by: principal)
         guard principal.isAdmin || principal.userID == current.owner else {
             throw DBeaconError.forbidden("only the owner may delete this beacon")
         }
@@ -281,7 +365,7 @@ package struct BeaconService: Sendable {
 
     /// Adds a content reference (owner only) and returns the updated beacon.
     package func addContent(_ id: BeaconID, _ content: ContentRef, by principal: Principal) async throws -> Beacon {
-        let current = try await get(id, by: principal)
+        let current = try await visible(id, by: principal)
         guard let uid = principal.userID, uid == current.owner else {
             throw DBeaconError.forbidden("only the owner may add content to this beacon")
         }

@@ -135,20 +135,45 @@ package struct GroupService: LocationListener {
         try await removeMember(group, member, removed: true)
     }
 
+    /// Takes the member out of every place that grants access to a private group, in one
+    /// transaction with the membership: the group beacon's visibility group (so get, nearby,
+    /// directions and the group's nearby answer 404 at once, and the index learns it from the
+    /// beacon change) and the group's allowed list. An open group's beacon is public by design:
+    /// the member stops sharing and seeing positions and, once removed, cannot rejoin.
     private func removeMember(_ group: TrackedGroup, _ user: UserID, removed: Bool) async throws {
-        let members = try await store.groupMembers(group.id)
-        guard let leaving = members.first(where: { $0.user == user }) else { throw DBeaconError.notFound("member \(user)") }
-        let now = clock.now()
-        let recipients = [group.leader] + members.map(\.user)
-        let events = recipients.map { recipient in
-            Event(type: .memberLeft, createdAt: now, recipient: recipient, beacon: group.beacon,
-                  data: Self.memberData(group, member: user, name: leaving.name, extra: [
-                      ("reason", .string(removed ? "removed" : "left")), ("at", .string(now.rfc3339)),
-                  ]))
+        for _ in 0..<5 {
+            let members = try await store.groupMembers(group.id)
+            guard let leaving = members.first(where: { $0.user == user }) else { throw DBeaconError.notFound("member \(user)") }
+            let now = clock.now()
+            let recipients = [group.leader] + members.map(\.user)
+            let events = recipients.map { recipient in
+                Event(type: .memberLeft, createdAt: now, recipient: recipient, beacon: group.beacon,
+                      data: Self.memberData(group, member: user, name: leaving.name, extra: [
+                          ("reason", .string(removed ? "removed" : "left")), ("at", .string(now.rfc3339)),
+                      ]))
+            }
+            var access: GroupAccessRevocation?
+            let current = try await store.group(id: group.id) ?? group
+            if let beacon = try await store.beacon(id: group.beacon), beacon.members?.contains(user) == true || current.allowed?.contains(user) == true {
+                var revoked = beacon
+                if let members = beacon.members { revoked.members = members.filter { $0 != user } }
+                if revoked.members != beacon.members {
+                    revoked.version += 1
+                    revoked.updatedAt = now
+                }
+                access = GroupAccessRevocation(beacon: revoked, expectedVersion: beacon.version,
+                                               allowed: current.allowed?.filter { $0 != user })
+            }
+            do {
+                guard try await store.removeGroupMember(group.id, user: user, removed: removed, events: events, revoking: access) else {
+                    throw DBeaconError.notFound("member \(user)")
+                }
+                return
+            } catch let error as DBeaconError where error.kind == .preconditionFailed {
+                continue  // the group beacon changed meanwhile: take the member out of the new version
+            }
         }
-        guard try await store.removeGroupMember(group.id, user: user, removed: removed, events: events) else {
-            throw DBeaconError.notFound("member \(user)")
-        }
+        throw DBeaconError(.conflict, code: "edit_conflict", message: "the group changed too often while removing the member; retry")
     }
 
     // MARK: Reading
@@ -180,7 +205,8 @@ package struct GroupService: LocationListener {
 
     private func status(_ group: TrackedGroup, viewer: Principal) async throws -> GroupStatus {
         let members = try await store.groupMembers(group.id)
-        let beacon = try await store.beacon(id: group.beacon)
+        var beacon = try await store.beacon(id: group.beacon)
+        if let b = beacon { beacon = try await beacons.redacted(b, for: viewer) }
         var locations: [UserID: UserLocation] = [:]
         for l in try await store.userLocations([group.leader] + members.map(\.user)) { locations[l.user] = l }
         let now = clock.now()

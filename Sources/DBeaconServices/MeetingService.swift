@@ -90,12 +90,11 @@ package struct MeetingService: Sendable {
             try checkTimes(start: start, end: end)
             properties["lifetime"] = BeaconFeatureCodec.encodeLifetime(Lifetime(start: start, end: end))
         }
-        var invitees: [UserID]?
         if r.has("invitees") {
             if let list = try ServiceInput.userIDs(r, "invitees") {
                 try await store.checkUsersExist(list, path: "invitees")
-                invitees = list.filter { $0 != current.owner }
-                properties["visibility"] = .object(["members": .array(invitees!.map { .string($0.rawValue) })])
+                let invitees = list.filter { $0 != current.owner }
+                properties["visibility"] = .object(["members": .array(invitees.map { .string($0.rawValue) })])
             } else {
                 properties["visibility"] = .null
             }
@@ -107,12 +106,9 @@ package struct MeetingService: Sendable {
         }
         if !properties.isEmpty { patch["properties"] = .object(properties) }
         do {
-            let (updated, changed) = try await beacons.update(id, patch: .object(patch), ifMatch: ifMatch, by: principal)
-            if let invitees {
-                // Un-invited attendees lose the meeting: they no longer attend nor follow it.
-                try await store.dropMeetingAttendees(id, notIn: Set(invitees), owner: updated.owner)
-            }
-            return (updated, changed)
+            // Un-invited attendees lose the meeting in the same transaction: they no longer attend
+            // nor follow it, and hear `meeting.uninvited` (BeaconService.update).
+            return try await beacons.update(id, patch: .object(patch), ifMatch: ifMatch, by: principal)
         } catch let error as DBeaconError {
             throw ServiceInput.renamingPath(error, Self.renames)
         }
@@ -180,10 +176,10 @@ package struct MeetingService: Sendable {
         where b.service == ServiceKind.meeting && b.isVisible(to: principal, at: now) {
             result[b.id] = b
         }
-        return result.values.sorted {
+        return try await beacons.redacted(result.values.sorted {
             let a = $0.lifetime?.start ?? $0.createdAt, b = $1.lifetime?.start ?? $1.createdAt
             return a != b ? a < b : $0.id < $1.id
-        }
+        }, for: principal)
     }
 
     /// Directions from a point to the meeting's exact spot.

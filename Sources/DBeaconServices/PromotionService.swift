@@ -228,7 +228,8 @@ package struct PromotionService: Sendable {
     /// outside their own region), best first.
     package func nearby(point: Position, tags: [String], at: Timestamp?, limit: Int,
                         by principal: Principal) async throws -> (promotions: [ScoredPromotion], related: [ScoredPromotion]) {
-        let when = at ?? clock.now()
+        let now = clock.now()
+        let when = at ?? now
         let found = try await beacons.nearby(point: point, tags: tags, at: when, limit: Int.max, service: ServiceKind.promotion,
                                              by: principal)
         var listedIDs = Set(found.map(\.beacon.id))
@@ -238,9 +239,10 @@ package struct PromotionService: Sendable {
                 relatedTo[link.target, default: []].append(r.beacon.id)
             }
         }
-        let suggestions = try await store.beacons(ids: Array(relatedTo.keys)).filter {
-            $0.service == ServiceKind.promotion && $0.isVisible(to: principal, at: when) && $0.isAlive(at: when)
-        }
+        // Like nearby, `at` only narrows: a suggestion must be visible to the caller now too.
+        let suggestions = try await beacons.redacted(try await store.beacons(ids: Array(relatedTo.keys)).filter {
+            $0.service == ServiceKind.promotion && $0.isVisible(to: principal, at: now) && $0.isAlive(at: when)
+        }, for: principal)
         let all = found.map(\.beacon) + suggestions
         let scores = try await scores(all, for: principal)
         func scored(_ r: NearbyResult) -> ScoredPromotion { ScoredPromotion(result: r, score: scores[r.beacon.id] ?? 0) }

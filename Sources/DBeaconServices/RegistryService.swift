@@ -18,13 +18,14 @@ package struct Resolution: Sendable {
 /// would get if it did not exist, so a 404 never betrays a hidden entry.
 package struct RegistryService: Sendable {
     package let store: any RegistryStore
-    package let beacons: any BeaconStore
-    package let clock: any WallClock
+    /// Visibility and presentation of the digital beacons entries stand for.
+    package let beaconService: BeaconService
+    private var beacons: any BeaconStore { beaconService.store }
+    package var clock: any WallClock { beaconService.clock }
 
-    package init(store: any RegistryStore, beacons: any BeaconStore, clock: any WallClock) {
+    package init(store: any RegistryStore, beacons: BeaconService) {
         self.store = store
-        self.beacons = beacons
-        self.clock = clock
+        self.beaconService = beacons
     }
 
     // MARK: Writing
@@ -126,7 +127,8 @@ package struct RegistryService: Sendable {
         let matches = try await store.activeRegistryMatches(identities)
         let ids = Set(matches.values.flatMap { $0.map(\.beacon) })
         var byID: [BeaconID: Beacon] = [:]
-        for b in try await beacons.beacons(ids: Array(ids)) where b.isVisible(to: principal, at: now) { byID[b.id] = b }
+        let visible = try await beacons.beacons(ids: Array(ids)).filter { $0.isVisible(to: principal, at: now) }
+        for b in try await beaconService.redacted(visible, for: principal) { byID[b.id] = b }
         var result: [PhysicalBeaconIdentity: Resolution] = [:]
         for (identity, entries) in matches {
             if let entry = entries.first(where: { byID[$0.beacon] != nil }), let beacon = byID[entry.beacon] {

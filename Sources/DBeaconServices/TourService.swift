@@ -186,15 +186,17 @@ package struct TourService: LocationListener {
     /// Tours with a stop whose perimeter covers the point (visible to the caller and alive at
     /// `at`), nearest matching stop first.
     package func nearby(point: Position, tags: [String], at: Timestamp?, limit: Int, by principal: Principal) async throws -> [NearbyTour] {
-        let when = at ?? clock.now()
-        let covering = try await beacons.engine.covering(CoverQuery(point: point, at: when, viewer: principal))
+        let now = clock.now()
+        let when = at ?? now
+        // `at` narrows only: places and tours not the caller's must be visible now as well.
+        let covering = try await beacons.engine.covering(CoverQuery(point: point, at: when, viewer: principal, now: now))
         guard !covering.isEmpty else { return [] }
         var coveringByID: [BeaconID: Beacon] = [:]
         for b in covering { coveringByID[b.id] = b }
         let tourIDs = try await store.tours(withStops: covering.map(\.id))
         var found: [NearbyTour] = []
-        for tour in try await store.beacons(ids: tourIDs)
-        where tour.service == ServiceKind.tour && tour.isVisible(to: principal, at: when) && tour.isAlive(at: when)
+        for tour in try await beacons.redacted(try await store.beacons(ids: tourIDs), for: principal)
+        where tour.service == ServiceKind.tour && tour.isVisible(to: principal, at: now) && tour.isAlive(at: when)
             && (tags.isEmpty || tour.tags.contains(where: tags.contains)) {
             let links = tour.relationships.enumerated().filter { $0.element.type == "tour" }
             let matched = links.compactMap { i, link -> (stop: TourStop, distanceM: Double)? in

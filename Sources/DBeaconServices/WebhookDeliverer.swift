@@ -20,6 +20,8 @@ package import ServiceLifecycle
 /// pending again with their attempt count.
 package struct WebhookDeliverer: Service {
     package let store: any DBeaconStore
+    /// The event log's visibility rule, applied again before each attempt.
+    package let feed: EventFeed
     package let ssrf: SSRFGuard
     package let clock: any WallClock
     package let schedule: [Double]
@@ -28,8 +30,9 @@ package struct WebhookDeliverer: Service {
     package var timeout: Duration = .seconds(15)
     package var concurrency = 16
 
-    package init(store: any DBeaconStore, ssrf: SSRFGuard, clock: any WallClock, schedule: [Double], wake: WakeSignal, logger: Logger) {
-        self.store = store
+    package init(feed: EventFeed, ssrf: SSRFGuard, clock: any WallClock, schedule: [Double], wake: WakeSignal, logger: Logger) {
+        self.store = feed.store
+        self.feed = feed
         self.ssrf = ssrf
         self.clock = clock
         self.schedule = schedule.isEmpty ? [0] : schedule
@@ -80,17 +83,22 @@ package struct WebhookDeliverer: Service {
             return Int(elapsed.seconds * 1000 + elapsed.attoseconds / 1_000_000_000_000_000)
         }
         do {
-            if d.webhook.scope == .user, let reason = try await visibilityProblem(d.event) {
-                try await store.recordDeliveryAttempt(seq: d.seq, attempt: DeliveryAttempt(attempt: d.attempts, startedAt: started,
-                    durationMs: 0, statusCode: nil, error: nil), outcome: .cancelled(reason), disableWebhook: nil)
-                return
+            var event = d.event
+            if d.webhook.scope == .user {
+                guard let readable = try await feed.readable([d.event], for: d.event.recipient).first else {
+                    let reason = "the recipient may no longer see the beacon"
+                    try await store.recordDeliveryAttempt(seq: d.seq, attempt: DeliveryAttempt(attempt: d.attempts, startedAt: started,
+                        durationMs: 0, statusCode: nil, error: nil), outcome: .cancelled(reason), disableWebhook: nil)
+                    return
+                }
+                event = readable
             }
             var statusCode: Int?
             var failure: String?
             var retryAfter: Double?
             do {
                 let target = try await ssrf.check(d.webhook.url)
-                let response = try await send(d, to: target, at: started)
+                let response = try await send(d, event: event, to: target, at: started)
                 statusCode = response.status
                 retryAfter = response.retryAfter
             } catch let e as DBeaconError {
@@ -128,22 +136,12 @@ package struct WebhookDeliverer: Service {
         return .retry(at: max(next, now))
     }
 
-    /// Why the recipient may no longer receive this event, if so: removed from a private
-    /// beacon's group, or the beacon is gone (only its deletion notice is still sent).
-    private func visibilityProblem(_ event: Event) async throws -> String? {
-        guard let id = event.beacon else { return nil }
-        guard let beacon = try await store.beacon(id: id) else {
-            return event.type == .deleted || event.type == .meetingCancelled ? nil : "the beacon no longer exists"
-        }
-        return beacon.isOwnedOrShared(with: .user(event.recipient)) ? nil : "the recipient may no longer see the beacon"
-    }
-
     private struct SendResult {
         var status: Int
         var retryAfter: Double?
     }
 
-    private func send(_ d: Delivery, to target: WebhookTarget, at: Timestamp) async throws -> SendResult {
+    private func send(_ d: Delivery, event: Event, to target: WebhookTarget, at: Timestamp) async throws -> SendResult {
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow,
                                                      timeout: .init(connect: .seconds(5), read: .seconds(15)))
         if !target.hostIsLiteral, let address = target.addresses.first {
@@ -151,7 +149,7 @@ package struct WebhookDeliverer: Service {
         }
         let client = HTTPClient(eventLoopGroupProvider: .shared(MultiThreadedEventLoopGroup.singleton), configuration: configuration)
         do {
-            let body = JSONWriter.serialize(d.event.json)
+            let body = JSONWriter.serialize(event.json)
             var request = HTTPClientRequest(url: d.webhook.url)
             request.method = .POST
             request.headers.add(name: "Content-Type", value: "application/json")

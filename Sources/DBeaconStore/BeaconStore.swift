@@ -47,14 +47,22 @@ package struct CoverQuery: Sendable, Hashable {
     package var viewer: Principal
     /// Only beacons of this service, if set.
     package var service: String?
+    /// The real time, when `at` may differ from it (nearby's `at=`): a beacon the viewer does
+    /// not own must then be alive now as well, so `at` only narrows what they see. Nil: `at`.
+    package var now: Timestamp?
 
-    package init(point: Position, tags: [String] = [], at: Timestamp, viewer: Principal, service: String? = nil) {
+    package init(point: Position, tags: [String] = [], at: Timestamp, viewer: Principal, service: String? = nil,
+                 now: Timestamp? = nil) {
         self.point = point
         self.tags = tags
         self.at = at
         self.viewer = viewer
         self.service = service
+        self.now = now
     }
+
+    /// The instant at which a non-owner's view is checked besides `at`.
+    package var visibleNow: Timestamp { now ?? at }
 }
 
 /// A follower of a beacon.
@@ -87,6 +95,18 @@ package struct FollowerFanOut: Sendable {
     }
 }
 
+extension BeaconStore {
+    /// `insertBeacon` without events.
+    package func insertBeacon(_ beacon: Beacon) async throws {
+        try await insertBeacon(beacon, events: [])
+    }
+
+    /// `updateBeacon` without extra events.
+    package func updateBeacon(_ beacon: Beacon, expectedVersion: Int, fanOut: FollowerFanOut?) async throws {
+        try await updateBeacon(beacon, expectedVersion: expectedVersion, fanOut: fanOut, events: [])
+    }
+}
+
 /// A committed change to a beacon, reported in commit order so in-memory indexes stay exact.
 package enum BeaconChange: Sendable {
     case upsert(Beacon)
@@ -116,8 +136,8 @@ package protocol BeaconStore: Sendable {
 
     // MARK: Beacons
 
-    /// Inserts a new beacon; `conflict` when the id exists.
-    func insertBeacon(_ beacon: Beacon) async throws
+    /// Inserts a new beacon and writes `events` in the same transaction; `conflict` when the id exists.
+    func insertBeacon(_ beacon: Beacon, events: [Event]) async throws
     /// Inserts many beacons in one transaction (import, samples, benchmarks).
     func insertBeacons(_ beacons: [Beacon]) async throws
     func beacon(id: BeaconID) async throws -> Beacon?
@@ -125,8 +145,12 @@ package protocol BeaconStore: Sendable {
     func beacons(ids: [BeaconID]) async throws -> [Beacon]
     /// Replaces a beacon if its stored version is still `expectedVersion` (else
     /// `preconditionFailed`); the caller sets the new version and `updatedAt`. With `fanOut`,
-    /// an event goes to each follower who may see the updated beacon, in the same transaction.
-    func updateBeacon(_ beacon: Beacon, expectedVersion: Int, fanOut: FollowerFanOut?) async throws
+    /// an event goes to each follower who may see the updated beacon, and `events` are
+    /// written, in the same transaction. Invariant: a meeting's attendees who may no longer
+    /// see it (taken off a private meeting's invitees) stop attending and following it in that
+    /// transaction. Returns the followers count after the update.
+    @discardableResult
+    func updateBeacon(_ beacon: Beacon, expectedVersion: Int, fanOut: FollowerFanOut?, events: [Event]) async throws -> Int
     /// Deletes a beacon (with its tags, members, relationships from and to it, followers)
     /// if its stored version is `expectedVersion` (or unconditionally when nil). With `fanOut`,
     /// an event goes to each follower who could see it, in the same transaction.

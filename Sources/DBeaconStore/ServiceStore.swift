@@ -153,8 +153,6 @@ package protocol ServiceStore: Sendable {
     func meetingAttendees(_ meeting: BeaconID) async throws -> [MeetingAttendee]
     /// Meetings the user joined.
     func attendedMeetings(user: UserID) async throws -> [BeaconID]
-    /// Drops attendees (and their follows) who are no longer allowed to see a private meeting.
-    func dropMeetingAttendees(_ meeting: BeaconID, notIn allowed: Set<UserID>, owner: UserID) async throws
 
     // MARK: Groups
 
@@ -169,9 +167,13 @@ package protocol ServiceStore: Sendable {
     func groupMembers(_ group: GroupID) async throws -> [GroupMembership]
     /// Adds an active member and writes `events` in the same transaction (when it joined them).
     func addGroupMember(_ group: GroupID, user: UserID, at: Timestamp, events: [Event]) async throws -> GroupJoinOutcome
-    /// Marks a member as left (`removed: false`, may rejoin) or removed by the guide; writes
-    /// `events` in the same transaction. False when the user was not an active member.
-    func removeGroupMember(_ group: GroupID, user: UserID, removed: Bool, events: [Event]) async throws -> Bool
+    /// Marks a member as left (`removed: false`, may rejoin an open group) or removed by the
+    /// guide; writes `events` and, for a private group, `access` (the group beacon without the
+    /// member, the allowed list without them) in the same transaction, so no read after the
+    /// commit grants them the group. False when the user was not an active member;
+    /// `preconditionFailed` when the beacon changed since it was read.
+    func removeGroupMember(_ group: GroupID, user: UserID, removed: Bool, events: [Event],
+                           revoking access: GroupAccessRevocation?) async throws -> Bool
     /// Applies range transitions and their events in one transaction, each only if the
     /// member is still active with the expected state; otherwise nothing is written and
     /// `preconditionFailed` is thrown (the caller re-reads and decides again).
@@ -216,6 +218,23 @@ package protocol ServiceStore: Sendable {
     /// One user's counts for each of `promotions`.
     func interactionCounts(user: UserID, promotions: [BeaconID]) async throws -> [BeaconID: InteractionCounts]
     func promotionTotals(_ promotion: BeaconID) async throws -> PromotionTotals
+}
+
+/// A private group losing a member: its beacon with the member out of the visibility group
+/// (new version), and the users still allowed to join.
+package struct GroupAccessRevocation: Sendable {
+    package var beacon: Beacon
+    package var expectedVersion: Int
+    package var allowed: [UserID]?
+
+    package init(beacon: Beacon, expectedVersion: Int, allowed: [UserID]?) {
+        self.beacon = beacon
+        self.expectedVersion = expectedVersion
+        self.allowed = allowed
+    }
+
+    /// The `tracked_groups.allowed` column: a JSON array, or NULL for an open group.
+    var allowedJSON: String? { allowed.map { JSONValue.array($0.map { .string($0.rawValue) }).jsonString } }
 }
 
 /// Everything the services layer needs from one store.

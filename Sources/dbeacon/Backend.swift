@@ -128,10 +128,14 @@ struct LocalBackend: Backend {
         let principal = try await principal(asUser)
         var position: Int64?
         if let after {
-            if let id = EventID(after) { position = try await services.store.eventPosition(id: id) } else { position = Cursor.decode(after) }
+            if let id = EventID(after) {
+                position = try await services.feed.position(after: id, by: principal)
+            } else {
+                position = Cursor.decode(after)
+            }
             guard position != nil else { throw DBeaconError.badRequest("--after must be an event id or a cursor", path: "after") }
         }
-        let page = try await services.store.events(recipient: principal.userID, after: position, limit: limit)
+        let page = try await services.feed.events(by: principal, after: position, limit: limit)
         return .object(["events": .array(page.items.map(\.json)), "next_cursor": .optional(Cursor.encode(page.next))])
     }
 

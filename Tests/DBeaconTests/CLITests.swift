@@ -63,8 +63,11 @@ struct CapturedOutput {
 }
 
 @Suite struct CLITests {
-    func tempDB() -> String {
-        FileManager.default.temporaryDirectory.appendingPathComponent("dbeacon-cli-\(UUID().uuidString)/db.sqlite").path
+    /// A new database for the CLI's `--db`: a SpatiaLite file, or a fresh PostGIS schema.
+    func tempDB(_ backend: Backend) throws -> String {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dbeacon-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        return try backend.freshDatabase(in: dir)
     }
 
     @Test func helpIsWrittenForNewcomers() throws {
@@ -75,8 +78,8 @@ struct CapturedOutput {
         #expect(nearby.out.contains("--lat") && nearby.out.contains("--tag") && nearby.out.contains("Example"))
     }
 
-    @Test func worksOnTheLocalDatabase() throws {
-        let db = tempDB()
+    @Test(arguments: Backend.all) func worksOnTheLocalDatabase(_ backend: Backend) throws {
+        let db = try tempDB(backend)
         let user = try CLI.run(["user", "add", "ann", "--db", db, "--json"])
         #expect(user.status == 0, "\(user.err)")
         let created = try JSONParser.parse(user.out)
@@ -124,8 +127,8 @@ struct CapturedOutput {
         #expect(gone.err.contains("not found"))
     }
 
-    @Test func reportsBadInputClearly() throws {
-        let db = tempDB()
+    @Test(arguments: Backend.all) func reportsBadInputClearly(_ backend: Backend) throws {
+        let db = try tempDB(backend)
         let bad = try CLI.run(["nearby", "--lat", "95", "--lon", "9", "--db", db])
         #expect(bad.status != 0)
         #expect(bad.err.contains("--lat"))
@@ -137,8 +140,8 @@ struct CapturedOutput {
         #expect(imported.err.contains("features[0].properties.name"))
     }
 
-    @Test func worksThroughTheAPI() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func worksThroughTheAPI(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         try await h.app().test(.live) { client in
             let server = "http://127.0.0.1:\(client.port!)"
             let user = try CLI.run(["user", "add", "ann", "--server", server, "--token", TestHarness.adminToken, "--json"])

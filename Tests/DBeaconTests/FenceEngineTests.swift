@@ -11,8 +11,8 @@ private let center = (lat: 48.7784, lon: 9.1800)
 private func north(_ m: Double) -> Double { center.lat + m / 111_200 }
 
 @Suite struct FenceEngineTests {
-    func setUp(dwell: Double = 300, cushion: Double = 25) async throws -> (TestHarness, UserID, Beacon) {
-        let h = try await TestHarness.make { c in
+    func setUp(_ backend: Backend, dwell: Double = 300, cushion: Double = 25) async throws -> (TestHarness, UserID, Beacon) {
+        let h = try await TestHarness.make(backend: backend) { c in
             c.fences.dwellSeconds = dwell
             c.fences.exitCushionM = cushion
         }
@@ -22,8 +22,8 @@ private func north(_ m: Double) -> Double { center.lat + m / 111_200 }
         return (h, ann, beacon)
     }
 
-    @Test func entersWhenAFixFallsInside() async throws {
-        let (h, ann, beacon) = try await setUp()
+    @Test(arguments: Backend.all) func entersWhenAFixFallsInside(_ backend: Backend) async throws {
+        let (h, ann, beacon) = try await setUp(backend)
         let outside = try await h.fix(ann, lat: north(300), lon: center.lon)
         #expect(outside.inside.isEmpty && outside.events.isEmpty)
         h.clock.advance(seconds: 10)
@@ -37,8 +37,8 @@ private func north(_ m: Double) -> Double { center.lat + m / 111_200 }
         #expect(snapshot.states[ann]?.map(\.beacon) == [beacon.id])
     }
 
-    @Test func exitsOnlyBeyondTheCushion() async throws {
-        let (h, ann, _) = try await setUp(cushion: 25)
+    @Test(arguments: Backend.all) func exitsOnlyBeyondTheCushion(_ backend: Backend) async throws {
+        let (h, ann, _) = try await setUp(backend, cushion: 25)
         try await h.fix(ann, lat: north(50), lon: center.lon)
         h.clock.advance(seconds: 10)
         // 110 m from the centre: outside the 100 m circle but within the 25 m cushion.
@@ -60,8 +60,8 @@ private func north(_ m: Double) -> Double { center.lat + m / 111_200 }
         #expect(try await h.events(ann).map(\.type) == [.entered, .exited, .entered])
     }
 
-    @Test func dwellsAfterTheDwellTime() async throws {
-        let (h, ann, _) = try await setUp(dwell: 60)
+    @Test(arguments: Backend.all) func dwellsAfterTheDwellTime(_ backend: Backend) async throws {
+        let (h, ann, _) = try await setUp(backend, dwell: 60)
         try await h.fix(ann, lat: north(10), lon: center.lon)
         h.clock.advance(seconds: 30)
         #expect(try await h.fix(ann, lat: north(12), lon: center.lon).events.isEmpty)
@@ -71,8 +71,8 @@ private func north(_ m: Double) -> Double { center.lat + m / 111_200 }
         #expect(try await h.fix(ann, lat: north(11), lon: center.lon).events.isEmpty)
     }
 
-    @Test func dwellsWithoutNewFixesThroughTheTicker() async throws {
-        let (h, ann, _) = try await setUp(dwell: 60)
+    @Test(arguments: Backend.all) func dwellsWithoutNewFixesThroughTheTicker(_ backend: Backend) async throws {
+        let (h, ann, _) = try await setUp(backend, dwell: 60)
         try await h.fix(ann, lat: north(10), lon: center.lon)
         h.clock.advance(seconds: 61)
         try await h.services.ticker.tickOnce()
@@ -81,8 +81,8 @@ private func north(_ m: Double) -> Double { center.lat + m / 111_200 }
         #expect(try await h.events(ann).count == 2)
     }
 
-    @Test func olderFixesDoNotChangeState() async throws {
-        let (h, ann, _) = try await setUp()
+    @Test(arguments: Backend.all) func olderFixesDoNotChangeState(_ backend: Backend) async throws {
+        let (h, ann, _) = try await setUp(backend)
         let t0 = h.clock.now()
         try await h.fix(ann, lat: north(50), lon: center.lon, at: t0)
         let late = try await h.fix(ann, lat: north(500), lon: center.lon, at: t0.adding(seconds: -30))
@@ -97,8 +97,8 @@ private func north(_ m: Double) -> Double { center.lat + m / 111_200 }
         #expect(await h.fences.location(of: ann)?.fixAt == t0.adding(seconds: 20))
     }
 
-    @Test func invisibleBeaconsProduceNoEvents() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func invisibleBeaconsProduceNoEvents(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (owner, _) = try await h.user("owner")
         let (ann, _) = try await h.user("ann")
         let (ben, _) = try await h.user("ben")
@@ -109,8 +109,8 @@ private func north(_ m: Double) -> Double { center.lat + m / 111_200 }
         #expect(try await h.fix(ben, lat: center.lat, lon: center.lon).events.count == 1)
     }
 
-    @Test func aMovingBeaconArrivesAroundAStandingUser() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func aMovingBeaconArrivesAroundAStandingUser(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (friend, _) = try await h.user("friend")
         let (ann, _) = try await h.user("ann")
         let moving = try await h.beacon(feature(name: "friend", lat: 48.70, lon: 9.10, perimeter: circle(100),
@@ -134,8 +134,8 @@ private func north(_ m: Double) -> Double { center.lat + m / 111_200 }
         #expect(try await h.events(ann).map(\.type) == [.entered, .exited])
     }
 
-    @Test func editsAndDeletionReachFollowers() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func editsAndDeletionReachFollowers(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (owner, _) = try await h.user("owner")
         let (ann, _) = try await h.user("ann")
         let (ben, _) = try await h.user("ben")
@@ -155,8 +155,8 @@ private func north(_ m: Double) -> Double { center.lat + m / 111_200 }
         #expect(try await h.events(ben).isEmpty)
     }
 
-    @Test func lifetimeStartAndEndReachFollowersAndFences() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func lifetimeStartAndEndReachFollowersAndFences(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (owner, _) = try await h.user("owner")
         let (ann, _) = try await h.user("ann")
         let now = h.clock.now()

@@ -12,8 +12,8 @@ import Testing
         group.json?["members"]?.arrayValue?.first { $0["id"] == .string(user.rawValue) }
     }
 
-    @Test func groupWalkWithOutOfRangeAlertsWithoutFlapping() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func groupWalkWithOutOfRangeAlertsWithoutFlapping(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (annID, ann) = try await h.user("ann")  // the guide
         let (bobID, bob) = try await h.user("bob")
         let (_, eve) = try await h.user("eve")      // not in the group
@@ -83,8 +83,8 @@ import Testing
         }
     }
 
-    @Test func privacyStalenessAndRemoval() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func privacyStalenessAndRemoval(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (annID, ann) = try await h.user("ann")
         let (bobID, bob) = try await h.user("bob")
         let (carlID, carl) = try await h.user("carl")
@@ -141,7 +141,20 @@ import Testing
             #expect(try await client.call(.delete, "/v1/groups/\(id)/members/\(carlID)", token: bob).status == .forbidden)
             #expect(try await client.call(.delete, "/v1/groups/\(id)/members/\(carlID)", token: ann).status == .noContent)
             #expect(try await client.call(.get, "/v1/groups/\(id)", token: carl).status == .notFound)
-            #expect(try await client.call(.post, "/v1/groups/\(id)/join", token: carl).status == .forbidden, "no way back")
+            #expect(try await client.call(.post, "/v1/groups/\(id)/join", token: carl).status == .notFound, "no way back")
+            // … everywhere the group beacon could grant it (issue 11.1): get, directions, nearby
+            let groupBeacon = try #require(created.json?["beacon"]?.stringValue)
+            let here = "lat=\(start.lat)&lon=\(start.lon)"
+            #expect(try await client.call(.get, "/v1/beacons/\(groupBeacon)", token: carl).status == .notFound)
+            #expect(try await client.call(.get, "/v1/beacons/\(groupBeacon)/directions?from_\(here.replacingOccurrences(of: "&", with: "&from_"))",
+                                          token: carl).status == .notFound)
+            #expect(!(try await client.call(.get, "/v1/nearby?\(here)", token: carl).featureIDs.contains(groupBeacon)))
+            #expect(try await client.call(.get, "/v1/groups/nearby?\(here)", token: carl).features.isEmpty)
+            #expect(try await client.call(.get, "/v1/groups/nearby?\(here)", token: bob).features.count == 1, "bob still sees it")
+            let ownerView = try await client.call(.get, "/v1/beacons/\(groupBeacon)", token: ann)
+            #expect(ownerView.json?["properties"]?["visibility"]?["members"]?.arrayValue?.contains(.string(carlID.rawValue)) == false)
+            #expect(try await client.call(.get, "/v1/groups/\(id)", token: ann).json?["allowed"]?.arrayValue?
+                        .contains(.string(carlID.rawValue)) == false)
             status = try await client.call(.get, "/v1/groups/\(id)", token: ann)
             #expect(member(status, carlID) == nil)
             let removal = try #require(try await client.eventList(bob).last)
@@ -154,12 +167,14 @@ import Testing
             // Leaving
             #expect(try await client.call(.post, "/v1/groups/\(id)/leave", token: dave).status == .noContent)
             #expect(try await client.call(.get, "/v1/groups/\(id)", token: dave).status == .notFound)
+            #expect(try await client.call(.get, "/v1/beacons/\(groupBeacon)", token: dave).status == .notFound,
+                    "leaving a closed group leaves its visibility group too")
             #expect(try await client.call(.post, "/v1/groups/\(id)/leave", token: ann).status == .conflict)
             #expect(try await client.call(.get, "/v1/groups", token: bob).json?["groups"]?.arrayValue?.count == 1)
         }
     }
 
-    @Test(arguments: [
+    @Test(arguments: Backend.all, [
         (#"{"name":"g","range_m":0}"#, "range_m"),
         (#"{"name":"g"}"#, "range_m"),
         (#"{"name":"g","range_m":"far"}"#, "range_m"),
@@ -167,8 +182,9 @@ import Testing
         (#"{"name":"g","range_m":100,"members":["usr_ghost"]}"#, "members[0]"),
         (#"{"range_m":100}"#, "name"),
     ])
-    func rejectsBadGroups(_ body: String, _ path: String) async throws {
-        let h = try await TestHarness.make()
+    func rejectsBadGroups(_ backend: Backend, _ example: (String, String)) async throws {
+        let (body, path) = example
+        let h = try await TestHarness.make(backend: backend)
         let (_, ann) = try await h.user("ann")
         try await h.app().test(.router) { client in
             let r = try await client.call(.post, "/v1/groups", token: ann, raw: body)

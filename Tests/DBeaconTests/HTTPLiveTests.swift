@@ -39,7 +39,7 @@ import Testing
         }
     }
 
-    @Test(arguments: [
+    @Test(arguments: Backend.all, [
         (#"{"lat":95,"lon":9,"timestamp":"2026-11-21T12:00:00Z"}"#, "lat"),
         (#"{"lat":48,"lon":NaN}"#, "lon"),
         (#"{"lat":48,"lon":9,"timestamp":"2027-01-01T00:00:00Z"}"#, "timestamp"),
@@ -48,8 +48,9 @@ import Testing
         (#"{"fixes":[]}"#, "fixes"),
         (#"{"lon":9}"#, "lat"),
     ])
-    func rejectsBadFixes(_ body: String, _ path: String) async throws {
-        let h = try await TestHarness.make()
+    func rejectsBadFixes(_ backend: Backend, _ example: (String, String)) async throws {
+        let (body, path) = example
+        let h = try await TestHarness.make(backend: backend)
         let (ann, token) = try await h.user("ann")
         try await h.app().test(.router) { client in
             let r = try await client.call(.post, "/v1/me/location", token: token, raw: body)
@@ -59,10 +60,10 @@ import Testing
         #expect(await h.fences.location(of: ann) == nil, "nothing is stored")
     }
 
-    @Test func backgroundServicesRunWithTheServer() async throws {
+    @Test(arguments: Backend.all) func backgroundServicesRunWithTheServer(_ backend: Backend) async throws {
         // A live server with its services: a new beacon around a standing user enters them
         // without any new fix (the change relay), and the admin token cannot report fixes.
-        let h = try await TestHarness.make(start: Timestamp.now()) { $0.runBackgroundServices = true }
+        let h = try await TestHarness.make(backend: backend, start: Timestamp.now()) { $0.runBackgroundServices = true }
         let (_, ann) = try await h.user("ann")
         let (_, owner) = try await h.user("owner")
         try await h.app().test(.live) { client in

@@ -7,8 +7,8 @@ import HummingbirdTesting
 import Testing
 
 @Suite struct MeetingServiceTests {
-    @Test func meetingLifecycleReachesAttendeesAsEvents() async throws {
-        let h = try await TestHarness.make()  // 2026-11-21T12:00Z
+    @Test(arguments: Backend.all) func meetingLifecycleReachesAttendeesAsEvents(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)  // 2026-11-21T12:00Z
         let (_, ann) = try await h.user("ann")
         let (bobID, bob) = try await h.user("bob")
         let (_, carl) = try await h.user("carl")
@@ -97,8 +97,8 @@ import Testing
         }
     }
 
-    @Test func meetingDisappearsAfterItsEnd() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func meetingDisappearsAfterItsEnd(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (_, ann) = try await h.user("ann")
         let (_, bob) = try await h.user("bob")
         try await h.app().test(.router) { client in
@@ -116,8 +116,8 @@ import Testing
         }
     }
 
-    @Test func privateMeetingIsForInviteesOnly() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func privateMeetingIsForInviteesOnly(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (_, ann) = try await h.user("ann")
         let (bobID, bob) = try await h.user("bob")
         let (_, carl) = try await h.user("carl")
@@ -135,16 +135,23 @@ import Testing
             #expect(try await client.call(.post, "/v1/meetings/\(id)/join", token: bob).status == .created)
 
             // Un-inviting drops the attendee: no more updates, no more access
-            #expect(try await client.call(.patch, "/v1/meetings/\(id)", token: ann, json: ["invitees": []]).status == .ok)
+            #expect(try await client.eventTypes(bob) == ["meeting.invited"])
+            let uninvite = try await client.call(.patch, "/v1/meetings/\(id)", token: ann, json: ["invitees": []])
+            #expect(uninvite.status == .ok)
+            #expect(uninvite.json?["properties"]?["followers_count"] == 0, "the answer counts the dropped attendee out")
+            #expect(try await client.call(.get, "/v1/beacons/\(id)", token: ann).json?["properties"]?["followers_count"] == 0)
             #expect(try await client.call(.get, "/v1/meetings/\(id)", token: bob).status == .notFound)
             #expect(try await client.call(.patch, "/v1/meetings/\(id)", token: ann, json: ["name": "Party"]).status == .ok)
-            #expect(try await client.eventTypes(bob) == [], "the un-invite itself is not visible to bob, nor what follows")
+            #expect(try await client.eventTypes(bob) == ["meeting.uninvited"],
+                    "bob hears of the un-invite; the invitation and what follows are no longer his to read")
+            let notice = try #require(try await client.eventList(bob).last)
+            #expect(notice["data"]?["meeting"] == .string(id) && notice["data"]?["name"] == "Birthday")
             let view = try await client.call(.get, "/v1/meetings/\(id)", token: ann)
             #expect(view.json?["properties"]?["meeting"]?["attendees_count"] == 0)
         }
     }
 
-    @Test(arguments: [
+    @Test(arguments: Backend.all, [
         (#"{"name":"x","start":"2026-11-21T12:00:00Z","end":"2026-11-21T13:00:00Z"}"#, "location"),
         (#"{"name":"x","location":{"lat":95,"lon":9},"start":"2026-11-21T12:00:00Z","end":"2026-11-21T13:00:00Z"}"#, "location.lat"),
         (#"{"name":"x","location":{"lat":48,"lon":9},"start":"2026-11-21T12:00:00Z","end":"2026-11-21T11:00:00Z"}"#, "end"),
@@ -155,8 +162,9 @@ import Testing
         (#"{"name":"x","location":{"lat":48,"lon":9},"start":"2026-11-21T12:00:00Z","end":"2026-11-21T13:00:00Z","perimeter":{"type":"Polygon","coordinates":[[[9,48],[9.1,48],[9,48.1],[9.1,48.1],[9,48]]]}}"#, "perimeter"),
         (#"{"name":"x","location":{"lat":48,"lon":9},"start":"2026-11-21T12:00:00Z","end":"2026-11-21T13:00:00Z","colour":"red"}"#, "colour"),
     ])
-    func rejectsBadMeetings(_ body: String, _ path: String) async throws {
-        let h = try await TestHarness.make()
+    func rejectsBadMeetings(_ backend: Backend, _ example: (String, String)) async throws {
+        let (body, path) = example
+        let h = try await TestHarness.make(backend: backend)
         let (_, ann) = try await h.user("ann")
         try await h.app().test(.router) { client in
             let r = try await client.call(.post, "/v1/meetings", token: ann, raw: body)
@@ -166,8 +174,8 @@ import Testing
         }
     }
 
-    @Test func sampleMeetingsAnswer() async throws {
-        let h = try await TestHarness.make { $0.samplesDirectory = samplesDirectory }
+    @Test(arguments: Backend.all) func sampleMeetingsAnswer(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend) { $0.samplesDirectory = samplesDirectory }
         try await h.app().test(.router) { client in
             // Lena's guide meeting point at the Jubiläumssäule, alive 2025–2030, public
             let r = try await client.call(.get, "/v1/meetings/nearby?lat=48.7784&lon=9.1800", token: "demo-token-chen")

@@ -9,9 +9,9 @@ import Testing
 /// for circles, the contract's lifetime/visibility/tag rules re-implemented in Python) on
 /// thousands of random points.
 @Suite struct NearbyReferenceTests {
-    @Test(arguments: [AppConfig.Engine.memory, .sql])
-    func agreesWithShapelyAndGeographicLib(engine: AppConfig.Engine) async throws {
-        let h = try await TestHarness.make(engine: engine)
+    @Test(arguments: Backend.all, [AppConfig.Engine.memory, .sql])
+    func agreesWithShapelyAndGeographicLib(_ backend: Backend, engine: AppConfig.Engine) async throws {
+        let h = try await TestHarness.make(backend: backend, engine: engine)
         var users: [UserID] = []
         for name in ["ann", "ben", "chen"] { users.append(try await h.user(name).id) }
         var generator = RandomBeacons(seed: 2026, users: users)
@@ -26,6 +26,7 @@ import Testing
 
         let reference = try runReference("nearby_reference.py", input: .object([
             "beacons": RandomBeacons.referenceJSON(beacons), "queries": .array(queries.map(\.referenceJSON)),
+            "now": .number(Double(h.clock.now().millis)),
         ]))["results"]!.arrayValue!
 
         var mismatches = 0

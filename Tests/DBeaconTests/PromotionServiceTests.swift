@@ -28,8 +28,8 @@ import Testing
         return result
     }
 
-    @Test func nearbyRelatedPickAndTheNoticonScore() async throws {
-        let h = try await TestHarness.make { $0.services.promotionPicksPerWindow = 1000 }
+    @Test(arguments: Backend.all) func nearbyRelatedPickAndTheNoticonScore(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend) { $0.services.promotionPicksPerWindow = 1000 }
         let (_, shop) = try await h.user("shop")
         let (_, cleo) = try await h.user("cleo")
         let (_, eve) = try await h.user("eve")
@@ -113,8 +113,8 @@ import Testing
         }
     }
 
-    @Test func frequencyCapPerUser() async throws {
-        let h = try await TestHarness.make {
+    @Test(arguments: Backend.all) func frequencyCapPerUser(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend) {
             $0.services.promotionPicksPerWindow = 2
             $0.services.promotionPickWindowSeconds = 600
         }
@@ -142,8 +142,8 @@ import Testing
 
     /// 300 consumers each pick once among three promotions with the same top score: each is
     /// chosen about 100 times (chi-square with 2 degrees of freedom; 18.4 is p = 0.0001).
-    @Test func tieBreakIsUniformOverHTTP() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func tieBreakIsUniformOverHTTP(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (_, shop) = try await h.user("shop")
         let here = Walk.schlossplatz
         try await h.app().test(.router) { client in
@@ -208,8 +208,8 @@ import Testing
         #expect(PromotionScoring.interest(of: ["food", "beer"], in: ["food": -3]) == -3)
     }
 
-    @Test func samplePromotions() async throws {
-        let h = try await TestHarness.make { $0.samplesDirectory = samplesDirectory }
+    @Test(arguments: Backend.all) func samplePromotions(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend) { $0.samplesDirectory = samplesDirectory }
         try await h.app().test(.router) { client in
             // At the Marktplatz: the Markthalle tasting plate covers; its bakery offer is related
             let r = try await client.call(.get, "/v1/promotions/nearby?lat=48.7753&lon=9.1783", token: "demo-token-anna")

@@ -16,8 +16,10 @@ extension CLI {
 
 /// `dbeacon registry add/list/resolve` and `dbeacon sighting`, locally and through the API.
 @Suite struct RegistryCLITests {
-    @Test func registersResolvesAndSightsOnTheLocalDatabase() throws {
-        let db = FileManager.default.temporaryDirectory.appendingPathComponent("dbeacon-cli-\(UUID().uuidString)/db.sqlite").path
+    @Test(arguments: Backend.all) func registersResolvesAndSightsOnTheLocalDatabase(_ backend: Backend) throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dbeacon-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let db = try backend.freshDatabase(in: dir)
         #expect(try CLI.run(["user", "add", "ann", "--db", db]).status == 0)
         let made = try CLI.run(["beacon", "create", "--name", "Museum shop", "--lat", "48.7784", "--lon", "9.18", "--owner", "ann",
                                 "--json", "--db", db])
@@ -52,8 +54,8 @@ extension CLI {
         #expect(try CLI.run(["sighting", "--rssi", "-70", "--db", db]).status != 0, "an identity is required")
     }
 
-    @Test func worksThroughTheAPI() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func worksThroughTheAPI(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (owner, token) = try await h.user("owner")
         let b = try await h.beacon(feature(name: "Museum shop"), owner: owner)
         try await h.app().test(.live) { client in

@@ -4,8 +4,8 @@ import HummingbirdTesting
 import Testing
 
 @Suite struct ServiceCLITests {
-    @Test func serviceCommandsOnTheLocalDatabase() async throws {
-        let h = try await TestHarness.make(start: Timestamp.now()) { $0.samplesDirectory = samplesDirectory }
+    @Test(arguments: Backend.all) func serviceCommandsOnTheLocalDatabase(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend, start: Timestamp.now()) { $0.samplesDirectory = samplesDirectory }
         let db = h.services.config.databasePath
         let (_, ann) = try await h.user("ann")
         let groupID = try await h.app().test(.router) { client in

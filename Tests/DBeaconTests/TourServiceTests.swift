@@ -7,8 +7,8 @@ import HummingbirdTesting
 import Testing
 
 @Suite struct TourServiceTests {
-    @Test func tourWalkedInOrderWithProgressAndMediaGating() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func tourWalkedInOrderWithProgressAndMediaGating(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (_, tina) = try await h.user("tina")   // creates the tour
         let (_, vic) = try await h.user("vic")     // walks it
         let (_, olga) = try await h.user("olga")   // somewhere else
@@ -89,8 +89,8 @@ import Testing
         }
     }
 
-    @Test func sampleOldTownWalk() async throws {
-        let h = try await TestHarness.make { $0.samplesDirectory = samplesDirectory }
+    @Test(arguments: Backend.all) func sampleOldTownWalk(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend) { $0.samplesDirectory = samplesDirectory }
         try await h.app().test(.router) { client in
             let tour = try await client.call(.get, "/v1/tours/bcn_tour_old_town_walk", token: "demo-token-anna")
             let stops = tour.json?["stops"]?.arrayValue ?? []
@@ -108,8 +108,8 @@ import Testing
         }
     }
 
-    @Test func toursOfExistingPlacesAndBadInput() async throws {
-        let h = try await TestHarness.make()
+    @Test(arguments: Backend.all) func toursOfExistingPlacesAndBadInput(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         let (ownerID, _) = try await h.user("owner")
         let (_, tina) = try await h.user("tina")
         let (_, eve) = try await h.user("eve")

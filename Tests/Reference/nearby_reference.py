@@ -6,7 +6,8 @@ tag rules are written out here again from the contract, not shared with the Swif
 
 stdin: {"beacons": [{"id", "owner", "lat", "lon", "perimeter": GeoJSON | {"type": "Circle", "radius_m"},
                      "start": ms | null, "end": ms | null, "members": [ids] | null, "tags": [...]}],
-        "queries": [{"lat", "lon", "viewer": user id | null (operator), "at": ms, "tags": [...]}]}
+        "queries": [{"lat", "lon", "viewer": user id | null (operator), "at": ms, "tags": [...]}],
+        "now": ms (the server's clock: `at` only narrows what a non-owner sees)}
 stdout: {"results": [[ids covering query 0, sorted], ...]}
 """
 import json
@@ -61,11 +62,13 @@ def covers(b, lat, lon):
     return value.covers(Point(lon, lat))
 
 
+now = request["now"]
 results = []
 for q in request["queries"]:
     tags = set(q["tags"])
     found = [b["id"] for b in beacons
              if visible(b, q["viewer"]) and alive(b, q["at"])
+             and (q["viewer"] is None or q["viewer"] == b["owner"] or alive(b, now))
              and (not tags or tags & set(b["tags"]))
              and covers(b, q["lat"], q["lon"])]
     results.append(sorted(found))

@@ -49,6 +49,10 @@ package struct EventType: RawRepresentable, Sendable, Hashable, CustomStringConv
     package static let ended = EventType(rawValue: "beacon.ended")
     package static let meetingUpdated = EventType(rawValue: "meeting.updated")
     package static let meetingCancelled = EventType(rawValue: "meeting.cancelled")
+    /// The recipient was added to a private meeting's invitees.
+    package static let meetingInvited = EventType(rawValue: "meeting.invited")
+    /// The recipient was taken off a private meeting's invitees (and no longer attends it).
+    package static let meetingUninvited = EventType(rawValue: "meeting.uninvited")
     package static let memberJoined = EventType(rawValue: "group.member_joined")
     package static let memberLeft = EventType(rawValue: "group.member_left")
     package static let memberOutOfRange = EventType(rawValue: "group.member_out_of_range")
@@ -56,7 +60,7 @@ package struct EventType: RawRepresentable, Sendable, Hashable, CustomStringConv
 
     package static let all: [EventType] = [
         .entered, .exited, .dwelled, .updated, .deleted, .started, .ended, .meetingUpdated, .meetingCancelled,
-        .memberJoined, .memberLeft, .memberOutOfRange, .memberBackInRange,
+        .meetingInvited, .meetingUninvited, .memberJoined, .memberLeft, .memberOutOfRange, .memberBackInRange,
     ]
 
     /// Whether a subscription filter (`*`, `beacon.*`, or an exact type) selects this type.
@@ -64,5 +68,36 @@ package struct EventType: RawRepresentable, Sendable, Hashable, CustomStringConv
         if filter == "*" || filter == rawValue { return true }
         if filter.hasSuffix(".*") { return rawValue.hasPrefix(String(filter.dropLast())) }
         return false
+    }
+}
+
+extension Event {
+    /// Whether this event tells its recipient that they lost sight of its beacon (the beacon
+    /// was deleted or cancelled, they were un-invited or removed from its group, or they were
+    /// exited because it became unavailable to them). Such notices stay readable and
+    /// deliverable after the access is gone; every other event about a beacon needs the
+    /// recipient to still be its owner or in its visibility group.
+    package var isAccessLossNotice: Bool {
+        switch type {
+        case .deleted, .meetingCancelled, .meetingUninvited:
+            return true
+        case .memberLeft:
+            return data["member"]?.stringValue == recipient.rawValue
+        case .exited:
+            return data["reason"]?.stringValue == "unavailable"
+        default:
+            return false
+        }
+    }
+
+    /// The rule for reading and delivering events, applied as of now: events about no beacon
+    /// are always readable; otherwise `beacon` (its current state, nil when it no longer exists)
+    /// must still be the recipient's or shared with them, unless the event is the notice of
+    /// losing it. Lifetimes do not matter: a follower may read what happened while it was alive.
+    package func isReadable(givenBeacon beacon: Beacon?) -> Bool {
+        guard self.beacon != nil else { return true }
+        if isAccessLossNotice { return true }
+        guard let beacon else { return false }
+        return beacon.isOwnedOrShared(with: .user(recipient))
     }
 }

@@ -6,7 +6,7 @@ import Hummingbird
 /// `POST /v1/me/location` and `GET /v1/events`.
 struct LiveController {
     let fences: FenceEngine
-    let store: any DBeaconStore
+    let feed: EventFeed
     let clock: any WallClock
     let maxBodyBytes: Int
 
@@ -63,7 +63,7 @@ struct LiveController {
         var after: Int64?
         if let raw = q.string("after") ?? q.string("cursor") {
             if let id = EventID(raw) {
-                guard let position = try await store.eventPosition(id: id) else {
+                guard let position = try await feed.position(after: id, by: context.principal) else {
                     throw DBeaconError(.badRequest, code: "invalid_parameter", message: "unknown event id \(raw)", path: "after")
                 }
                 after = position
@@ -73,7 +73,7 @@ struct LiveController {
                 throw DBeaconError(.badRequest, code: "invalid_parameter", message: "after must be an event id or a cursor", path: "after")
             }
         }
-        let page = try await store.events(recipient: context.principal.userID, after: after, limit: try q.limit(default: 100, max: 1000))
+        let page = try await feed.events(by: context.principal, after: after, limit: try q.limit(default: 100, max: 1000))
         return .json(.object([
             "events": .array(page.items.map(\.json)),
             "next_cursor": .optional(Cursor.encode(page.next)),

@@ -366,6 +366,8 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     private func visit(_ query: CoverQuery, _ body: (Int32) -> Void) {
         let lon = query.point.lon, lat = query.point.lat
         let at = query.at.millis
+        let now = query.visibleNow.millis
+        let checkNow = now != at
         var viewer: Int32 = -2 // a user unknown to the index owns nothing and is in no group
         var isAdmin = false
         switch query.viewer {
@@ -396,6 +398,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                 let h = hot[Int(slot)]
                 guard lon >= h.west, lon <= h.east, lat >= h.south, lat <= h.north else { return }
                 guard h.lifeStart <= at, at < h.lifeEnd else { return }
+                if checkNow && !isAdmin && h.owner != viewer && !(h.lifeStart <= now && now < h.lifeEnd) { return }
                 if service != 0 && h.service != service { return }
                 if tagFilter && h.tagBits & tagMask == 0 {
                     guard overflowQuery && h.overflowTags,

@@ -60,10 +60,11 @@ extension PostgresStore: BeaconStore {
 
     // MARK: Writes
 
-    package func insertBeacon(_ beacon: Beacon) async throws {
+    package func insertBeacon(_ beacon: Beacon, events: [Event]) async throws {
         try await write { db, changes in
             try await Self.insertRow(beacon, db: db)
             try await Self.writeChildren(beacon, db: db, replacing: false)
+            try await Self.insertEvents(db, events)
             changes.append(.upsert(beacon))
         }
     }
@@ -79,12 +80,18 @@ extension PostgresStore: BeaconStore {
         }
     }
 
-    package func updateBeacon(_ beacon: Beacon, expectedVersion: Int, fanOut: FollowerFanOut?) async throws {
+    package func updateBeacon(_ beacon: Beacon, expectedVersion: Int, fanOut: FollowerFanOut?, events: [Event]) async throws -> Int {
         try await write { db, changes in
             try await Self.checkVersion(db, id: beacon.id, expected: expectedVersion)
             try await Self.update(beacon, db: db)
+            try await Self.dropUninvitedAttendees(db, meeting: beacon.id)
             if let fanOut { try await Self.fanOutToFollowers(db, beacon: beacon.id, fanOut) }
-            changes.append(.upsert(beacon))
+            try await Self.insertEvents(db, events)
+            var b = beacon
+            b.followersCount = try await db.row("SELECT followers_count FROM beacons WHERE id = $1", [beacon.id.rawValue])?
+                .int("followers_count") ?? beacon.followersCount
+            changes.append(.upsert(b))
+            return b.followersCount
         }
     }
 
@@ -279,7 +286,7 @@ extension PostgresStore: BeaconStore {
             "b.area && \(point)",
             "(b.lifetime_start IS NULL OR b.lifetime_start <= \(at))",
             "(b.lifetime_end IS NULL OR b.lifetime_end > \(at))",
-            Self.visibilityClause(query.viewer, now: query.at, &s),
+            Self.visibilityClause(query.viewer, now: query.visibleNow, &s),
             Self.tagClause(query.tags, &s),
             "(b.perimeter_kind = 'circle' OR ST_Covers(b.area, \(point)))",
         ]

@@ -48,14 +48,16 @@ extension PostgresStore: ServiceStore {
         }
     }
 
-    package func dropMeetingAttendees(_ meeting: BeaconID, notIn allowed: Set<UserID>, owner: UserID) async throws {
-        try await write { db, _ in
-            let attendees = try await db.rows("SELECT user_id FROM meeting_attendees WHERE meeting_id = $1 FOR UPDATE", [meeting.rawValue])
-                .map { UserID(uncheckedRawValue: try $0.string("user_id")) }
-            for user in attendees where user != owner && !allowed.contains(user) {
-                try await db.rows("DELETE FROM meeting_attendees WHERE meeting_id = $1 AND user_id = $2", [meeting.rawValue, user.rawValue])
-                try await Self.removeFollower(db, beacon: meeting, user: user)
-            }
+    /// As `SpatiaLiteStore.dropUninvitedAttendees`.
+    static func dropUninvitedAttendees(_ db: PGConnection, meeting: BeaconID) async throws {
+        let dropped = try await db.rows("""
+            DELETE FROM meeting_attendees a USING beacons b
+            WHERE a.meeting_id = $1 AND b.id = a.meeting_id AND b.is_private AND a.user_id <> b.owner
+              AND NOT EXISTS (SELECT 1 FROM beacon_members m WHERE m.beacon_id = b.id AND m.user_id = a.user_id)
+            RETURNING a.user_id
+            """, [meeting.rawValue])
+        for row in dropped {
+            _ = try await removeFollower(db, beacon: meeting, user: UserID(uncheckedRawValue: try row.string("user_id")))
         }
     }
 
@@ -144,8 +146,9 @@ extension PostgresStore: ServiceStore {
         }
     }
 
-    package func removeGroupMember(_ group: GroupID, user: UserID, removed: Bool, events: [Event]) async throws -> Bool {
-        try await write { db, _ in
+    package func removeGroupMember(_ group: GroupID, user: UserID, removed: Bool, events: [Event],
+                                   revoking access: GroupAccessRevocation?) async throws -> Bool {
+        try await write { db, changes in
             let changed: [PGRow]
             if removed {
                 changed = try await db.rows("""
@@ -158,6 +161,12 @@ extension PostgresStore: ServiceStore {
                     """, [group.rawValue, user.rawValue])
             }
             guard !changed.isEmpty else { return false }
+            if let access {
+                try await Self.checkVersion(db, id: access.beacon.id, expected: access.expectedVersion)
+                try await Self.update(access.beacon, db: db)
+                try await db.rows("UPDATE tracked_groups SET allowed = $1 WHERE id = $2", [access.allowedJSON, group.rawValue])
+                changes.append(.upsert(access.beacon))
+            }
             try await Self.insertEvents(db, events)
             return true
         }

@@ -6,9 +6,10 @@ import GRDB
 extension SpatiaLiteStore {
     // MARK: Writes
 
-    package func insertBeacon(_ beacon: Beacon) async throws {
+    package func insertBeacon(_ beacon: Beacon, events: [Event]) async throws {
         try await write { db, changes in
             try Self.insert(beacon, db: db)
+            try Self.insertEvents(db, events)
             changes.append(.upsert(beacon))
         }
     }
@@ -25,12 +26,18 @@ extension SpatiaLiteStore {
         }
     }
 
-    package func updateBeacon(_ beacon: Beacon, expectedVersion: Int, fanOut: FollowerFanOut?) async throws {
+    package func updateBeacon(_ beacon: Beacon, expectedVersion: Int, fanOut: FollowerFanOut?, events: [Event]) async throws -> Int {
         try await write { db, changes in
             try Self.checkVersion(db, id: beacon.id, expected: expectedVersion)
             try Self.update(beacon, db: db)
+            try Self.dropUninvitedAttendees(db, meeting: beacon.id)
             if let fanOut { try Self.fanOutToFollowers(db, beacon: beacon.id, fanOut) }
-            changes.append(.upsert(beacon))
+            try Self.insertEvents(db, events)
+            var b = beacon
+            b.followersCount = try Int.fetchOne(db, sql: "SELECT followers_count FROM beacons WHERE id = ?",
+                                                arguments: [beacon.id.rawValue]) ?? beacon.followersCount
+            changes.append(.upsert(b))
+            return b.followersCount
         }
     }
 
@@ -237,7 +244,7 @@ extension SpatiaLiteStore {
     package func coveringBeacons(_ query: CoverQuery) async throws -> [Beacon] {
         try await read { db in
             var args: [String: (any DatabaseValueConvertible)?] = [
-                "uid": query.viewer.userID?.rawValue, "at": query.at.millis, "now": query.at.millis,
+                "uid": query.viewer.userID?.rawValue, "at": query.at.millis, "now": query.visibleNow.millis,
                 "lon": query.point.lon, "lat": query.point.lat,
             ]
             var clauses = [

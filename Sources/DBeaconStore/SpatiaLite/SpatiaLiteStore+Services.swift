@@ -51,15 +51,17 @@ extension SpatiaLiteStore: ServiceStore {
         }
     }
 
-    package func dropMeetingAttendees(_ meeting: BeaconID, notIn allowed: Set<UserID>, owner: UserID) async throws {
-        try await write { db, _ in
-            let attendees = try String.fetchAll(db, sql: "SELECT user_id FROM meeting_attendees WHERE meeting_id = ?",
-                                                arguments: [meeting.rawValue]).map(UserID.init(uncheckedRawValue:))
-            for user in attendees where user != owner && !allowed.contains(user) {
-                try db.execute(sql: "DELETE FROM meeting_attendees WHERE meeting_id = ? AND user_id = ?",
-                               arguments: [meeting.rawValue, user.rawValue])
-                try Self.removeFollower(db, beacon: meeting, user: user)
-            }
+    /// Attendees of a private meeting who are neither its organizer nor among its members stop
+    /// attending and following it (run after the beacon's members were rewritten).
+    static func dropUninvitedAttendees(_ db: Database, meeting: BeaconID) throws {
+        let dropped = try String.fetchAll(db, sql: """
+            SELECT a.user_id FROM meeting_attendees a JOIN beacons b ON b.id = a.meeting_id
+            WHERE a.meeting_id = ? AND b.is_private = 1 AND a.user_id <> b.owner
+              AND NOT EXISTS (SELECT 1 FROM beacon_members m WHERE m.beacon_id = b.id AND m.user_id = a.user_id)
+            """, arguments: [meeting.rawValue])
+        for user in dropped {
+            try db.execute(sql: "DELETE FROM meeting_attendees WHERE meeting_id = ? AND user_id = ?", arguments: [meeting.rawValue, user])
+            try removeFollower(db, beacon: meeting, user: UserID(uncheckedRawValue: user))
         }
     }
 
@@ -166,8 +168,9 @@ extension SpatiaLiteStore: ServiceStore {
         }
     }
 
-    package func removeGroupMember(_ group: GroupID, user: UserID, removed: Bool, events: [Event]) async throws -> Bool {
-        try await write { db, _ in
+    package func removeGroupMember(_ group: GroupID, user: UserID, removed: Bool, events: [Event],
+                                   revoking access: GroupAccessRevocation?) async throws -> Bool {
+        try await write { db, changes in
             if removed {
                 // The row stays, marked removed, so the removed member cannot rejoin.
                 try db.execute(sql: """
@@ -175,13 +178,18 @@ extension SpatiaLiteStore: ServiceStore {
                         range_changed_at = NULL
                     WHERE group_id = ? AND user_id = ? AND status = 'active'
                     """, arguments: [group.rawValue, user.rawValue])
-                guard db.changesCount > 0 else { return false }
-                try Self.insertEvents(db, events)
-                return true
+            } else {
+                try db.execute(sql: "DELETE FROM group_members WHERE group_id = ? AND user_id = ? AND status = 'active'",
+                               arguments: [group.rawValue, user.rawValue])
             }
-            try db.execute(sql: "DELETE FROM group_members WHERE group_id = ? AND user_id = ? AND status = 'active'",
-                           arguments: [group.rawValue, user.rawValue])
             guard db.changesCount > 0 else { return false }
+            if let access {
+                try Self.checkVersion(db, id: access.beacon.id, expected: access.expectedVersion)
+                try Self.update(access.beacon, db: db)
+                try db.execute(sql: "UPDATE tracked_groups SET allowed = ? WHERE id = ?",
+                               arguments: [access.allowedJSON, group.rawValue])
+                changes.append(.upsert(access.beacon))
+            }
             try Self.insertEvents(db, events)
             return true
         }
