@@ -15,11 +15,14 @@ package struct BeaconDraft: Sendable, Hashable {
     package var tracksOwner: Bool
     /// `properties.owner` as sent, if any: it may only repeat the true owner.
     package var claimedOwner: String?
+    /// `properties.service` as sent, if any: set only by the services, so a client may only
+    /// repeat the stored value (in a merge patch) and never choose one.
+    package var claimedService: String?
 
     package init(
         id: BeaconID? = nil, name: String, description: String? = nil, location: Position, perimeter: Perimeter,
         lifetime: Lifetime? = nil, members: [UserID]? = nil, tags: [String] = [], relationships: [Relationship] = [],
-        content: [ContentRef] = [], tracksOwner: Bool = false, claimedOwner: String? = nil
+        content: [ContentRef] = [], tracksOwner: Bool = false, claimedOwner: String? = nil, claimedService: String? = nil
     ) {
         self.id = id
         self.name = name
@@ -33,6 +36,7 @@ package struct BeaconDraft: Sendable, Hashable {
         self.content = content
         self.tracksOwner = tracksOwner
         self.claimedOwner = claimedOwner
+        self.claimedService = claimedService
     }
 }
 
@@ -111,7 +115,8 @@ package enum BeaconFeatureCodec {
             relationships: try decodeRelationships(properties),
             content: try decodeContent(properties),
             tracksOwner: try properties.optionalBool("tracks_owner") ?? false,
-            claimedOwner: try properties.optionalString("owner", maxLength: 100)
+            claimedOwner: try properties.optionalString("owner", maxLength: 100),
+            claimedService: try properties.optionalString("service", maxLength: 100)
         )
     }
 

@@ -189,9 +189,24 @@ package struct BeaconService: Sendable {
     // MARK: Writing
 
     /// Creates a beacon owned by the calling user.
+    ///
+    /// A client-chosen id must lie in the caller's namespace (`BeaconID.namespace(of:)`):
+    /// otherwise "409, taken" against "201, created" would tell anyone whether a private beacon
+    /// with a guessable id exists. Outside the namespace the answer is the same 422 whether
+    /// the id is free or not; inside it, only the caller's own beacons can collide.
     package func create(_ draft: BeaconDraft, by principal: Principal, service: String? = nil) async throws -> Beacon {
         guard let owner = principal.userID else {
             throw DBeaconError.forbidden("beacons are owned by users; the admin token cannot own one (create a user first)")
+        }
+        if draft.claimedService != nil {
+            throw DBeaconError.invalid("properties.service", "service is set by the service that manages a beacon; create meetings, "
+                                       + "groups, tours and promotions through /v1/meetings, /v1/groups, /v1/tours and /v1/promotions",
+                                       code: "read_only")
+        }
+        if let id = draft.id, !id.isInNamespace(of: owner) {
+            let prefix = BeaconID.namespace(of: owner)
+            throw DBeaconError.invalid("id", "a client-chosen id must start with \(prefix) (your namespace), e.g. \(prefix)lunch; "
+                                       + "leave id out to get a generated one", code: "id_outside_namespace")
         }
         return try await create(draft, owner: owner, service: service)
     }
@@ -291,6 +306,10 @@ package struct BeaconService: Sendable {
         let draft = try BeaconFeatureCodec.decodeDraft(merged, limits: limits)
         if draft.claimedOwner != current.owner.rawValue {
             throw DBeaconError.invalid("properties.owner", "owner is set by the server and cannot change", code: "read_only")
+        }
+        if draft.claimedService != current.service {
+            throw DBeaconError.invalid("properties.service", "service is set by the service that manages the beacon and cannot change",
+                                       code: "read_only")
         }
         if draft.relationships != current.relationships {
             try await checkRelationships(draft.relationships, source: current.id, owner: .user(current.owner))
@@ -458,6 +477,10 @@ extension BeaconService {
                     guard let owner else { throw DBeaconError.internalError("import without an owner") }
                     if let claimed = draft.claimedOwner, claimed != owner.rawValue {
                         throw DBeaconError.invalid("properties.owner", "owner is set by the importer", code: "read_only")
+                    }
+                    if draft.claimedService != nil {
+                        throw DBeaconError.invalid("properties.service", "service is set by the services, not by an import",
+                                                   code: "read_only")
                     }
                     beaconOwner = owner
                 }

@@ -35,6 +35,20 @@ package struct BeaconID: PrefixedID {
     package init(uncheckedRawValue: String) { rawValue = uncheckedRawValue }
 }
 
+extension BeaconID {
+    /// The prefix of the ids `user` may choose for their beacons through the API:
+    /// `bcn_` + the user id without `usr_` + `_` (`bcn_anna_` for `usr_anna`).
+    package static func namespace(of user: UserID) -> String {
+        prefix + user.rawValue.dropFirst(UserID.prefix.count) + "_"
+    }
+
+    /// Whether this id lies in `user`'s namespace (with at least one character after it).
+    package func isInNamespace(of user: UserID) -> Bool {
+        let ns = Self.namespace(of: user)
+        return rawValue.count > ns.count && rawValue.hasPrefix(ns)
+    }
+}
+
 /// Id of a user (`usr_…`).
 package struct UserID: PrefixedID {
     package static let prefix = "usr_"

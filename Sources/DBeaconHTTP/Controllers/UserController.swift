@@ -24,7 +24,10 @@ struct UserController {
     @Sendable func me(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         switch context.principal {
         case .admin: return .json(.object(["id": .null, "admin": true]))
-        case .user(let id): return .json(.object(["id": .string(id.rawValue), "admin": false]))
+        case .user(let id):
+            return .json(.object(JSONObject([
+                ("id", .string(id.rawValue)), ("admin", false), ("beacon_id_prefix", .string(BeaconID.namespace(of: id))),
+            ])))
         }
     }
 }
