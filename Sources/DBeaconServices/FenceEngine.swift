@@ -366,8 +366,8 @@ package actor FenceEngine {
     /// The rule with location fixes: while the last sighting is younger than
     /// `sightingExitSeconds`, fixes outside the perimeter do not exit the user. Once sightings
     /// stop for that long, `tick()` exits the user (`beacon.exited`, reason
-    /// `sighting_timeout`, `at` = last sighting + timeout) unless a location fix received after
-    /// the last sighting lies inside the perimeter (within the exit cushion): then the user
+    /// `sighting_timeout`, `at` = last sighting + timeout) unless a location fix taken at or after
+    /// the last sighting (such as the indoor position estimated from it) lies inside the perimeter (within the exit cushion): then the user
     /// stays inside as an ordinary geofence state, and later fixes decide the exit.
     package func reportPresence(user: UserID, sightings: [PresenceSighting]) async throws -> [Event] {
         if needsReload { try await reload() }
@@ -411,7 +411,9 @@ package actor FenceEngine {
                 continue
             }
             let available = beacon.isVisible(to: .user(key.user), at: now) && beacon.isAlive(at: now)
-            if available, let location = locations[key.user], location.fixAt > seen,
+            // A fix taken at the last sighting counts: the indoor position estimated from that
+            // very batch is such a fix, and standing still must not exit (then re-enter) the user.
+            if available, let location = locations[key.user], location.fixAt >= seen,
                now.seconds(since: location.receivedAt) <= config.presenceTTLSeconds {
                 let covered = PerimeterTester(location: beacon.location, perimeter: beacon.perimeter).covers(location.position)
                 let outside = PerimeterDistance.outside(location.position, perimeter: beacon.perimeter, center: beacon.location,

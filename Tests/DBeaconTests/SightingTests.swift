@@ -166,6 +166,43 @@ func sighting(uuid: String = kontaktUUID, major: Int = 1, minor: Int, rssi: Int,
         #expect(away.events.map(\.type) == [.exited])
     }
 
+    /// Standing still among four positioned beacons (issue 11.10): the applied indoor position
+    /// keeps presence as a fix does, so no exit after the sighting timeout and no re-entry on
+    /// the next GPS fix from the same spot.
+    @Test(arguments: Backend.all) func anAppliedIndoorPositionKeepsPresenceWithoutFlapping(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
+        let (owner, _) = try await h.user("owner")
+        let (ann, token) = try await h.user("ann")
+        let center = Position(lon: 9.18, lat: 48.7784)
+        let hall = try await h.beacon(feature(name: "hall", lat: center.lat, lon: center.lon, perimeter: circle(40)), owner: owner)
+        let dLat = 15 / 111_200.0, dLon = 15 / (111_200.0 * cos(center.lat * .pi / 180))
+        let anchors = [(center.lat + dLat, center.lon), (center.lat, center.lon + dLon), (center.lat - dLat, center.lon),
+                       (center.lat, center.lon - dLon)]
+        for (i, a) in anchors.enumerated() {
+            _ = try await h.services.registry.register(try RegistryCodec.decodeDraft(registration(hall, major: 7, minor: i + 1, extra: [
+                ("measured_power", -59), ("position", ["lat": .number(a.0), "lon": .number(a.1), "level": 0]),
+            ])), by: .user(owner))
+        }
+        try await h.app().test(.router) { client in
+            let seen = try await client.call(.post, "/v1/sightings", token: token, json: ["sightings": .array((1...4).map {
+                sighting(major: 7, minor: $0, rssi: -83, at: h.clock.now())
+            })])
+            #expect(seen.json?["position"]?["applied"] == true, "\(seen.text)")
+            #expect(seen.json?["events"]?.arrayValue?.map { $0["type"] } == ["beacon.entered"])
+        }
+        for _ in 0..<3 {
+            h.clock.advance(seconds: 31)
+            try await h.services.ticker.tickOnce()
+        }
+        #expect(try await h.events(ann).map(\.type) == [.entered], "standing still: no sighting_timeout exit")
+        #expect(await h.fences.insideBeacons(of: ann) == [hall.id])
+        let gps = try await h.fix(ann, lat: center.lat, lon: center.lon, accuracy: 8)
+        #expect(gps.events.isEmpty && gps.inside == [hall.id], "no re-entry without movement")
+        h.clock.advance(seconds: 10)
+        let away = try await h.fix(ann, lat: center.lat + 200 / 111_200.0, lon: center.lon, accuracy: 8)
+        #expect(away.events.map(\.type) == [.exited], "walking away still exits")
+    }
+
     @Test(arguments: Backend.all) func presenceEndsWhenTheBeaconIsHiddenAndStaleSightingsDoNotEnter(_ backend: Backend) async throws {
         let (h, owner, ann, token, shop) = try await setUp(backend)
         try await h.app().test(.router) { client in
