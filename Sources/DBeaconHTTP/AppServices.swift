@@ -23,6 +23,8 @@ package struct AppServices: Sendable {
     package let feed: EventFeed
     package let ticker: LifetimeTicker
     package let relay: BeaconChangeRelay
+    /// Picks up what other processes write to the same database (SpatiaLite).
+    package let poller: RemoteChangePoller
     /// The four services (meetings, group tracking, city tours, advertising).
     package let domain: DomainServices
     /// The physical beacon registry and sighting resolution.
@@ -33,7 +35,7 @@ package struct AppServices: Sendable {
 
     /// The background services to run with the HTTP server.
     package var backgroundServices: [any Service] {
-        config.runBackgroundServices ? [deliverer, ticker, relay] : []
+        config.runBackgroundServices ? [deliverer, ticker, relay, poller] : []
     }
 
     /// Opens the database, configures the admin token and loads samples when asked.
@@ -44,11 +46,16 @@ package struct AppServices: Sendable {
         let auth = AuthService(store: store, clock: clock)
         let generated = try await auth.configureAdmin(token: config.adminToken)
         let (changes, continuation) = AsyncStream.makeStream(of: BeaconChange.self)
+        // Other processes' writes: on PostGIS the node that wrote runs enter/exit for standing
+        // users, so they only update this index; the CLI writing to a SpatiaLite file keeps no
+        // fence state, so the server evaluates its changes as its own.
+        let relayRemote = store.remoteChangesNeedFenceEvaluation
         let engine: any CoverageEngine
         switch config.engine {
         case .sql:
             engine = SQLCoverageEngine(store: store)
             store.observeChanges { continuation.yield($0) }
+            store.observeRemoteChanges { if relayRemote { continuation.yield($0) } }
         case .memory:
             // Observe before loading, so a change committed during the load is not lost.
             let memory = MemoryCoverageEngine()
@@ -56,10 +63,10 @@ package struct AppServices: Sendable {
                 memory.apply(change)
                 continuation.yield(change)
             }
-            // Other server processes on the same PostGIS database: their writes update this
-            // index too. Fence state stays with the process that made the change (it runs
-            // enter/exit for its users), so these are not relayed to the fence engine.
-            store.observeRemoteChanges { memory.apply($0) }
+            store.observeRemoteChanges { change in
+                memory.apply(change)
+                if relayRemote { continuation.yield(change) }
+            }
             // After a lost listener connection, reload: notifications sent meanwhile are gone.
             let resyncLogger = logger
             store.observeResyncNeeded {
@@ -80,6 +87,7 @@ package struct AppServices: Sendable {
         let fences = FenceEngine(store: store, engine: engine, committer: GroupCommitter(store: store), clock: clock,
                                  config: config.fences)
         try await fences.reload()
+        store.observeRemoteFenceWrites { Task { await fences.invalidate() } }
         let wake = WakeSignal()
         let ssrf = SSRFGuard(allowPrivate: config.allowPrivateWebhooks)
         store.observeCommits { wake.signal() }
@@ -93,6 +101,7 @@ package struct AppServices: Sendable {
             deliverer: WebhookDeliverer(feed: feed, ssrf: ssrf, clock: clock, schedule: config.webhookRetrySchedule,
                                         wake: wake, logger: logger),
             feed: feed, ticker: ticker, relay: BeaconChangeRelay(changes: changes, fences: fences, logger: logger),
+            poller: RemoteChangePoller(store: store, logger: logger),
             domain: await DomainServices.make(beacons: beacons, store: store, fences: fences, config: config.services, logger: logger),
             registry: registry,
             sightings: SightingService(registry: registry, store: store, fences: fences, clock: clock, config: config.sightings),

@@ -126,6 +126,12 @@ package actor FenceEngine {
         needsReload = false
     }
 
+    /// Forgets the in-memory state: the next call reloads it from the store (another process
+    /// wrote fence states or locations).
+    package func invalidate() {
+        needsReload = true
+    }
+
     /// The beacons a user is inside now.
     package func insideBeacons(of user: UserID) -> [BeaconID] {
         (inside[user] ?? [:]).keys.sorted()
@@ -366,9 +372,10 @@ package actor FenceEngine {
     /// The rule with location fixes: while the last sighting is younger than
     /// `sightingExitSeconds`, fixes outside the perimeter do not exit the user. Once sightings
     /// stop for that long, `tick()` exits the user (`beacon.exited`, reason
-    /// `sighting_timeout`, `at` = last sighting + timeout) unless a location fix taken at or after
-    /// the last sighting (such as the indoor position estimated from it) lies inside the perimeter (within the exit cushion): then the user
-    /// stays inside as an ordinary geofence state, and later fixes decide the exit.
+    /// `sighting_timeout`, `at` = last sighting + timeout) unless a location fix taken at or
+    /// after the last sighting (such as the indoor position estimated from it) lies inside the
+    /// perimeter: then the user stays inside as an ordinary geofence state, and later fixes
+    /// decide the exit.
     package func reportPresence(user: UserID, sightings: [PresenceSighting]) async throws -> [Event] {
         if needsReload { try await reload() }
         let now = clock.now()
@@ -411,14 +418,14 @@ package actor FenceEngine {
                 continue
             }
             let available = beacon.isVisible(to: .user(key.user), at: now) && beacon.isAlive(at: now)
-            // A fix taken at the last sighting counts: the indoor position estimated from that
-            // very batch is such a fix, and standing still must not exit (then re-enter) the user.
+            // The latest fix, if taken at or after the last sighting (the indoor position estimated
+            // from that very batch counts: standing still must not exit, then re-enter, the user),
+            // decides: inside the perimeter, the geofence takes over. Only inside: a fix near the
+            // edge of a small perimeter, with sightings gone, is someone walking away, and after
+            // a handover nothing but a later fix could exit them.
             if available, let location = locations[key.user], location.fixAt >= seen,
                now.seconds(since: location.receivedAt) <= config.presenceTTLSeconds {
-                let covered = PerimeterTester(location: beacon.location, perimeter: beacon.perimeter).covers(location.position)
-                let outside = PerimeterDistance.outside(location.position, perimeter: beacon.perimeter, center: beacon.location,
-                                                        covered: covered)
-                if outside < max(config.exitCushionM, location.accuracyM) {
+                if PerimeterTester(location: beacon.location, perimeter: beacon.perimeter).covers(location.position) {
                     state.sightedAt = nil
                     setState(key.user, state)
                     update.states.append((key.user, state))

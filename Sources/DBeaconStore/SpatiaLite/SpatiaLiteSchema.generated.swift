@@ -6,6 +6,7 @@ package enum SpatiaLiteSchema {
         ("v2", v2_events),
         ("v3", v3_registry),
         ("v4", v4_services),
+        ("v5", v5_change_log),
     ]
     package static let v1_core = #"""
 -- DBeacon SpatiaLite schema, migration v1: users, beacons and their context.
@@ -323,6 +324,23 @@ CREATE TABLE promotion_interactions (
 CREATE INDEX promotion_interactions_user ON promotion_interactions(user_id, promotion_id, type);
 CREATE INDEX promotion_interactions_picks ON promotion_interactions(user_id, created_at) WHERE source = 'pick';
 CREATE INDEX promotion_interactions_promotion ON promotion_interactions(promotion_id, type);
+
+"""#
+    package static let v5_change_log = #"""
+-- DBeacon SpatiaLite schema, migration v5: the log of committed beacon changes, so a running
+-- server sees what other processes (the CLI with --db) write to the same file within a second.
+-- Append-only: never edit a migration that has landed.
+-- Every transaction that changes beacons (or fence states) adds one row per change, tagged with
+-- the writing store instance; a server polls `PRAGMA data_version` and applies the rows of
+-- other writers to its in-memory index and fence engine. Rows older than ten minutes are pruned.
+CREATE TABLE beacon_changes (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    beacon_id  TEXT,                                  -- NULL for 'fences'
+    kind       TEXT NOT NULL CHECK (kind IN ('upsert', 'delete', 'move', 'fences')),
+    writer     TEXT NOT NULL,                         -- the writing store instance (random id)
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX beacon_changes_created ON beacon_changes(created_at);
 
 """#
 }

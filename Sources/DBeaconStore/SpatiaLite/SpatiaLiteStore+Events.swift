@@ -107,7 +107,11 @@ extension SpatiaLiteStore: EventStore {
 
     package func applyFenceUpdates(_ updates: [FenceUpdate]) async throws {
         guard updates.contains(where: { !$0.isEmpty }) else { return }
+        let writerID = writerID
         try await write { db, changes in
+            if updates.contains(where: { !$0.locations.isEmpty || !$0.states.isEmpty || !$0.removed.isEmpty }) {
+                try Self.logFenceWrites(db, writer: writerID)
+            }
             let location = try db.cachedStatement(sql: """
                 INSERT INTO user_locations(user_id, lon, lat, accuracy_m, fix_at, received_at) VALUES (?, ?, ?, ?, ?, ?)
                 ON CONFLICT(user_id) DO UPDATE SET lon = excluded.lon, lat = excluded.lat, accuracy_m = excluded.accuracy_m,

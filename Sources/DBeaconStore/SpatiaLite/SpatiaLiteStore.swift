@@ -14,6 +14,10 @@ package final class SpatiaLiteStore: BeaconStore {
     package let writer: any DatabaseWriter
     /// Called on the writer's queue after each commit that changed beacons, in commit order.
     private let changeObserver: ChangeObserverBox
+    /// This instance's tag in `beacon_changes`: its own rows are skipped when polling.
+    let writerID = UUID().uuidString
+    /// Where polling of other processes' changes stands (used on the writer's queue only).
+    let remoteCursor = RemoteChangeCursor()
 
     /// Opens (creating if needed) the database at `path` and migrates it.
     package init(path: String, synchronousFull: Bool = true) throws {
@@ -30,6 +34,10 @@ package final class SpatiaLiteStore: BeaconStore {
         writer = try DatabasePool(path: path, configuration: config)
         changeObserver = ChangeObserverBox()
         try SpatiaLiteStore.migrate(writer)
+        try writer.writeWithoutTransaction { [remoteCursor] db in
+            remoteCursor.dataVersion = try Int.fetchOne(db, sql: "PRAGMA data_version") ?? 0
+            remoteCursor.lastSeq = try Int64.fetchOne(db, sql: "SELECT max(seq) FROM beacon_changes") ?? 0
+        }
     }
 
     /// Registers the function that receives every committed beacon change.
@@ -77,14 +85,17 @@ package final class SpatiaLiteStore: BeaconStore {
                                       point: Position(lon: lon, lat: lat)) ? 1 : 0
     }
 
-    /// Runs `body` in a write transaction and reports the beacon changes it made after commit.
+    /// Runs `body` in a write transaction and reports the beacon changes it made after commit
+    /// (to this process's observers, and to other processes through `beacon_changes`).
     func write<T: Sendable>(_ body: @escaping @Sendable (Database, inout [BeaconChange]) throws -> T) async throws -> T {
         let observer = changeObserver
+        let writerID = writerID
         return try await translatingErrors {
             try await writer.write { db in
                 var changes: [BeaconChange] = []
                 let outboxBefore = db.totalChangesCount
                 let result = try body(db, &changes)
+                try Self.logChanges(db, changes, writer: writerID)
                 let notify = observer.observer
                 let wake = observer.outboxWaker
                 let wroteAnything = db.totalChangesCount != outboxBefore
@@ -122,6 +133,16 @@ package final class SpatiaLiteStore: BeaconStore {
             throw DBeaconError.internalError("database error", cause: "\(error.resultCode): \(error.message ?? "")")
         }
     }
+}
+
+/// Where `pollRemoteChanges` stands: the last `PRAGMA data_version` seen on the writer
+/// connection and the last `beacon_changes` row applied. Touched on the writer's queue only.
+final class RemoteChangeCursor: @unchecked Sendable {
+    var dataVersion = 0
+    var lastSeq: Int64 = 0
+    var lastPrune = Timestamp(millis: 0)
+    var observer: (@Sendable (BeaconChange) -> Void)?
+    var fenceWrites: (@Sendable () -> Void)?
 }
 
 /// Holds the change observer; set once at start-up, read on the writer queue.
