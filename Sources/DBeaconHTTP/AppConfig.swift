@@ -39,6 +39,12 @@ package struct AppConfig: Sendable {
     /// On PostGIS: LISTEN for the writes of other server processes and keep the in-memory
     /// index in sync with them.
     package var followRemoteChanges = true
+    /// Timeouts and caps on connections (slow or idle clients).
+    package var connections = ConnectionLimits()
+    /// Per-token and per-address request rates.
+    package var rateLimits = RateLimits()
+    /// Beacons one user may own (0: no limit).
+    package var maxBeaconsPerUser = 10_000
 
     package init() {}
 }

@@ -13,6 +13,20 @@ package final class AppMetrics: Sendable {
             namespace: "dbeacon", metricName: "beacons", unitName: "count", helpText: "Stored beacons"))
     }
 
+    /// A request refused by a rate limit (`dbeacon_rate_limited_total{category}`).
+    func rateLimited(_ category: RateLimiter.Category) {
+        registry.makeCounter(descriptor: MetricNameDescriptor(
+            namespace: "dbeacon", metricName: "rate_limited", unitName: "total", helpText: "Requests refused by a rate limit"),
+            labels: [("category", category.rawValue)]).increment()
+    }
+
+    /// A connection closed at once because its client address held too many.
+    func connectionRefused() {
+        registry.makeCounter(descriptor: MetricNameDescriptor(
+            namespace: "dbeacon", metricName: "connections_refused", unitName: "total",
+            helpText: "Connections closed because their client held too many")).increment()
+    }
+
     func record(method: String, path: String, status: Int, seconds: Double) {
         registry.makeCounter(descriptor: MetricNameDescriptor(
             namespace: "dbeacon", metricName: "http_requests", unitName: "total", helpText: "HTTP requests"),

@@ -83,7 +83,8 @@ package struct AppServices: Sendable {
             ])
             engine = memory
         }
-        let beacons = BeaconService(store: store, engine: engine, clock: clock, limits: config.limits)
+        var beacons = BeaconService(store: store, engine: engine, clock: clock, limits: config.limits)
+        beacons.maxBeaconsPerUser = config.maxBeaconsPerUser
         let fences = FenceEngine(store: store, engine: engine, committer: GroupCommitter(store: store), clock: clock,
                                  config: config.fences)
         try await fences.reload()

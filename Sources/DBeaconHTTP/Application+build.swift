@@ -1,14 +1,22 @@
 import DBeaconCore
 import DBeaconServices
 package import Hummingbird
+import HummingbirdCore
 package import Logging
 
 /// Builds the HTTP application on already-made services (tests use this with a test config).
 package func buildApplication(_ services: AppServices, logger: Logger) -> some ApplicationProtocol {
-    let router = buildRouter(services)
+    let metrics = AppMetrics()
+    let router = buildRouter(services, metrics: metrics)
+    let limits = services.config.connections
+    let counter = ClientConnectionCounter(maxPerClient: limits.maxConnectionsPerClient) { metrics.connectionRefused() }
+    let maxConnections = min(limits.maxConnections, DescriptorLimit.raiseForConnections())
     return Application(
         router: router,
-        configuration: .init(address: .hostname(services.config.host, port: services.config.port), serverName: "dbeacon"),
+        server: .http1(configuration: HTTP1Channel.Configuration(
+            additionalChannelHandlers: [ConnectionGuard(limits: limits, counter: counter)])),
+        configuration: .init(address: .hostname(services.config.host, port: services.config.port), serverName: "dbeacon",
+                             availableConnectionsDelegate: MaximumAvailableConnections(maxConnections, logger: logger)),
         services: services.backgroundServices,
         logger: logger
     )
@@ -24,21 +32,23 @@ package func buildApplication(_ config: AppConfig, logger: Logger) async throws 
 }
 
 /// All routes: operations at the root, the API under `/v1` behind bearer authentication.
-package func buildRouter(_ services: AppServices) -> Router<AppRequestContext> {
+package func buildRouter(_ services: AppServices, metrics: AppMetrics = AppMetrics()) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
-    let metrics = AppMetrics()
+    let limiter = RateLimiter(services.config.rateLimits, refused: { metrics.rateLimited($0) })
     router.add(middleware: ErrorMiddleware())
     router.add(middleware: MetricsMiddleware(metrics: metrics))
     router.add(middleware: RequestLogMiddleware())
     OperationsController(store: services.store, metrics: metrics).addRoutes(to: router)
 
     let v1 = router.group("v1")
-        .add(middleware: AuthMiddleware(auth: services.auth))
+        .add(middleware: AuthMiddleware(auth: services.auth, limiter: limiter))
         .group(context: AuthenticatedContext.self)
+        .add(middleware: RateLimitMiddleware(limiter: limiter))
     let maxBody = services.config.maxBodyBytes
     UserController(auth: services.auth, maxBodyBytes: maxBody).addRoutes(to: v1)
     BeaconController(beacons: services.beacons, maxBodyBytes: maxBody).addRoutes(to: v1)
-    LiveController(fences: services.fences, feed: services.feed, clock: services.clock, maxBodyBytes: maxBody).addRoutes(to: v1)
+    LiveController(fences: services.fences, feed: services.feed, clock: services.clock, limiter: limiter,
+                   maxBodyBytes: maxBody).addRoutes(to: v1)
     WebhookController(webhooks: services.webhooks, maxBodyBytes: maxBody).addRoutes(to: v1)
     MeetingController(meetings: services.domain.meetings, maxBodyBytes: maxBody).addRoutes(to: v1)
     GroupController(groups: services.domain.groups, maxBodyBytes: maxBody).addRoutes(to: v1)

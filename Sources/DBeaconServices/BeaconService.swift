@@ -37,6 +37,8 @@ package struct BeaconService: Sendable {
     package let engine: any CoverageEngine
     package let clock: any WallClock
     package let limits: GeoLimits
+    /// Beacons one user may own; 0 means no limit.
+    package var maxBeaconsPerUser = 0
 
     /// Largest page for lists and nearby.
     package static let maxPageSize = 500
@@ -217,6 +219,7 @@ package struct BeaconService: Sendable {
             throw DBeaconError.invalid("properties.owner", "owner is set by the server to the creating user", code: "read_only")
         }
         let id = draft.id ?? .generate()
+        try await checkQuota(owner, adding: 1)
         try await checkRelationships(draft.relationships, source: id, owner: .user(owner))
         let now = clock.now()
         let beacon = Beacon(
@@ -226,6 +229,17 @@ package struct BeaconService: Sendable {
             service: service, followersCount: 0, version: 1, createdAt: now, updatedAt: now)
         try await store.insertBeacon(beacon, events: Self.invitationEvents(before: nil, after: beacon, at: now))
         return beacon
+    }
+
+    /// Refuses (429 `beacon_quota_exceeded`) beacons beyond `maxBeaconsPerUser`. A check before
+    /// the insert, not a lock: concurrent creations may overshoot by a few, which a quota allows.
+    package func checkQuota(_ owner: UserID, adding count: Int) async throws {
+        guard maxBeaconsPerUser > 0 else { return }
+        let owned = try await store.beaconCount(owner: owner)
+        guard owned + count <= maxBeaconsPerUser else {
+            throw DBeaconError.tooManyRequests("a user may own at most \(maxBeaconsPerUser) beacons (you own \(owned)); "
+                                               + "delete some first", code: "beacon_quota_exceeded", retryAfter: nil)
+        }
     }
 
     /// `meeting.invited` for users added to a private meeting's invitees and `meeting.uninvited`

@@ -84,6 +84,7 @@ package struct GroupService: LocationListener {
             service: ServiceKind.group, createdAt: now, updatedAt: now)
         let group = TrackedGroup(id: .generate(), beacon: beacon.id, name: name, leader: leader, rangeM: range, allowed: allowed,
                                  placed: location != nil, createdAt: now)
+        try await beacons.checkQuota(leader, adding: 1)
         try await store.createGroup(group, beacon: beacon)
         return try await status(group, viewer: principal)
     }

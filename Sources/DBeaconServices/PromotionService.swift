@@ -313,8 +313,8 @@ package struct PromotionService: Sendable {
         let now = clock.now()
         let recent = try await store.interactionCount(promotion: id, user: uid, type: type, since: now.adding(seconds: -60))
         guard recent < config.maxInteractionsPerMinute else {
-            throw DBeaconError(.tooManyRequests, code: "rate_limited",
-                               message: "at most \(config.maxInteractionsPerMinute) \(type.rawValue) interactions per minute")
+            throw DBeaconError.tooManyRequests("at most \(config.maxInteractionsPerMinute) \(type.rawValue) interactions per minute",
+                                               retryAfter: 60)
         }
         try await store.recordInteraction(promotion: id, user: uid, type: type, at: now)
         return Interaction(promotion: id, user: uid, type: type, createdAt: now)

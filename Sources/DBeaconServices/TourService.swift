@@ -141,6 +141,7 @@ package struct TourService: LocationListener {
             perimeter: perimeter, lifetime: lifetime, members: members, tags: Array(tags.prefix(BeaconLimits.maxTags)),
             relationships: stops.map { Relationship(type: "tour", target: $0.beacon.id, order: $0.order) },
             content: content, service: ServiceKind.tour, createdAt: now, updatedAt: now)
+        try await beacons.checkQuota(owner, adding: newPlaces.count + 1)
         try await store.insertBeacons(newPlaces + [tour])
         return TourView(tour: tour, stops: stops.map { TourStop(order: $0.order, place: $0.beacon) }, progress: nil)
     }

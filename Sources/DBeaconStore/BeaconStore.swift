@@ -166,6 +166,8 @@ package protocol BeaconStore: Sendable {
     func forEachBeacon(batchSize: Int, _ body: @Sendable ([Beacon]) throws -> Void) async throws
     /// Number of stored beacons.
     func beaconCount() async throws -> Int
+    /// Number of beacons `owner` owns (per-user quota).
+    func beaconCount(owner: UserID) async throws -> Int
 
     // MARK: Followers
 

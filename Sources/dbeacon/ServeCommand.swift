@@ -45,6 +45,24 @@ struct ServeCommand: AsyncParsableCommand {
     var sightingExitSeconds = 30.0
     @Option(name: .customLong("path-loss-exponent"), help: "Path loss exponent n for distances from RSSI (2 = free space).")
     var pathLossExponent = 2.0
+    @Option(name: .customLong("header-timeout"), help: "Seconds a connection may take to send a request head (and stay idle between requests).")
+    var headerTimeout = 10.0
+    @Option(name: .customLong("body-timeout"), help: "Seconds a request body may take to arrive once its head did.")
+    var bodyTimeout = 30.0
+    @Option(name: .customLong("max-connections"), help: "Open connections at most (also kept under the descriptor limit).")
+    var maxConnections = 10_000
+    @Option(name: .customLong("max-connections-per-client"), help: "Open connections per client address (0: no limit).")
+    var maxConnectionsPerClient = 256
+    @Option(name: .customLong("write-rate"), help: "Writes per second per token, bursts of 5 s worth (0: no limit).")
+    var writeRate = 20.0
+    @Option(name: .customLong("location-rate"), help: "Location reports (fixes, sightings) per second per token (0: no limit).")
+    var locationRate = 20.0
+    @Option(name: .customLong("fixes-per-minute"), help: "Location fixes per user and minute; a batch counts each fix (0: no limit).")
+    var fixesPerMinute = 1_200.0
+    @Option(name: .customLong("auth-failure-rate"), help: "Requests with a bad or missing token per second per client address (0: no limit).")
+    var authFailureRate = 2.0
+    @Option(name: .customLong("max-beacons-per-user"), help: "Beacons one user may own (0: no limit).")
+    var maxBeaconsPerUser = 10_000
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.") var logLevel = "info"
     @Flag(name: .customLong("log-json"), help: "Write logs as one JSON object per line.") var logJSON = false
 
@@ -63,6 +81,13 @@ struct ServeCommand: AsyncParsableCommand {
         }
         guard sightingExitSeconds > 0, pathLossExponent > 0 else {
             throw ValidationError("--sighting-exit-seconds and --path-loss-exponent must be positive")
+        }
+        guard headerTimeout > 0, bodyTimeout > 0 else { throw ValidationError("--header-timeout and --body-timeout must be positive") }
+        guard maxConnections >= 1, maxConnectionsPerClient >= 0, maxBeaconsPerUser >= 0 else {
+            throw ValidationError("--max-connections must be at least 1; --max-connections-per-client and --max-beacons-per-user not negative")
+        }
+        guard [writeRate, locationRate, fixesPerMinute, authFailureRate].allSatisfy({ $0 >= 0 && $0.isFinite }) else {
+            throw ValidationError("--write-rate, --location-rate, --fixes-per-minute and --auth-failure-rate must not be negative")
         }
         _ = try parseSchedule()
     }
@@ -94,6 +119,15 @@ struct ServeCommand: AsyncParsableCommand {
         config.eventRetentionDays = eventRetentionDays > 0 ? eventRetentionDays : nil
         config.services.groupStaleSeconds = groupStaleSeconds
         config.services.promotionPicksPerWindow = promotionPicksPerHour
+        config.connections.headerTimeoutSeconds = headerTimeout
+        config.connections.bodyTimeoutSeconds = bodyTimeout
+        config.connections.maxConnections = maxConnections
+        config.connections.maxConnectionsPerClient = maxConnectionsPerClient
+        config.rateLimits.writesPerSecond = writeRate
+        config.rateLimits.locationReportsPerSecond = locationRate
+        config.rateLimits.fixesPerMinute = fixesPerMinute
+        config.rateLimits.authFailuresPerSecond = authFailureRate
+        config.maxBeaconsPerUser = maxBeaconsPerUser
         config.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         let level = config.logLevel
         let json = logJSON

@@ -80,12 +80,12 @@ struct ServerProcess: @unchecked Sendable {
     let process: Process
     let port: Int
 
-    static func start(db: String, log: URL) async throws -> ServerProcess {
+    static func start(db: String, log: URL, extra: [String] = []) async throws -> ServerProcess {
         let port = try freePort()
         let process = Process()
         process.executableURL = CLI.executable
         process.arguments = ["serve", "--db", db, "--port", String(port), "--admin-token", PostgresMultiProcessTests.adminToken,
-                             "--allow-private-webhooks", "--log-level", "warning"]
+                             "--allow-private-webhooks", "--log-level", "warning"] + extra
         FileManager.default.createFile(atPath: log.path, contents: nil)
         let handle = try FileHandle(forWritingTo: log)
         process.standardOutput = handle

@@ -33,6 +33,8 @@ package struct DBeaconError: Error, Sendable, CustomStringConvertible {
     package var message: String
     package var path: String?
     package var cause: String?
+    /// With `tooManyRequests`: seconds until a retry can succeed (HTTP `Retry-After`).
+    package var retryAfterSeconds: Int?
 
     package init(_ kind: Kind, code: String, message: String, path: String? = nil, cause: String? = nil) {
         self.kind = kind
@@ -76,6 +78,13 @@ package struct DBeaconError: Error, Sendable, CustomStringConvertible {
 
     package static func unauthorized(_ message: String = "A valid bearer token is required") -> DBeaconError {
         DBeaconError(.unauthorized, code: "unauthorized", message: message)
+    }
+
+    /// A rate limit or quota was reached (HTTP 429, with `Retry-After` when waiting helps).
+    package static func tooManyRequests(_ message: String, code: String = "rate_limited", retryAfter: Int?) -> DBeaconError {
+        var error = DBeaconError(.tooManyRequests, code: code, message: message)
+        error.retryAfterSeconds = retryAfter
+        return error
     }
 
     package static func internalError(_ message: String, cause: String? = nil) -> DBeaconError {

@@ -8,6 +8,8 @@ struct LiveController {
     let fences: FenceEngine
     let feed: EventFeed
     let clock: any WallClock
+    /// Fixes per user and minute.
+    let limiter: RateLimiter
     let maxBodyBytes: Int
 
     func addRoutes(to group: RouterGroup<AuthenticatedContext>) {
@@ -22,6 +24,7 @@ struct LiveController {
         var request = request
         let body = try ObjectReader(try await request.jsonBody(limit: maxBodyBytes))
         let fixes = try Self.decodeFixes(body, now: clock.now(), config: await fences.config)
+        try limiter.consume(.fixes, key: user.rawValue, cost: Double(fixes.count))
         let report = try await fences.report(user: user, fixes: fixes)
         return .json(.object(JSONObject([
             ("inside", .array(report.inside.map { .string($0.rawValue) })),

@@ -41,7 +41,9 @@ struct PromotionController {
     @Sendable func pick(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let q = QueryReader(request)
         let pick = try await promotions.pick(point: try q.position(), at: try q.timestamp("at"), by: context.principal)
-        return .json(ServiceEncoding.pick(pick))
+        var response = Response.json(ServiceEncoding.pick(pick))
+        if let wait = pick.retryAfterSeconds { response.headers[.retryAfter] = String(wait) }
+        return response
     }
 
     /// `{"type":"shown"|"clicked"|"calendar_add"}`.

@@ -3,11 +3,32 @@ import DBeaconServices
 import Hummingbird
 
 /// Resolves `Authorization: Bearer <token>` into a principal; 401 without a valid token.
+///
+/// Failed attempts are limited per client address (`RateLimits.authFailuresPerSecond`):
+/// once a client has used up its failures it gets 429 before its token is even looked up, so a
+/// flood of bad tokens costs a dictionary lookup, not a database query.
 struct AuthMiddleware: RouterMiddleware {
     typealias Context = AppRequestContext
     let auth: AuthService
+    let limiter: RateLimiter
 
     func handle(_ request: Request, context: AppRequestContext, next: (Request, AppRequestContext) async throws -> Response) async throws -> Response {
+        try limiter.check(.authFailures, key: context.clientAddress)
+        let principal: Principal
+        do {
+            principal = try await authenticate(request)
+        } catch let error as DBeaconError where error.kind == .unauthorized {
+            try limiter.consume(.authFailures, key: context.clientAddress)
+            throw error
+        }
+        var context = context
+        context.principal = principal
+        context.logger[metadataKey: "principal"] = "\(principal.userID?.rawValue ?? "admin")"
+        return try await next(request, context)
+    }
+
+    /// The principal of a valid bearer token; 401 otherwise.
+    private func authenticate(_ request: Request) async throws -> Principal {
         guard let header = request.headers[.authorization] else {
             throw DBeaconError.unauthorized("an Authorization: Bearer <token> header is required")
         }
@@ -18,9 +39,34 @@ struct AuthMiddleware: RouterMiddleware {
         guard let principal = try await auth.authenticate(token: String(parts[1].trimmingSpaces)) else {
             throw DBeaconError.unauthorized("the bearer token is not valid")
         }
-        var context = context
-        context.principal = principal
-        context.logger[metadataKey: "principal"] = "\(principal.userID?.rawValue ?? "admin")"
+        return principal
+    }
+}
+
+/// Per-token limits on writes and location reports (`RateLimits`); the operator's token is
+/// not limited.
+struct RateLimitMiddleware: RouterMiddleware {
+    typealias Context = AuthenticatedContext
+    let limiter: RateLimiter
+
+    func handle(_ request: Request, context: AuthenticatedContext,
+                next: (Request, AuthenticatedContext) async throws -> Response) async throws -> Response {
+        if let user = context.principal.userID, let category = Self.category(request) {
+            try limiter.consume(category, key: user.rawValue)
+        }
         return try await next(request, context)
+    }
+
+    /// Location reports, other writes, or nothing (reads).
+    static func category(_ request: Request) -> RateLimiter.Category? {
+        switch request.method {
+        case .get, .head, .options: return nil
+        default:
+            let path = request.uri.path
+            if path.hasSuffix("/me/location") || path.hasSuffix("/sightings") || path.hasSuffix("/me/region-events") {
+                return .locationReports
+            }
+            return .writes
+        }
     }
 }

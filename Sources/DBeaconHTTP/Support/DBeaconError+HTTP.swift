@@ -34,6 +34,7 @@ extension DBeaconError: HTTPResponseError {
     package func response(from request: Request, context: some RequestContext) throws -> Response {
         var headers: HTTPFields = [.contentType: "application/json"]
         if kind == .unauthorized { headers[.wwwAuthenticate] = "Bearer" }
+        if let seconds = retryAfterSeconds { headers[.retryAfter] = String(seconds) }
         return Response(status: status, headers: headers,
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: JSONWriter.serialize(body))))
     }

@@ -228,6 +228,10 @@ extension PostgresStore: BeaconStore {
         try await read { db in try await db.row("SELECT count(*) AS n FROM beacons")?.int("n") ?? 0 }
     }
 
+    package func beaconCount(owner: UserID) async throws -> Int {
+        try await read { db in try await db.row("SELECT count(*) AS n FROM beacons WHERE owner = $1", [owner.rawValue])?.int("n") ?? 0 }
+    }
+
     /// SQL keeping the beacons `viewer` may see at `now` (as `SpatiaLiteStore.visibilityClause`).
     static func visibilityClause(_ viewer: Principal, now: Timestamp, _ s: inout PGStatement) -> String {
         switch viewer {

@@ -181,6 +181,10 @@ extension SpatiaLiteStore {
         try await read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM beacons") ?? 0 }
     }
 
+    package func beaconCount(owner: UserID) async throws -> Int {
+        try await read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM beacons WHERE owner = ?", arguments: [owner.rawValue]) ?? 0 }
+    }
+
     /// SQL that keeps beacons `viewer` may see at `:now` (owner always; others while alive,
     /// and for private beacons only members). Bind `uid` and `now` by name.
     static func visibilityClause(_ viewer: Principal) -> String {

@@ -30,6 +30,8 @@ struct TestHarness {
         config.port = 0
         config.synchronousFull = false
         config.runBackgroundServices = false
+        // Tests drive many requests per second with one token; limits are tested on their own.
+        config.rateLimits = .off
         configure(&config)
         let clock = ManualClock(start)
         let services = try await AppServices.make(config, clock: clock, logger: Self.logger)
