@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Sets up everything the tests need (Debian libraries, the Python reference libraries in a
-# virtualenv) and runs the whole test suite.
+# Sets up everything the tests need (Debian libraries, the Python reference libraries and
+# schemathesis in a virtualenv) and runs the whole test suite: the Swift tests, then
+# schemathesis against schema/openapi.yaml with every check (scripts/schemathesis.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 install_build_dependencies
 install_test_references
 swift test "$@"
+./scripts/schemathesis.sh

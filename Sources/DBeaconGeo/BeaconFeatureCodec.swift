@@ -64,8 +64,10 @@ package enum BeaconFeatureCodec {
     /// a point on its surface: this lets ordinary GeoJSON files be imported as they are.
     package static func decodeDraft(_ value: JSONValue, limits: GeoLimits = .default) throws(DBeaconError) -> BeaconDraft {
         let feature = try ObjectReader(value)
-        if let type = try feature.optionalString("type", maxLength: 64), type != "Feature" {
-            throw DBeaconError.invalid("type", "a beacon must be a GeoJSON Feature, got \(type)", code: "invalid_type")
+        if feature.has("type"), feature.value("type") != .string("Feature") {
+            let got = feature.value("type").map { JSONWriter.string($0) } ?? "null"
+            throw DBeaconError.invalid("type", "a beacon must be a GeoJSON Feature (\"type\": \"Feature\"), got \(got.prefix(64))",
+                                       code: "invalid_type")
         }
         var id: BeaconID?
         if let raw = try feature.optionalString("id", maxLength: 100) {
@@ -210,13 +212,38 @@ package enum BeaconFeatureCodec {
     package static func decodeContentRef(_ c: ObjectReader) throws(DBeaconError) -> ContentRef {
         let kind = try normalizeTag(try c.string("kind", maxLength: 40), path: c.path("kind"))
         let url = try c.string("url", maxLength: BeaconLimits.maxURLLength)
-        let lower = url.lowercased()
-        guard (lower.hasPrefix("https://") || lower.hasPrefix("http://")), url.count > 8, !url.contains(" ") else {
-            throw DBeaconError.invalid(c.path("url"), "url must be an absolute http or https URL", code: "invalid_url")
+        guard isHTTPURL(url) else {
+            throw DBeaconError.invalid(c.path("url"), "url must be an absolute http or https URL (RFC 3986: ASCII, non-ASCII "
+                                       + "characters percent-encoded)", code: "invalid_url")
         }
         let title = try c.optionalString("title", maxLength: 500)
         return ContentRef(kind: kind, url: url, title: title)
     }
+
+    /// An absolute `http`/`https` URI with a host, made only of the characters RFC 3986 allows
+    /// (apps and the OpenAPI `format: uri` reject anything else, such as raw Unicode).
+    package static func isHTTPURL(_ url: String) -> Bool {
+        let bytes = Array(url.utf8)
+        let lower = url.lowercased()
+        let scheme = lower.hasPrefix("https://") ? 8 : lower.hasPrefix("http://") ? 7 : 0
+        guard scheme > 0, bytes.count > scheme, bytes[scheme] != UInt8(ascii: "/") else { return false }
+        var i = 0
+        while i < bytes.count {
+            let b = bytes[i]
+            if b == UInt8(ascii: "%") {
+                guard i + 2 < bytes.count, bytes[i + 1].isHexDigit, bytes[i + 2].isHexDigit else { return false }
+                i += 3
+                continue
+            }
+            guard uriBytes.contains(b) else { return false }
+            i += 1
+        }
+        return true
+    }
+
+    /// Unreserved and reserved characters of RFC 3986.
+    private static let uriBytes = Set(Array(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?#[]@!$&'()*+,;=".utf8))
 
     // MARK: Encoding
 
@@ -272,5 +299,12 @@ package enum BeaconFeatureCodec {
         var o: JSONObject = ["type": "FeatureCollection", "features": .array(features)]
         if includeCursor { o["next_cursor"] = .optional(nextCursor) }
         return .object(o)
+    }
+}
+
+private extension UInt8 {
+    var isHexDigit: Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(self)
+            || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(self)
     }
 }

@@ -35,7 +35,8 @@ package func buildApplication(_ config: AppConfig, logger: Logger) async throws 
 package func buildRouter(_ services: AppServices, metrics: AppMetrics = AppMetrics()) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
     let limiter = RateLimiter(services.config.rateLimits, refused: { metrics.rateLimited($0) })
-    router.add(middleware: ErrorMiddleware())
+    let methods = RouteMethods()
+    router.add(middleware: ErrorMiddleware(methods: methods))
     router.add(middleware: MetricsMiddleware(metrics: metrics))
     router.add(middleware: RequestLogMiddleware())
     OperationsController(store: services.store, metrics: metrics).addRoutes(to: router)
@@ -55,6 +56,7 @@ package func buildRouter(_ services: AppServices, metrics: AppMetrics = AppMetri
     TourController(tours: services.domain.tours, maxBodyBytes: maxBody).addRoutes(to: v1)
     PromotionController(promotions: services.domain.promotions, maxBodyBytes: maxBody).addRoutes(to: v1)
     RegistryController(registry: services.registry, sightings: services.sightings, maxBodyBytes: maxBody).addRoutes(to: v1)
+    methods.load(router.routes.map { (path: $0.path.description, method: $0.method.rawValue) })
     return router
 }
 

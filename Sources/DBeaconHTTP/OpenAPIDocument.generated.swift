@@ -30,6 +30,10 @@ info:
 
     Coordinates are `[lon, lat]` inside GeoJSON objects and named `lat`/`lon` elsewhere
     (query parameters, location fixes, directions). Timestamps are RFC 3339, written in UTC.
+    Request bodies are JSON (`Content-Type: application/json` or another `…+json` type; 415
+    otherwise). In a body, `null` for an optional member means the same as leaving it out (in
+    a merge patch it removes the member). A query parameter that is present must not be empty
+    (`?at=` is a 400).
 
     ## Authentication
     Every `/v1` call needs `Authorization: Bearer <token>`; without a valid token the answer is
@@ -162,11 +166,11 @@ paths:
       security: []
       responses:
         '200':
-          description: The OpenAPI document.
+          description: The OpenAPI document (YAML; parsed, it is an object).
           content:
             application/yaml:
               schema:
-                type: string
+                type: object
 
   /v1/users:
     post:
@@ -184,6 +188,10 @@ paths:
               $ref: '#/components/schemas/UserCreate'
             example: {"name": "ann"}
       responses:
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+        '415':
+          $ref: '#/components/responses/UnsupportedMediaType'
         '201':
           description: The user and its token.
           content:
@@ -208,6 +216,12 @@ paths:
       operationId: getMe
       summary: Who the token belongs to
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: The caller. `id` is null for the admin token.
           content:
@@ -249,6 +263,8 @@ paths:
                     - {"lat": 48.7758, "lon": 9.1829, "accuracy_m": 12, "timestamp": "2026-11-21T12:03:00Z"}
                     - {"lat": 48.7784, "lon": 9.18, "accuracy_m": 8, "timestamp": "2026-11-21T12:05:00Z"}
       responses:
+        '415':
+          $ref: '#/components/responses/UnsupportedMediaType'
         '200':
           description: Where the caller is now and what happened.
           content:
@@ -282,6 +298,10 @@ paths:
       operationId: getMyInterests
       summary: The caller's interests
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: The stored interests and their scores.
           content:
@@ -312,6 +332,10 @@ paths:
               scores:
                 value: {"interests": {"food": 3, "music": 1}}
       responses:
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+        '415':
+          $ref: '#/components/responses/UnsupportedMediaType'
         '200':
           description: The stored interests.
           content:
@@ -380,6 +404,10 @@ paths:
                     visibility: {"members": ["usr_2bC4dE6fG8hJ0kL2mN4pQ6"]}
                     tags: [sightseeing]
       responses:
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+        '415':
+          $ref: '#/components/responses/UnsupportedMediaType'
         '201':
           description: The created beacon.
           headers:
@@ -433,7 +461,7 @@ paths:
             south > north.
           schema:
             type: string
-            pattern: '^[^,]+,[^,]+,[^,]+,[^,]+$'
+            pattern: '^-?[0-9]{1,3}(\.[0-9]+)?(,-?[0-9]{1,3}(\.[0-9]+)?){3}$'
           example: 9.1,48.7,9.3,48.85
         - name: service
           in: query
@@ -442,10 +470,15 @@ paths:
             `place`, `promotion`).
           schema:
             type: string
+            minLength: 1
           example: meeting
         - $ref: '#/components/parameters/Limit'
         - $ref: '#/components/parameters/Cursor'
       responses:
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: A page of beacons; `next_cursor` is null on the last page.
           content:
@@ -472,6 +505,12 @@ paths:
       parameters:
         - $ref: '#/components/parameters/IfNoneMatch'
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: The beacon.
           headers:
@@ -530,6 +569,10 @@ paths:
             schema:
               $ref: '#/components/schemas/BeaconPatch'
       responses:
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+        '415':
+          $ref: '#/components/responses/UnsupportedMediaType'
         '200':
           description: The edited beacon.
           headers:
@@ -565,6 +608,8 @@ paths:
       parameters:
         - $ref: '#/components/parameters/IfMatch'
       responses:
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '204':
           description: Deleted.
         '400':
@@ -590,6 +635,10 @@ paths:
         events (`beacon.updated`, `beacon.deleted`, `beacon.started`, `beacon.ended`, …). Users
         only (403 for the admin token). No request body.
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '201':
           description: Now following.
           content:
@@ -620,6 +669,8 @@ paths:
         - $ref: '#/components/parameters/Limit'
         - $ref: '#/components/parameters/Cursor'
       responses:
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: A page of followers.
           content:
@@ -651,6 +702,10 @@ paths:
         losing sight of the beacon; otherwise the beacon must be visible (404). Unfollowing a
         visible beacon one does not follow is a no-op (204).
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '204':
           description: Not following (any more).
         '401':
@@ -682,6 +737,12 @@ paths:
             $ref: '#/components/schemas/Tag'
           example: tour
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: The related beacons.
           content:
@@ -714,6 +775,10 @@ paths:
               $ref: '#/components/schemas/ContentRefInput'
             example: {"kind": "video", "url": "https://example.org/stuttgart-tour.mp4", "title": "A walk through Stuttgart"}
       responses:
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+        '415':
+          $ref: '#/components/responses/UnsupportedMediaType'
         '201':
           description: The updated beacon.
           headers:
@@ -770,6 +835,10 @@ paths:
             maximum: 180
           example: 9.1829
       responses:
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: Directions.
           content:
@@ -821,6 +890,10 @@ paths:
             enum: [full, none]
             default: full
       responses:
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: The covering beacons, nearest first.
           content:
@@ -849,12 +922,21 @@ paths:
       parameters:
         - name: after
           in: query
-          description: A `next_cursor` value, or an event id (`evt_…`) to read the events after it.
+          description: >-
+            A `next_cursor` value, or the id of one of the caller's events (`evt_…`) to read the
+            events after it (404 for an id that is not one of the caller's events).
           schema:
             type: string
+            pattern: '^(c[0-9A-Za-z]{1,12}|evt_[A-Za-z0-9_-]{1,64})$'
           example: evt_8sD3fG5hJ7kL9zX2cV4bN6
         - $ref: '#/components/parameters/Limit'
       responses:
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: A page of events.
           content:
@@ -885,6 +967,10 @@ paths:
               $ref: '#/components/schemas/WebhookCreate'
             example: {"url": "https://hooks.example.org/dbeacon", "events": ["*"], "scope": "user"}
       responses:
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+        '415':
+          $ref: '#/components/responses/UnsupportedMediaType'
         '201':
           description: The endpoint, with its secret (shown once).
           content:
@@ -918,6 +1004,12 @@ paths:
       summary: The caller's webhook endpoints
       description: The caller's endpoints (all endpoints for the admin token), without secrets.
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: The endpoints.
           content:
@@ -941,6 +1033,12 @@ paths:
       operationId: getWebhook
       summary: One webhook endpoint
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: The endpoint, without its secret.
           content:
@@ -957,6 +1055,12 @@ paths:
       summary: Remove a webhook endpoint
       description: Removes the endpoint and cancels its pending deliveries.
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '204':
           description: Removed.
         '401':
@@ -978,6 +1082,10 @@ paths:
         - $ref: '#/components/parameters/Limit'
         - $ref: '#/components/parameters/Cursor'
       responses:
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: A page of deliveries.
           content:
@@ -999,6 +1107,12 @@ paths:
       operationId: rotateWebhookSecret
       summary: Replace the signing secret (the old one keeps signing for 24 hours)
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: The new secret, shown once.
           content:
@@ -1023,6 +1137,12 @@ paths:
       operationId: enableWebhook
       summary: Re-enable an endpoint disabled by a 410 answer
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: The endpoint.
           content:
@@ -1046,6 +1166,12 @@ paths:
       operationId: redeliverWebhookDelivery
       summary: Queue a delivery again (attempt count kept)
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '202':
           description: Queued.
           content:
@@ -1088,6 +1214,10 @@ paths:
               end: '2026-11-21T14:00:00Z'
               invitees: [usr_2bC4dE6fG8hJ0kL2mN4pQ6]
       responses:
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+        '415':
+          $ref: '#/components/responses/UnsupportedMediaType'
         '201':
           description: The meeting beacon.
           headers:
@@ -1115,6 +1245,10 @@ paths:
       summary: The caller's meetings
       description: Meetings the caller organizes or has joined (and may still see), soonest start first.
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: The meetings.
           content:
@@ -1140,6 +1274,10 @@ paths:
         - $ref: '#/components/parameters/Limit'
         - $ref: '#/components/parameters/At'
       responses:
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: The covering meetings, nearest first.
           content:
@@ -1164,6 +1302,12 @@ paths:
         The meeting Feature with `properties.meeting`: the number of attendees, whether the
         caller joined and, for the organizer only, the attendees.
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: The meeting.
           headers:
@@ -1200,6 +1344,10 @@ paths:
               $ref: '#/components/schemas/MeetingPatch'
             example: {"start": "2026-11-21T12:30:00Z", "end": "2026-11-21T14:30:00Z"}
       responses:
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+        '415':
+          $ref: '#/components/responses/UnsupportedMediaType'
         '200':
           description: The changed meeting.
           headers:
@@ -1233,6 +1381,8 @@ paths:
       parameters:
         - $ref: '#/components/parameters/IfMatch'
       responses:
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '204':
           description: Cancelled.
         '400':
@@ -1258,6 +1408,10 @@ paths:
         anyone for a public one, during its lifetime) and follows it, so they receive
         `meeting.updated` and `meeting.cancelled`. No request body.
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '201':
           description: Joined.
           content:
@@ -1287,6 +1441,12 @@ paths:
       summary: Leave a meeting
       description: The caller stops attending (and following). No request body.
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '204':
           description: Left.
         '401':
@@ -1312,6 +1472,10 @@ paths:
         - $ref: '#/components/parameters/Lat'
         - $ref: '#/components/parameters/Lon'
       responses:
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: Distance, bearing, walking time and a `geo:` URI.
           content:
@@ -1350,6 +1514,10 @@ paths:
               $ref: '#/components/schemas/GroupCreate'
             example: {"name": "School trip 4b", "range_m": 300, "members": ["usr_2bC4dE6fG8hJ0kL2mN4pQ6"]}
       responses:
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+        '415':
+          $ref: '#/components/responses/UnsupportedMediaType'
         '201':
           description: The group.
           headers:
@@ -1375,6 +1543,10 @@ paths:
       summary: The caller's groups
       description: Groups the caller guides or belongs to.
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: The groups.
           content:
@@ -1405,6 +1577,10 @@ paths:
         - $ref: '#/components/parameters/Lon'
         - $ref: '#/components/parameters/Limit'
       responses:
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: The groups.
           content:
@@ -1431,6 +1607,12 @@ paths:
         fix for longer than `stale_after_s`), the distance from the guide and the range state.
         Anyone else (including a removed member) gets 404.
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: The group and its members.
           content:
@@ -1446,6 +1628,10 @@ paths:
       operationId: deleteGroup
       summary: Delete a group (guide only)
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '204':
           description: Deleted with its beacon.
         '401':
@@ -1467,6 +1653,10 @@ paths:
         `group.member_joined`. Joining again is a no-op; a member removed by the guide cannot
         rejoin (403). No request body.
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: The group.
           content:
@@ -1493,6 +1683,12 @@ paths:
         The caller leaves the group (the guide cannot: 409); the guide and the members
         receive `group.member_left` with `reason: left`. No request body.
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '204':
           description: Left.
         '401':
@@ -1520,6 +1716,10 @@ paths:
         longer shared and they cannot rejoin; everyone, the removed member included, receives
         `group.member_left` with `reason: removed`.
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '204':
           description: Removed.
         '401':
@@ -1557,6 +1757,10 @@ paths:
                 - {"beacon": "bcn_4fJ2kQ9xLm7pR1sT3vW5yZ"}
                 - {"name": "Marktplatz", "location": {"lat": 48.7754, "lon": 9.1781}, "perimeter": {"type": "Circle", "radius_m": 60}}
       responses:
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+        '415':
+          $ref: '#/components/responses/UnsupportedMediaType'
         '201':
           description: The tour.
           headers:
@@ -1593,6 +1797,10 @@ paths:
         - $ref: '#/components/parameters/Limit'
         - $ref: '#/components/parameters/At'
       responses:
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: The tours.
           content:
@@ -1614,6 +1822,12 @@ paths:
       operationId: getTour
       summary: One tour with its stops
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: The tour, its visible stops in order and, if the caller follows it, their progress.
           content:
@@ -1658,6 +1872,10 @@ paths:
             minimum: -180
             maximum: 180
       responses:
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: The following stops.
           content:
@@ -1685,6 +1903,12 @@ paths:
         (the fence engine's `beacon.entered`) marks it visited. The caller also follows the tour
         beacon. No request body.
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '201':
           description: Following; the progress.
           content:
@@ -1706,6 +1930,12 @@ paths:
       operationId: unfollowTour
       summary: Stop following a tour (progress is dropped)
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '204':
           description: No longer following.
         '401':
@@ -1723,6 +1953,12 @@ paths:
       operationId: tourProgress
       summary: The caller's progress on a tour
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: Visited stops and what is next.
           content:
@@ -1759,6 +1995,10 @@ paths:
               $ref: '#/components/schemas/ContentRefInput'
             example: {"kind": "image", "url": "https://example.org/me-at-the-fountain.jpg", "title": "At the fountain"}
       responses:
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+        '415':
+          $ref: '#/components/responses/UnsupportedMediaType'
         '201':
           description: Shared.
           content:
@@ -1788,6 +2028,8 @@ paths:
         - $ref: '#/components/parameters/Limit'
         - $ref: '#/components/parameters/Cursor'
       responses:
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: The media.
           content:
@@ -1839,6 +2081,10 @@ paths:
               content:
                 - {"kind": "image", "url": "https://example.org/maultaschen.jpg", "title": "Maultaschen"}
       responses:
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+        '415':
+          $ref: '#/components/responses/UnsupportedMediaType'
         '201':
           description: The promotion beacon.
           headers:
@@ -1878,6 +2124,10 @@ paths:
         - $ref: '#/components/parameters/Limit'
         - $ref: '#/components/parameters/At'
       responses:
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: The promotions and the suggestions.
           content:
@@ -1908,6 +2158,8 @@ paths:
         - $ref: '#/components/parameters/Lon'
         - $ref: '#/components/parameters/At'
       responses:
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: The pick.
           content:
@@ -1931,6 +2183,12 @@ paths:
       operationId: getPromotion
       summary: One promotion
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: The promotion beacon.
           headers:
@@ -1963,6 +2221,8 @@ paths:
               $ref: '#/components/schemas/InteractionCreate'
             example: {"type": "clicked"}
       responses:
+        '415':
+          $ref: '#/components/responses/UnsupportedMediaType'
         '201':
           description: Recorded.
           content:
@@ -1992,6 +2252,10 @@ paths:
       operationId: getPromotionStats
       summary: Interaction statistics (advertiser only)
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: Counts per interaction type.
           content:
@@ -2032,6 +2296,10 @@ paths:
               eddystone:
                 value: {"type": "eddystone-uid", "namespace": "edd1ebeac04e5defa017", "instance": "0000000000a1", "beacon": "bcn_4fJ2kQ9xLm7pR1sT3vW5yZ"}
       responses:
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+        '415':
+          $ref: '#/components/responses/UnsupportedMediaType'
         '201':
           description: The registry entry (`Location` names it; `ETag` is its version).
           headers:
@@ -2078,11 +2346,13 @@ paths:
           description: Only entries with this proximity UUID (or AltBeacon `id1`; any case, with or without dashes).
           schema:
             type: string
+            minLength: 1
         - name: namespace
           in: query
           description: Only Eddystone entries of this namespace (20 hex digits).
           schema:
             type: string
+            minLength: 1
         - name: status
           in: query
           schema:
@@ -2097,6 +2367,10 @@ paths:
         - $ref: '#/components/parameters/Limit'
         - $ref: '#/components/parameters/Cursor'
       responses:
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: One page of entries.
           content:
@@ -2177,6 +2451,7 @@ paths:
           description: AltBeacon id1 (UUID form or 32 hex digits).
           schema:
             type: string
+            minLength: 1
         - name: id2
           in: query
           schema:
@@ -2194,8 +2469,13 @@ paths:
           description: A raw advertisement in hex (see `RawSighting`); 422 with the parser's code when it cannot be read.
           schema:
             type: string
+            minLength: 1
           example: 0201061aff4c000215f7826da64fa24e988024bc5b71e0893e00640007c5
       responses:
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: The digital beacon.
           headers:
@@ -2231,6 +2511,12 @@ paths:
       summary: One registry entry
       description: Visible exactly when its digital beacon is (404 otherwise).
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '200':
           description: The entry.
           headers:
@@ -2266,6 +2552,10 @@ paths:
             schema:
               type: object
       responses:
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+        '415':
+          $ref: '#/components/responses/UnsupportedMediaType'
         '200':
           description: The updated entry.
           content:
@@ -2291,6 +2581,10 @@ paths:
       operationId: deleteRegistryEntry
       summary: Remove a registry entry
       responses:
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
         '204':
           description: Removed.
         '401':
@@ -2348,6 +2642,8 @@ paths:
                 - {"uuid": "f7826da6-4fa2-4e98-8024-bc5b71e0893e", "major": 100, "minor": 7, "rssi": -67, "tx_power": -59, "timestamp": "2026-11-21T12:05:00Z"}
                 - {"adv": "0201061aff4c000215f7826da64fa24e988024bc5b71e0893e00640007c5", "rssi": -80, "timestamp": "2026-11-21T12:05:01Z"}
       responses:
+        '415':
+          $ref: '#/components/responses/UnsupportedMediaType'
         '200':
           description: Results, position estimate and events.
           content:
@@ -2505,10 +2801,11 @@ components:
       name: cursor
       in: query
       description: >-
-        The `next_cursor` of the previous page (opaque; 400 `invalid_cursor` for
-        anything else).
+        The `next_cursor` of the previous page (`c` and up to 12 base-36 digits; 400
+        `invalid_cursor` for anything else).
       schema:
         type: string
+        pattern: '^c[0-9A-Za-z]{1,12}$'
     Tag:
       name: tag
       in: query
@@ -2561,18 +2858,21 @@ components:
       name: If-Match
       in: header
       description: >-
-        Apply only if the beacon is at this version (`"3"`; `W/"3"` and `3` are
-        accepted, `*` means any). 412 `version_mismatch` otherwise; 400 `invalid_if_match` when
-        unreadable.
+        Apply only if the beacon is at one of these versions: a list of entity tags (RFC 9110;
+        `"3"`, also `W/"3"` and `3`), or `*` for any. 412 `version_mismatch` otherwise (a tag
+        this server never issued matches nothing); 400 `invalid_if_match` when it is not a
+        list of entity tags.
       schema:
         type: string
+        pattern: '^[ \t]*(\*|(W/)?"[^"]*"([ \t]*,[ \t]*(W/)?"[^"]*")*|[0-9]+)[ \t]*$'
       example: '"3"'
     IfNoneMatch:
       name: If-None-Match
       in: header
-      description: 304 Not Modified when it equals the current ETag (`"<version>"`).
+      description: 304 Not Modified when it names the current ETag (`"<version>"`).
       schema:
         type: string
+        pattern: '^[ \t]*(\*|(W/)?"[^"]*"([ \t]*,[ \t]*(W/)?"[^"]*")*|[0-9]+)[ \t]*$'
       example: '"3"'
 
   responses:
@@ -2641,8 +2941,18 @@ components:
               value: {"error": {"code": "invalid_geometry", "message": "this edge crosses the antimeridian; split the polygon at ±180° into a MultiPolygon (RFC 7946 §3.1.9)", "path": "properties.perimeter.coordinates[0][2]"}}
             range:
               value: {"error": {"code": "out_of_range", "message": "lat must be within [-90, 90]", "path": "lat"}}
+    UnsupportedMediaType:
+      description: The body was sent with a `Content-Type` that is not JSON.
+      content:
+        application/json:
+          schema:
+            $ref: '#/components/schemas/Error'
+          example: {"error": {"code": "unsupported_media_type", "message": "send JSON with Content-Type: application/json (got text/plain)", "path": "Content-Type"}}
     TooManyRequests:
-      description: A rate or frequency limit was reached.
+      description: >-
+        A rate limit or quota was reached (`rate_limited`: writes or location reports per token,
+        fixes per user and minute, bad tokens per client address; `beacon_quota_exceeded`).
+        `Retry-After` says when a retry can succeed (absent for quotas, where waiting does not help).
       headers:
         Retry-After:
           $ref: '#/components/headers/RetryAfter'
@@ -2806,9 +3116,9 @@ components:
     Tag:
       type: string
       description: >-
-        A slug of 1–40 characters. Input is trimmed and lower-cased, then must match
-        the pattern.
-      pattern: '^[a-z0-9_:-]{1,40}$'
+        A slug of 1–40 letters, digits, `_`, `:` or `-`. Input is trimmed of spaces and
+        lower-cased (so `Food` is stored and returned as `food`).
+      pattern: '^ *[A-Za-z0-9_:-]{1,40} *$'
       examples: [food]
     LatLon:
       type: object
@@ -2961,7 +3271,7 @@ components:
         see it; to everyone else it does not exist (404). Absent or null means public.
       properties:
         members:
-          type: array
+          type: ['array', 'null']
           maxItems: 1000
           description: At most 1,000 user ids; duplicates are dropped.
           items:
@@ -2981,7 +3291,7 @@ components:
         target:
           $ref: '#/components/schemas/BeaconId'
         order:
-          type: integer
+          type: ['integer', 'null']
           minimum: -1000000
           maximum: 1000000
           description: Position in an ordered relationship such as a tour.
@@ -3013,16 +3323,28 @@ components:
         - type: object
           properties:
             added_by:
-              $ref: '#/components/schemas/UserId'
+              oneOf:
+                - $ref: '#/components/schemas/UserId'
+                - type: 'null'
             created_at:
-              $ref: '#/components/schemas/Timestamp'
+              oneOf:
+                - $ref: '#/components/schemas/Timestamp'
+                - type: 'null'
       examples:
         - {"kind": "image", "url": "https://example.org/schlossplatz.jpg", "title": "Schlossplatz"}
 
     BeaconProperties:
-      type: object
       description: The properties of a beacon as returned by the server.
-      required: [name, description, owner, perimeter, lifetime, visibility, tags, relationships,
+      allOf:
+        - $ref: '#/components/schemas/BeaconPropertiesWithoutPerimeter'
+        - type: object
+          required: [perimeter]
+    BeaconPropertiesWithoutPerimeter:
+      type: object
+      description: >-
+        The properties of a beacon, where `perimeter` may be left out (nearby answers with
+        `perimeter=none`).
+      required: [name, description, owner, lifetime, visibility, tags, relationships,
         content, tracks_owner, followers_count, version, created_at, updated_at]
       properties:
         name:
@@ -3120,7 +3442,7 @@ components:
             - $ref: '#/components/schemas/Visibility'
             - type: 'null'
         tags:
-          type: array
+          type: ['array', 'null']
           maxItems: 32
           description: >-
             At most 32; each is trimmed and lower-cased, then must match
@@ -3129,37 +3451,43 @@ components:
             type: string
             maxLength: 40
         relationships:
-          type: array
+          type: ['array', 'null']
           maxItems: 200
           items:
             $ref: '#/components/schemas/Relationship'
         content:
-          type: array
+          type: ['array', 'null']
           maxItems: 100
           items:
             $ref: '#/components/schemas/ContentRef'
         tracks_owner:
-          type: boolean
+          type: ['boolean', 'null']
           default: false
         owner:
-          $ref: '#/components/schemas/UserId'
           readOnly: true
           description: Set by the server to the creating user; may only repeat it.
+          oneOf:
+            - $ref: '#/components/schemas/UserId'
+            - type: 'null'
         service:
-          type: string
+          type: ['string', 'null']
           readOnly: true
         followers_count:
-          type: integer
+          type: ['integer', 'null']
           readOnly: true
         version:
-          type: integer
+          type: ['integer', 'null']
           readOnly: true
         created_at:
-          $ref: '#/components/schemas/Timestamp'
           readOnly: true
+          oneOf:
+            - $ref: '#/components/schemas/Timestamp'
+            - type: 'null'
         updated_at:
-          $ref: '#/components/schemas/Timestamp'
           readOnly: true
+          oneOf:
+            - $ref: '#/components/schemas/Timestamp'
+            - type: 'null'
     BeaconInput:
       type: object
       description: A beacon as sent by a client (create, import). See `POST /v1/beacons`.
@@ -3169,8 +3497,13 @@ components:
           type: string
           const: Feature
         id:
-          $ref: '#/components/schemas/BeaconId'
-          description: Optional client-chosen id; generated by the server when absent.
+          description: >-
+            Optional client-chosen id in the caller's namespace (`bcn_<your user id without
+            usr_>_…`, see `GET /v1/me`: 422 `id_outside_namespace` otherwise, whether or not
+            the id is taken); generated by the server when absent or null.
+          oneOf:
+            - $ref: '#/components/schemas/BeaconId'
+            - type: 'null'
         geometry:
           description: The location (Point), or a Polygon/MultiPolygon used as the perimeter.
           oneOf:
@@ -3186,18 +3519,21 @@ components:
         `PATCH /v1/beacons/{id}`). Any member of BeaconInput; null removes a member.
       properties:
         type:
-          type: string
-          const: Feature
-        id:
-          $ref: '#/components/schemas/BeaconId'
-          description: May only repeat the current id.
-        geometry:
           oneOf:
-            - $ref: '#/components/schemas/Point'
-            - $ref: '#/components/schemas/Polygon'
-            - $ref: '#/components/schemas/MultiPolygon'
+            - const: Feature
+            - type: 'null'
+        id:
+          description: May only repeat the current id (null, as any merge patch member, leaves it as it is).
+          oneOf:
+            - $ref: '#/components/schemas/BeaconId'
+            - type: 'null'
+        geometry:
+          type: ['object', 'null']
+          description: >-
+            A merge patch of the geometry: a whole Point/Polygon/MultiPolygon, or members of the
+            current one (`{"coordinates": […]}`); the result must be a valid geometry (422).
         properties:
-          type: object
+          type: ['object', 'null']
           description: Members of BeaconInputProperties; null removes one.
     FeatureCollection:
       type: object
@@ -3222,13 +3558,23 @@ components:
         - type: object
           required: [next_cursor]
     NearbyFeature:
-      description: A beacon found by a nearby query.
-      allOf:
-        - $ref: '#/components/schemas/BeaconFeature'
-        - type: object
-          properties:
-            properties:
-              type: object
+      description: >-
+        A beacon found by a nearby query (without `properties.perimeter` when asked with
+        `perimeter=none`).
+      type: object
+      required: [type, id, geometry, properties]
+      properties:
+        type:
+          type: string
+          const: Feature
+        id:
+          $ref: '#/components/schemas/BeaconId'
+        geometry:
+          $ref: '#/components/schemas/Point'
+        properties:
+          allOf:
+            - $ref: '#/components/schemas/BeaconPropertiesWithoutPerimeter'
+            - type: object
               required: [distance_m, bearing_deg]
               properties:
                 distance_m:
@@ -3447,7 +3793,7 @@ components:
 
     LocationFix:
       type: object
-      required: [lat, lon, timestamp]
+      required: [lat, lon]
       properties:
         lat:
           type: number
@@ -3458,12 +3804,15 @@ components:
           minimum: -180
           maximum: 180
         accuracy_m:
-          type: number
+          type: ['number', 'null']
           minimum: 0
+          maximum: 100000
           description: Horizontal accuracy (radius, metres).
         timestamp:
-          $ref: '#/components/schemas/Timestamp'
-          description: When the fix was taken.
+          description: When the fix was taken (absent or null = now).
+          oneOf:
+            - $ref: '#/components/schemas/Timestamp'
+            - type: 'null'
     LocationBatch:
       type: object
       required: [fixes]
@@ -3509,13 +3858,13 @@ components:
             An absolute http(s) URL; loopback/private addresses only with
             `--allow-private-webhooks`.
         events:
-          type: array
+          type: ['array', 'null']
           minItems: 1
           default: ['*']
           items:
             $ref: '#/components/schemas/EventFilter'
         scope:
-          type: string
+          type: ['string', 'null']
           enum: [user, all]
           default: user
           description: '`all` (admin token only) receives every event.'
@@ -3623,6 +3972,7 @@ components:
 
     MeetingCreate:
       type: object
+      additionalProperties: false
       required: [name, location, start, end]
       properties:
         name:
@@ -3635,44 +3985,55 @@ components:
         location:
           $ref: '#/components/schemas/LatLon'
         perimeter:
-          $ref: '#/components/schemas/Perimeter'
+          oneOf:
+            - $ref: '#/components/schemas/Perimeter'
+            - type: 'null'
         start:
           $ref: '#/components/schemas/Timestamp'
         end:
           $ref: '#/components/schemas/Timestamp'
           description: After `start` and in the future (422 otherwise).
         invitees:
-          type: array
+          type: ['array', 'null']
           maxItems: 1000
           uniqueItems: true
           description: Existing users; present = a private meeting.
           items:
             $ref: '#/components/schemas/UserId'
         tags:
-          type: array
+          type: ['array', 'null']
           maxItems: 31
           description: Further tags (`meeting` is always set).
           items:
             $ref: '#/components/schemas/Tag'
     MeetingPatch:
       type: object
+      additionalProperties: false
       description: Any MeetingCreate field; absent fields are kept.
       properties:
         name:
-          type: string
+          type: ['string', 'null']
           minLength: 1
           maxLength: 200
         description:
           type: ['string', 'null']
           maxLength: 10000
         location:
-          $ref: '#/components/schemas/LatLon'
+          oneOf:
+            - $ref: '#/components/schemas/LatLon'
+            - type: 'null'
         perimeter:
-          $ref: '#/components/schemas/Perimeter'
+          oneOf:
+            - $ref: '#/components/schemas/Perimeter'
+            - type: 'null'
         start:
-          $ref: '#/components/schemas/Timestamp'
+          oneOf:
+            - $ref: '#/components/schemas/Timestamp'
+            - type: 'null'
         end:
-          $ref: '#/components/schemas/Timestamp'
+          oneOf:
+            - $ref: '#/components/schemas/Timestamp'
+            - type: 'null'
         invitees:
           type: ['array', 'null']
           maxItems: 1000
@@ -3681,7 +4042,7 @@ components:
           items:
             $ref: '#/components/schemas/UserId'
         tags:
-          type: array
+          type: ['array', 'null']
           maxItems: 31
           items:
             $ref: '#/components/schemas/Tag'
@@ -3736,6 +4097,7 @@ components:
 
     GroupCreate:
       type: object
+      additionalProperties: false
       required: [name, range_m]
       properties:
         name:
@@ -3751,15 +4113,17 @@ components:
           maximum: 100000
           description: Members farther than this from the guide are out of range.
         members:
-          type: array
+          type: ['array', 'null']
           maxItems: 1000
           uniqueItems: true
           description: Users allowed to see and join the group; absent = an open group.
           items:
             $ref: '#/components/schemas/UserId'
         location:
-          $ref: '#/components/schemas/LatLon'
           description: Where the guide is now (default their last fix).
+          oneOf:
+            - $ref: '#/components/schemas/LatLon'
+            - type: 'null'
     GroupMember:
       type: object
       required: [id, name, role, joined_at, location, age_s, stale, distance_m, in_range]
@@ -3871,34 +4235,42 @@ components:
 
     TourStopInput:
       type: object
+      additionalProperties: false
       description: An existing beacon (`beacon`) or a new place (`name` and `location`).
       properties:
         beacon:
-          $ref: '#/components/schemas/BeaconId'
+          oneOf:
+            - $ref: '#/components/schemas/BeaconId'
+            - type: 'null'
         order:
-          type: integer
+          type: ['integer', 'null']
           description: Default the position in the list (1-based).
         name:
-          type: string
+          type: ['string', 'null']
           minLength: 1
           maxLength: 200
         description:
           type: ['string', 'null']
         location:
-          $ref: '#/components/schemas/LatLon'
+          oneOf:
+            - $ref: '#/components/schemas/LatLon'
+            - type: 'null'
         perimeter:
-          $ref: '#/components/schemas/Perimeter'
+          oneOf:
+            - $ref: '#/components/schemas/Perimeter'
+            - type: 'null'
         tags:
-          type: array
+          type: ['array', 'null']
           items:
             $ref: '#/components/schemas/Tag'
         content:
-          type: array
+          type: ['array', 'null']
           maxItems: 100
           items:
             $ref: '#/components/schemas/ContentRefInput'
     TourCreate:
       type: object
+      additionalProperties: false
       required: [name, stops]
       properties:
         name:
@@ -3909,18 +4281,24 @@ components:
           type: ['string', 'null']
           maxLength: 10000
         perimeter:
-          $ref: '#/components/schemas/Perimeter'
+          oneOf:
+            - $ref: '#/components/schemas/Perimeter'
+            - type: 'null'
         lifetime:
-          $ref: '#/components/schemas/Lifetime'
+          oneOf:
+            - $ref: '#/components/schemas/Lifetime'
+            - type: 'null'
         visibility:
-          $ref: '#/components/schemas/Visibility'
+          oneOf:
+            - $ref: '#/components/schemas/Visibility'
+            - type: 'null'
         tags:
-          type: array
+          type: ['array', 'null']
           maxItems: 32
           items:
             $ref: '#/components/schemas/Tag'
         content:
-          type: array
+          type: ['array', 'null']
           maxItems: 100
           items:
             $ref: '#/components/schemas/ContentRefInput'
@@ -4051,6 +4429,7 @@ components:
 
     Interests:
       type: object
+      additionalProperties: false
       required: [interests]
       properties:
         interests:
@@ -4082,6 +4461,7 @@ components:
       example: {"interests": ["food", "music"], "scores": {"food": 3, "music": 1}}
     PromotionCreate:
       type: object
+      additionalProperties: false
       required: [name, location, perimeter, category]
       properties:
         name:
@@ -4101,22 +4481,26 @@ components:
           $ref: '#/components/schemas/Tag'
           description: The promotion's category (may be left out when `tags` are given).
         tags:
-          type: array
+          type: ['array', 'null']
           maxItems: 30
           description: Further categories.
           items:
             $ref: '#/components/schemas/Tag'
         start:
-          $ref: '#/components/schemas/Timestamp'
+          oneOf:
+            - $ref: '#/components/schemas/Timestamp'
+            - type: 'null'
         end:
-          $ref: '#/components/schemas/Timestamp'
+          oneOf:
+            - $ref: '#/components/schemas/Timestamp'
+            - type: 'null'
         content:
-          type: array
+          type: ['array', 'null']
           maxItems: 100
           items:
             $ref: '#/components/schemas/ContentRefInput'
         related:
-          type: array
+          type: ['array', 'null']
           maxItems: 200
           description: Related promotions (beacons the caller can see; 422 `unknown_target` otherwise).
           items:
@@ -4181,6 +4565,7 @@ components:
       enum: [shown, clicked, calendar_add]
     InteractionCreate:
       type: object
+      additionalProperties: false
       required: [type]
       properties:
         type:
@@ -4235,7 +4620,7 @@ components:
           minimum: -180
           maximum: 180
         level:
-          type: integer
+          type: ['integer', 'null']
           description: Building floor (0 = ground).
     RegistryCommon:
       type: object
@@ -4245,14 +4630,16 @@ components:
           $ref: '#/components/schemas/BeaconId'
           description: The digital beacon this physical beacon stands for (owned by the caller).
         position:
-          $ref: '#/components/schemas/RegistryPosition'
+          oneOf:
+            - $ref: '#/components/schemas/RegistryPosition'
+            - type: 'null'
         measured_power:
-          type: integer
+          type: ['integer', 'null']
           minimum: -127
           maximum: 20
           description: RSSI at 1 m in dBm, for distance estimates.
         status:
-          type: string
+          type: ['string', 'null']
           enum: [active, inactive, decommissioned]
           default: active
           description: >-
@@ -4271,12 +4658,12 @@ components:
               type: string
               format: uuid
             major:
-              type: integer
+              type: ['integer', 'null']
               minimum: 0
               maximum: 65535
               description: Absent = any major.
             minor:
-              type: integer
+              type: ['integer', 'null']
               minimum: 0
               maximum: 65535
               description: Absent = any minor (needs `major`).
@@ -4310,11 +4697,11 @@ components:
               type: string
               description: 16-byte identifier (UUID form or 32 hex digits).
             id2:
-              type: integer
+              type: ['integer', 'null']
               minimum: 0
               maximum: 65535
             id3:
-              type: integer
+              type: ['integer', 'null']
               minimum: 0
               maximum: 65535
     RegistryEntryCreate:
@@ -4329,31 +4716,77 @@ components:
           eddystone-uid: '#/components/schemas/EddystoneUIDEntry'
           altbeacon: '#/components/schemas/AltBeaconEntry'
     RegistryEntry:
-      description: A registry entry as stored.
-      allOf:
-        - $ref: '#/components/schemas/RegistryEntryCreate'
-        - type: object
-          required: [id, owner, status, version, created_at, updated_at]
-          properties:
-            id:
-              $ref: '#/components/schemas/RegistryId'
-            owner:
-              $ref: '#/components/schemas/UserId'
-              description: The owner of the digital beacon.
-            position:
-              description: The installed position, or null.
-              oneOf:
-                - $ref: '#/components/schemas/RegistryPosition'
-                - type: 'null'
-            measured_power:
-              type: ['integer', 'null']
-            version:
-              type: integer
-              minimum: 1
-            created_at:
-              $ref: '#/components/schemas/Timestamp'
-            updated_at:
-              $ref: '#/components/schemas/Timestamp'
+      type: object
+      description: >-
+        A registry entry as stored. Identity members of the other frame types are absent;
+        optional ones that were not given are null (`major`/`minor` of a wildcard iBeacon
+        entry, `position`, `measured_power`, `level`).
+      required: [id, type, beacon, owner, position, measured_power, status, version, created_at, updated_at]
+      properties:
+        id:
+          $ref: '#/components/schemas/RegistryId'
+        type:
+          type: string
+          enum: [ibeacon, eddystone-uid, altbeacon]
+        uuid:
+          type: string
+          format: uuid
+        major:
+          type: ['integer', 'null']
+          minimum: 0
+          maximum: 65535
+          description: Null = any major.
+        minor:
+          type: ['integer', 'null']
+          minimum: 0
+          maximum: 65535
+          description: Null = any minor.
+        namespace:
+          type: string
+          pattern: '^[0-9a-f]{20}$'
+        instance:
+          type: string
+          pattern: '^[0-9a-f]{12}$'
+        id1:
+          type: string
+        id2:
+          type: ['integer', 'null']
+        id3:
+          type: ['integer', 'null']
+        beacon:
+          $ref: '#/components/schemas/BeaconId'
+        owner:
+          $ref: '#/components/schemas/UserId'
+          description: The owner of the digital beacon.
+        position:
+          description: The installed position, or null.
+          oneOf:
+            - type: object
+              required: [lat, lon, level]
+              properties:
+                lat:
+                  type: number
+                  minimum: -90
+                  maximum: 90
+                lon:
+                  type: number
+                  minimum: -180
+                  maximum: 180
+                level:
+                  type: ['integer', 'null']
+            - type: 'null'
+        measured_power:
+          type: ['integer', 'null']
+        status:
+          type: string
+          enum: [active, inactive, decommissioned]
+        version:
+          type: integer
+          minimum: 1
+        created_at:
+          $ref: '#/components/schemas/Timestamp'
+        updated_at:
+          $ref: '#/components/schemas/Timestamp'
 
     IBeaconSighting:
       type: object
@@ -4417,17 +4850,18 @@ components:
       required: [sightings]
       properties:
         batch_id:
-          type: string
+          type: ['string', 'null']
           maxLength: 100
           description: Idempotency key; a repeated batch returns the first answer.
         sightings:
           type: array
           minItems: 1
           maxItems: 1000
-          items:
-            oneOf:
-              - $ref: '#/components/schemas/IBeaconSighting'
-              - $ref: '#/components/schemas/RawSighting'
+          description: >-
+            Each item an `IBeaconSighting` (or its Eddystone/AltBeacon form) or a `RawSighting`.
+            An item that is neither does not fail the batch: its result carries the error
+            (`invalid_rssi`, `missing_field`, …) and the other items are resolved.
+          items: {}
     SightingError:
       type: object
       required: [code, message]

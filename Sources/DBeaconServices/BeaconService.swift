@@ -283,7 +283,7 @@ package struct BeaconService: Sendable {
     /// Applies an RFC 7396 merge patch to the beacon's Feature. Only the owner may edit; with
     /// `ifMatch` the edit applies only to that version (412 otherwise). Without it, a concurrent
     /// edit is merged by re-applying the patch to the newer version.
-    package func update(_ id: BeaconID, patch: JSONValue, ifMatch: Int?, by principal: Principal) async throws -> (Beacon, [String]) {
+    package func update(_ id: BeaconID, patch: JSONValue, ifMatch: Set<Int>?, by principal: Principal) async throws -> (Beacon, [String]) {
         guard case .object = patch else {
             throw DBeaconError.invalid("$", "a merge patch must be a JSON object", code: "invalid_type")
         }
@@ -292,11 +292,12 @@ package struct BeaconService: Sendable {
             guard principal.userID == current.owner else {
                 throw DBeaconError.forbidden("only the owner may edit this beacon")
             }
-            if let ifMatch, ifMatch != current.version {
-                throw DBeaconError(.preconditionFailed, code: "version_mismatch",
-                                   message: "the beacon is at version \(current.version), not \(ifMatch)")
-            }
+            // An invalid patch is 422 whatever the version; only a valid one meets If-Match.
             let updated = try await applyPatch(patch, to: current)
+            if let ifMatch, !ifMatch.contains(current.version) {
+                throw DBeaconError(.preconditionFailed, code: "version_mismatch",
+                                   message: "the beacon is at version \(current.version), not \(Self.describe(ifMatch))")
+            }
             let changed = Self.changedFields(current, updated)
             if changed.isEmpty { return (current, []) }
             do {
@@ -383,8 +384,14 @@ package struct BeaconService: Sendable {
         return fields
     }
 
+    /// The versions of an `If-Match` for messages (`3`, `3 or 4`, `none this server issued`).
+    package static func describe(_ versions: Set<Int>) -> String {
+        versions.isEmpty ? "one named by If-Match (it names none this server issued)"
+            : versions.sorted().map(String.init).joined(separator: " or ")
+    }
+
     /// Deletes a beacon (owner, or the operator for moderation).
-    package func delete(_ id: BeaconID, ifMatch: Int?, by principal: Principal) async throws -> Beacon {
+    package func delete(_ id: BeaconID, ifMatch: Set<Int>?, by principal: Principal) async throws -> Beacon {
         let current = try await visible(id, by: principal)
         guard principal.isAdmin || principal.userID == current.owner else {
             throw DBeaconError.forbidden("only the owner may delete this beacon")
@@ -392,7 +399,11 @@ package struct BeaconService: Sendable {
         let type: EventType = current.service == ServiceKind.meeting ? .meetingCancelled : .deleted
         let fanOut = FollowerFanOut(type: type, data: ["beacon": .string(id.rawValue), "name": .string(current.name)],
                                     at: clock.now(), requireAlive: false)
-        try await store.deleteBeacon(id: id, expectedVersion: ifMatch ?? current.version, fanOut: fanOut)
+        if let ifMatch, !ifMatch.contains(current.version) {
+            throw DBeaconError(.preconditionFailed, code: "version_mismatch",
+                               message: "the beacon is at version \(current.version), not \(Self.describe(ifMatch)); fetch it again and retry")
+        }
+        try await store.deleteBeacon(id: id, expectedVersion: current.version, fanOut: fanOut)
         return current
     }
 

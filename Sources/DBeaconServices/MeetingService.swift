@@ -68,7 +68,7 @@ package struct MeetingService: Sendable {
 
     /// Changes any create field (organizer only); `invitees: null` makes the meeting public.
     /// Attendees receive `meeting.updated` with the changed fields and their new values.
-    package func update(_ id: BeaconID, _ body: JSONValue, ifMatch: Int?, by principal: Principal) async throws -> (Beacon, [String]) {
+    package func update(_ id: BeaconID, _ body: JSONValue, ifMatch: Set<Int>?, by principal: Principal) async throws -> (Beacon, [String]) {
         let current = try await meeting(id, by: principal)
         guard principal.userID == current.owner else { throw DBeaconError.forbidden("only the organizer may change this meeting") }
         let r = try ObjectReader(body)
@@ -115,7 +115,7 @@ package struct MeetingService: Sendable {
     }
 
     /// Cancels the meeting (organizer, or the operator); attendees receive `meeting.cancelled`.
-    package func cancel(_ id: BeaconID, ifMatch: Int?, by principal: Principal) async throws {
+    package func cancel(_ id: BeaconID, ifMatch: Set<Int>?, by principal: Principal) async throws {
         _ = try await meeting(id, by: principal)
         _ = try await beacons.delete(id, ifMatch: ifMatch, by: principal)
     }

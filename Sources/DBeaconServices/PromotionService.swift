@@ -148,7 +148,7 @@ package struct PromotionService: Sendable {
         let draft = BeaconDraft(
             name: name, description: description, location: location, perimeter: perimeter,
             lifetime: start == nil && end == nil ? nil : Lifetime(start: start, end: end),
-            tags: Array(([categories[0], ServiceKind.promotion] + categories.dropFirst()).prefix(BeaconLimits.maxTags)),
+            tags: Array(([categories[0], ServiceKind.promotion] + categories.dropFirst()).uniqued().prefix(BeaconLimits.maxTags)),
             relationships: unique, content: try ServiceInput.content(r))
         do {
             return try await beacons.create(draft, owner: owner, service: ServiceKind.promotion)
@@ -318,5 +318,13 @@ package struct PromotionService: Sendable {
         }
         try await store.recordInteraction(promotion: id, user: uid, type: type, at: now)
         return Interaction(promotion: id, user: uid, type: type, createdAt: now)
+    }
+}
+
+extension Array where Element: Hashable {
+    /// The elements in order, each once.
+    func uniqued() -> [Element] {
+        var seen = Set<Element>()
+        return filter { seen.insert($0).inserted }
     }
 }

@@ -43,7 +43,7 @@ package struct RegistryService: Sendable {
 
     /// Applies an RFC 7396 merge patch to the entry's JSON (owner of its digital beacon, or the
     /// operator). Moving it to another digital beacon needs ownership of that one too.
-    package func update(_ id: RegistryID, patch: JSONValue, ifMatch: Int?, by principal: Principal) async throws -> RegistryEntry {
+    package func update(_ id: RegistryID, patch: JSONValue, ifMatch: Set<Int>?, by principal: Principal) async throws -> RegistryEntry {
         guard case .object = patch else {
             throw DBeaconError.invalid("$", "a merge patch must be a JSON object", code: "invalid_type")
         }
@@ -51,9 +51,9 @@ package struct RegistryService: Sendable {
         guard principal.isAdmin || principal.userID == current.owner else {
             throw DBeaconError.forbidden("only the owner of the digital beacon may edit this registry entry")
         }
-        if let ifMatch, ifMatch != current.version {
+        if let ifMatch, !ifMatch.contains(current.version) {
             throw DBeaconError(.preconditionFailed, code: "version_mismatch",
-                               message: "the registry entry is at version \(current.version), not \(ifMatch)")
+                               message: "the registry entry is at version \(current.version), not \(BeaconService.describe(ifMatch))")
         }
         let merged = RegistryCodec.encode(current).mergePatched(with: patch)
         for key in ["id", "owner", "created_at"] where merged[key] != RegistryCodec.encode(current)[key] {

@@ -164,7 +164,7 @@ func registration(_ beacon: Beacon, uuid: String = kontaktUUID, major: Int? = ni
             #expect(try await client.call(.get, "/v1/registry/resolve?\(u)&major=x", token: annToken).status == .badRequest)
             #expect(try await client.call(.get, "/v1/registry/resolve?\(u)&minor=2", token: annToken).status == .unprocessableContent)
             #expect(try await client.call(.get, "/v1/registry/resolve?adv=4c0002", token: annToken).errorCode == "malformed_frame")
-            #expect(try await client.call(.get, "/v1/registry/resolve", token: annToken).status == .badRequest)
+            #expect(try await client.call(.get, "/v1/registry/resolve", token: annToken).status == .unprocessableContent)
         }
     }
 

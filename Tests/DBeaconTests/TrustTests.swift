@@ -148,7 +148,7 @@ import Testing
             let (_, eve) = try await h.user("eve")
             let foreign = try await client.call(.get, "/v1/events?after=\(eventID)", token: eve)
             let unknown = try await client.call(.get, "/v1/events?after=evt_doesnotexist", token: eve)
-            #expect(foreign.status == .badRequest && foreign.errorPath == "after")
+            #expect(foreign.status == .notFound && foreign.errorPath == "after")
             #expect(foreign.errorCode == unknown.errorCode)
         }
     }

@@ -18,6 +18,8 @@ package struct DBeaconError: Error, Sendable, CustomStringConvertible {
         case preconditionFailed
         /// The body exceeds the configured limit (HTTP 413).
         case payloadTooLarge
+        /// The body is not JSON by its `Content-Type` (HTTP 415).
+        case unsupportedMediaType
         /// Well-formed but invalid input (HTTP 422).
         case unprocessable
         /// Rate or frequency limit reached (HTTP 429).

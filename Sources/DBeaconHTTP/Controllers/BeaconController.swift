@@ -44,7 +44,7 @@ struct BeaconController {
 
     @Sendable func get(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let beacon = try await beacons.get(try Self.beaconID(context), by: context.principal)
-        if let etag = request.headers[.ifNoneMatch], etag == "\"\(beacon.version)\"" {
+        if let tags = try request.entityTags(.ifNoneMatch), tags == Request.anyVersion || tags.contains(beacon.version) {
             return Response(status: .notModified, headers: [.eTag: "\"\(beacon.version)\""])
         }
         return .feature(beacon)
@@ -53,24 +53,24 @@ struct BeaconController {
     @Sendable func update(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         var request = request
         let id = try Self.beaconID(context)
-        let ifMatch = try request.ifMatchVersion()
+        let ifMatch = try request.ifMatchVersions()
         let patch = try await request.jsonBody(limit: maxBodyBytes)
         let (beacon, _) = try await beacons.update(id, patch: patch, ifMatch: ifMatch, by: context.principal)
         return .feature(beacon)
     }
 
     @Sendable func delete(_ request: Request, context: AuthenticatedContext) async throws -> Response {
-        _ = try await beacons.delete(try Self.beaconID(context), ifMatch: try request.ifMatchVersion(), by: context.principal)
+        _ = try await beacons.delete(try Self.beaconID(context), ifMatch: try request.ifMatchVersions(), by: context.principal)
         return Response(status: .noContent)
     }
 
     @Sendable func list(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let q = QueryReader(request)
         var query = BeaconListQuery(tags: try q.tags(), bbox: try q.bbox(), limit: try q.limit(), after: try q.cursor())
-        if let owner = q.string("owner") {
+        if let owner = try q.string("owner") {
             if owner == "me" {
                 guard let uid = context.principal.userID else {
-                    throw DBeaconError(.badRequest, code: "invalid_parameter", message: "owner=me needs a user token", path: "owner")
+                    throw DBeaconError.forbidden("owner=me needs a user token: the admin token owns no beacons")
                 }
                 query.owner = uid
             } else if let uid = UserID(owner) {
@@ -79,7 +79,7 @@ struct BeaconController {
                 throw DBeaconError(.badRequest, code: "invalid_parameter", message: "owner must be me or a user id", path: "owner")
             }
         }
-        query.service = q.string("service")
+        query.service = try q.string("service")
         let page = try await beacons.list(query, by: context.principal)
         return .json(BeaconFeatureCodec.collection(page.items.map(BeaconFeatureCodec.encode),
                                                    nextCursor: Cursor.encode(page.next), includeCursor: true))
@@ -91,7 +91,7 @@ struct BeaconController {
         // `perimeter=none` leaves perimeters out of the answer (apps that draw them on demand
         // save up to hundreds of KiB per answer when large regions cover the point).
         var includePerimeters = true
-        switch q.string("perimeter") {
+        switch try q.string("perimeter") {
         case nil, "full": includePerimeters = true
         case "none": includePerimeters = false
         case let other?:

@@ -64,10 +64,10 @@ struct LiveController {
     @Sendable func events(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let q = QueryReader(request)
         var after: Int64?
-        if let raw = q.string("after") ?? q.string("cursor") {
+        if let raw = try q.string("after") ?? q.string("cursor") {
             if let id = EventID(raw) {
                 guard let position = try await feed.position(after: id, by: context.principal) else {
-                    throw DBeaconError(.badRequest, code: "invalid_parameter", message: "unknown event id \(raw)", path: "after")
+                    throw DBeaconError.notFound("event \(raw)", path: "after")
                 }
                 after = position
             } else if let cursor = Cursor.decode(raw) {
@@ -76,7 +76,7 @@ struct LiveController {
                 throw DBeaconError(.badRequest, code: "invalid_parameter", message: "after must be an event id or a cursor", path: "after")
             }
         }
-        let page = try await feed.events(by: context.principal, after: after, limit: try q.limit(default: 100, max: 1000))
+        let page = try await feed.events(by: context.principal, after: after, limit: try q.limit())
         return .json(.object([
             "events": .array(page.items.map(\.json)),
             "next_cursor": .optional(Cursor.encode(page.next)),

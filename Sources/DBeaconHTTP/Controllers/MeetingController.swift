@@ -36,14 +36,14 @@ struct MeetingController {
     @Sendable func update(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         var request = request
         let id = try BeaconController.beaconID(context)
-        let ifMatch = try request.ifMatchVersion()
+        let ifMatch = try request.ifMatchVersions()
         let (beacon, _) = try await meetings.update(id, try await request.jsonBody(limit: maxBodyBytes), ifMatch: ifMatch,
                                                     by: context.principal)
         return .feature(beacon)
     }
 
     @Sendable func cancel(_ request: Request, context: AuthenticatedContext) async throws -> Response {
-        try await meetings.cancel(try BeaconController.beaconID(context), ifMatch: try request.ifMatchVersion(), by: context.principal)
+        try await meetings.cancel(try BeaconController.beaconID(context), ifMatch: try request.ifMatchVersions(), by: context.principal)
         return Response(status: .noContent)
     }
 
@@ -76,7 +76,7 @@ struct MeetingController {
     /// `?lat=&lon=` (or `from_lat`/`from_lon`, as for beacons).
     @Sendable func directions(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let q = QueryReader(request)
-        let from = q.string("from_lat") != nil ? try q.position(lat: "from_lat", lon: "from_lon") : try q.position()
+        let from = try q.string("from_lat") != nil ? try q.position(lat: "from_lat", lon: "from_lon") : try q.position()
         let d = try await meetings.directions(try BeaconController.beaconID(context), from: from, by: context.principal)
         return .json(ServiceEncoding.directions(d, from: from))
     }

@@ -47,7 +47,7 @@ struct RegistryController {
     @Sendable func update(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         var request = request
         let id = try Self.registryID(context)
-        let ifMatch = try request.ifMatchVersion()
+        let ifMatch = try request.ifMatchVersions()
         let patch = try await request.jsonBody(limit: maxBodyBytes)
         return Self.entry(try await registry.update(id, patch: patch, ifMatch: ifMatch, by: context.principal))
     }
@@ -61,40 +61,43 @@ struct RegistryController {
     @Sendable func list(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let q = QueryReader(request)
         var query = RegistryListQuery(limit: try q.limit(), after: try q.cursor())
-        if let raw = q.string("beacon") {
+        if let raw = try q.string("beacon") {
             guard let id = BeaconID(raw) else {
                 throw DBeaconError(.badRequest, code: "invalid_parameter", message: "beacon must be a beacon id", path: "beacon")
             }
             query.beacon = id
         }
-        if let raw = q.string("type") {
+        if let raw = try q.string("type") {
             guard let kind = PhysicalBeaconKind(rawValue: raw) else {
                 throw DBeaconError(.badRequest, code: "invalid_parameter", message: "type must be ibeacon, eddystone-uid or altbeacon",
                                    path: "type")
             }
             query.kind = kind
         }
-        if let raw = q.string("uuid") ?? q.string("id1") {
+        if let raw = try q.string("uuid") ?? q.string("id1") {
             guard let uuid = PhysicalBeaconIdentity.normalizedUUID(raw) else {
-                throw DBeaconError.invalid(q.string("uuid") != nil ? "uuid" : "id1", "not a UUID", code: "invalid_uuid")
+                throw DBeaconError.invalid(try q.string("uuid") != nil ? "uuid" : "id1", "not a UUID", code: "invalid_uuid")
             }
             query.id1 = uuid
-        } else if let raw = q.string("namespace") {
+        } else if let raw = try q.string("namespace") {
             guard let ns = PhysicalBeaconIdentity.normalizedHex(raw, count: 20) else {
                 throw DBeaconError.invalid("namespace", "namespace must be 20 hex digits", code: "invalid_namespace")
             }
             query.id1 = ns
         }
-        if let raw = q.string("status") {
+        if let raw = try q.string("status") {
             guard let status = RegistryEntry.Status(rawValue: raw) else {
                 throw DBeaconError(.badRequest, code: "invalid_parameter", message: "status must be active, inactive or decommissioned",
                                    path: "status")
             }
             query.status = status
         }
-        if let owner = q.string("owner") {
-            guard owner == "me", let uid = context.principal.userID else {
-                throw DBeaconError(.badRequest, code: "invalid_parameter", message: "owner=me needs a user token", path: "owner")
+        if let owner = try q.string("owner") {
+            guard owner == "me" else {
+                throw DBeaconError(.badRequest, code: "invalid_parameter", message: "owner must be me", path: "owner")
+            }
+            guard let uid = context.principal.userID else {
+                throw DBeaconError.forbidden("owner=me needs a user token: the admin token owns no registry entries")
             }
             query.owner = uid
         }
@@ -116,25 +119,28 @@ struct RegistryController {
     }
 
     static func identity(_ q: QueryReader) throws -> PhysicalBeaconIdentity {
-        if let adv = q.string("adv") {
+        if let adv = try q.string("adv") {
             switch BeaconFrameParser.parse(hex: adv) {
             case .success(let frame): return frame.identity
             case .failure(let e): throw DBeaconError.invalid("adv", e.message, code: e.code)
             }
         }
         var o = JSONObject()
-        let type = q.string("type") ?? (q.string("namespace") != nil ? "eddystone-uid" : q.string("id1") != nil ? "altbeacon" : "ibeacon")
+        let type = try q.string("type") ?? (q.string("namespace") != nil ? "eddystone-uid" : q.string("id1") != nil ? "altbeacon" : "ibeacon")
         o["type"] = .string(type)
-        for key in ["uuid", "namespace", "instance", "id1"] { if let v = q.string(key) { o[key] = .string(v) } }
+        for key in ["uuid", "namespace", "instance", "id1"] { if let v = try q.string(key) { o[key] = .string(v) } }
         for key in ["major", "minor", "id2", "id3"] {
-            guard let raw = q.string(key) else { continue }
+            guard let raw = try q.string(key) else { continue }
             guard let n = Int(raw) else {
                 throw DBeaconError(.badRequest, code: "invalid_parameter", message: "\(key) must be an integer", path: key)
             }
             o[key] = .int(n)
         }
         if o["uuid"] == nil && o["namespace"] == nil && o["id1"] == nil {
-            throw DBeaconError(.badRequest, code: "missing_parameter", message: "uuid (or namespace, id1, adv) is required", path: "uuid")
+            // Each of these is optional on its own; that one of them is needed is a rule of the
+            // combination, which the OpenAPI document cannot state: 422, not 400.
+            throw DBeaconError.invalid("uuid", "an identity is required: uuid (iBeacon), namespace and instance (Eddystone-UID), "
+                                       + "id1 (AltBeacon) or adv", code: "missing_identity")
         }
         return try RegistryCodec.decodeIdentity(try ObjectReader(.object(o)), concrete: false)
     }

@@ -41,11 +41,14 @@ struct TourController {
     @Sendable func next(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let q = QueryReader(request)
         var from: BeaconID?
-        if let raw = q.string("from") {
+        if let raw = try q.string("from") {
             guard let id = BeaconID(raw) else { throw DBeaconError.invalid("from", "not a beacon id (bcn_…)", code: "invalid_id") }
             from = id
         }
-        let origin = q.string("lat") != nil || q.string("lon") != nil ? try q.position() : nil
+        if q.has("lat") != q.has("lon") {
+            throw DBeaconError.invalid(q.has("lat") ? "lon" : "lat", "lat and lon are given together", code: "missing_partner")
+        }
+        let origin = q.has("lat") ? try q.position() : nil
         let n = try await tours.next(try BeaconController.beaconID(context), from: from, origin: origin, by: context.principal)
         return .json(ServiceEncoding.tourNext(n))
     }

@@ -1,4 +1,5 @@
 package import DBeaconCore
+import Foundation
 package import Hummingbird
 import NIOCore
 
@@ -13,6 +14,7 @@ extension DBeaconError.Kind {
         case .conflict: .conflict
         case .preconditionFailed: .preconditionFailed
         case .payloadTooLarge: .contentTooLarge
+        case .unsupportedMediaType: .unsupportedMediaType
         case .unprocessable: .unprocessableContent
         case .tooManyRequests: .tooManyRequests
         case .unavailable: .serviceUnavailable
@@ -40,12 +42,54 @@ extension DBeaconError: HTTPResponseError {
     }
 }
 
+/// The methods each route template answers, filled in once the router has all its routes:
+/// a request for a known path with another method is 405 with `Allow`, not 404.
+final class RouteMethods: @unchecked Sendable {
+    private var templates: [(segments: [Substring], methods: [String])] = []
+    private let lock = NSLock()
+
+    func load(_ routes: [(path: String, method: String)]) {
+        var byPath: [String: [String]] = [:]
+        for r in routes { byPath[r.path, default: []].append(r.method) }
+        lock.lock()
+        templates = byPath.map { path, methods in
+            (path.split(separator: "/"), Array(Set(methods + (methods.contains("GET") ? ["HEAD"] : []))).sorted())
+        }
+        lock.unlock()
+    }
+
+    /// The methods of the template matching `path` (`:name` matches any one segment), if any.
+    func allowed(for path: String) -> [String]? {
+        let segments = path.split(separator: "/")
+        lock.lock()
+        defer { lock.unlock() }
+        for t in templates where t.segments.count == segments.count {
+            if zip(t.segments, segments).allSatisfy({ $0.hasPrefix(":") || $0 == $1 }) { return t.methods }
+        }
+        return nil
+    }
+}
+
 /// Turns every error into the JSON error shape: DBeaconError as it is, Hummingbird's own
 /// errors (unknown route, body too large, …) by status, and anything else as a logged 500.
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    let methods: RouteMethods
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
+        } catch let error as any HTTPResponseError where error.status == .notFound && !(error is DBeaconError) {
+            // An unknown route; if only the method is wrong, say so (405 with the methods allowed).
+            guard let allowed = methods.allowed(for: request.uri.path) else {
+                return try DBeaconError(.notFound, code: "not_found", message: "no such endpoint: \(request.method) \(request.uri.path)")
+                    .response(from: request, context: context)
+            }
+            var response = try DBeaconError(.badRequest, code: "method_not_allowed",
+                                            message: "\(request.method) is not allowed on \(request.uri.path); allowed: \(allowed.joined(separator: ", "))")
+                .response(from: request, context: context)
+            response.status = .methodNotAllowed
+            response.headers[.allow] = allowed.joined(separator: ", ")
+            return response
         } catch let error as DBeaconError {
             if error.kind == .internal {
                 context.logger.error("request failed", metadata: ["error": "\(error)"])

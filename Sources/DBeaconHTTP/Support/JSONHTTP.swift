@@ -1,6 +1,7 @@
 package import DBeaconCore
 import DBeaconGeo
 package import Hummingbird
+package import HTTPTypes
 import NIOCore
 
 extension Response {
@@ -24,7 +25,14 @@ extension Response {
 
 extension Request {
     /// Collects the body (at most `limit` bytes: 413 beyond) and parses it as JSON.
+    /// A body sent with a `Content-Type` that is not JSON (`application/json`,
+    /// `application/merge-patch+json`, `application/geo+json`, any `…+json`) is refused with 415
+    /// before it is read; a body without one is read as JSON.
     package mutating func jsonBody(limit: Int) async throws -> JSONValue {
+        if let type = headers[.contentType], !Self.isJSON(mediaType: type) {
+            throw DBeaconError(.unsupportedMediaType, code: "unsupported_media_type",
+                               message: "send JSON with Content-Type: application/json (got \(type.prefix(100)))", path: "Content-Type")
+        }
         if let length = headers[.contentLength].flatMap(Int.init), length > limit {
             throw DBeaconError(.payloadTooLarge, code: "body_too_large",
                                message: "the request body exceeds the limit of \(limit) bytes")
@@ -42,15 +50,57 @@ extension Request {
         return try JSONParser.parse(buffer.readableBytesView)
     }
 
-    /// The version named by `If-Match` (`"3"`, `W/"3"`, `3`), nil when absent or `*`.
-    package func ifMatchVersion() throws -> Int? {
-        guard var value = headers[.ifMatch]?.trimmingSpaces else { return nil }
-        if value == "*" { return nil }
-        if value.hasPrefix("W/") { value = value.dropFirst(2) }
-        if value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 { value = value.dropFirst().dropLast() }
-        guard let version = Int(value) else {
-            throw DBeaconError(.badRequest, code: "invalid_if_match", message: "If-Match must be an ETag such as \"3\"", path: "If-Match")
+    static func isJSON(mediaType: String) -> Bool {
+        let essence = mediaType.split(separator: ";", maxSplits: 1).first.map { $0.trimmingSpaces.lowercased() } ?? ""
+        return essence == "application/json" || (essence.hasPrefix("application/") && essence.hasSuffix("+json"))
+    }
+
+    /// The versions `If-Match` accepts (RFC 9110 §13.1.1): nil when absent or `*`; otherwise the
+    /// versions named by its list of entity tags (`"3"`, `W/"3"`, and, leniently, `3`). A tag
+    /// this server never issued (`"abc"`) names no version, so a list of only such tags can match
+    /// nothing (412). 400 only for a header that is not a list of entity tags.
+    package func ifMatchVersions() throws -> Set<Int>? {
+        guard let versions = try entityTags(.ifMatch) else { return nil }
+        return versions == Self.anyVersion ? nil : versions
+    }
+
+    /// `*`: any version (`ifMatchVersions` answers nil, `entityTags` this marker).
+    package static let anyVersion: Set<Int> = [-1]
+
+    /// The versions named by an `If-Match` / `If-None-Match` list: nil when absent, `[-1]` for
+    /// `*`, otherwise the numeric tags (possibly none); 400 when it is not such a list.
+    package func entityTags(_ field: HTTPField.Name) throws -> Set<Int>? {
+        guard let header = headers[field] else { return nil }
+        let name = field.rawName
+        var versions = Set<Int>()
+        var rest = Substring(header)
+        func fail() -> DBeaconError {
+            DBeaconError(.badRequest, code: "invalid_\(name.lowercased().replacingOccurrences(of: "-", with: "_"))",
+                         message: "\(name) must be * or a list of ETags such as \"3\"", path: name)
         }
-        return version
+        while true {
+            rest = rest.drop { $0 == " " || $0 == "\t" }
+            if rest.hasPrefix("*") {
+                rest = rest.dropFirst()
+                guard rest.allSatisfy({ $0 == " " || $0 == "\t" }) else { throw fail() }
+                return Self.anyVersion
+            }
+            if rest.hasPrefix("W/") { rest = rest.dropFirst(2) }
+            if rest.hasPrefix("\"") {
+                guard let close = rest.dropFirst().firstIndex(of: "\"") else { throw fail() }
+                if let v = Int(rest[rest.index(after: rest.startIndex)..<close]), v >= 0 { versions.insert(v) }
+                rest = rest[rest.index(after: close)...]
+            } else {
+                let token = rest.prefix { $0 != "," && $0 != " " && $0 != "\t" }
+                guard let v = Int(token), v >= 0 else { throw fail() }
+                versions.insert(v)
+                rest = rest.dropFirst(token.count)
+            }
+            rest = rest.drop { $0 == " " || $0 == "\t" }
+            if rest.isEmpty { return versions }
+            guard rest.hasPrefix(",") else { throw fail() }
+            rest = rest.dropFirst()
+            if rest.allSatisfy({ $0 == " " || $0 == "\t" }) { throw fail() }
+        }
     }
 }

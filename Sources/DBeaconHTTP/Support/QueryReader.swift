@@ -13,12 +13,21 @@ package struct QueryReader {
         parameters = request.uri.queryParameters
     }
 
-    package func string(_ key: String) -> String? {
-        parameters[key[...]].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
+    /// The parameter's value; nil when absent; 400 when present but empty (`?at=`): an empty
+    /// value is a mistake, not a way to leave a parameter out.
+    package func string(_ key: String) throws -> String? {
+        guard let raw = parameters[key[...]] else { return nil }
+        guard !raw.isEmpty else {
+            throw DBeaconError(.badRequest, code: "empty_parameter", message: "\(key) must not be empty (leave it out instead)", path: key)
+        }
+        return String(raw)
     }
 
+    /// Whether the parameter is given (even empty).
+    package func has(_ key: String) -> Bool { parameters[key[...]] != nil }
+
     package func double(_ key: String) throws -> Double? {
-        guard let raw = string(key) else { return nil }
+        guard let raw = try string(key) else { return nil }
         guard let value = Double(raw) else {
             throw DBeaconError(.badRequest, code: "invalid_parameter", message: "\(key) must be a number", path: key)
         }
@@ -45,17 +54,20 @@ package struct QueryReader {
     }
 
     /// `limit`: a positive integer, capped at `max`.
+    /// (A limit too large for an integer is capped like any other.)
     package func limit(default defaultValue: Int = BeaconService.defaultPageSize, max: Int = BeaconService.maxPageSize) throws -> Int {
-        guard let raw = string("limit") else { return defaultValue }
-        guard let value = Int(raw), value >= 1 else {
+        guard let raw = try string("limit") else { return defaultValue }
+        let digits = raw.hasPrefix("+") ? raw.dropFirst() : raw[...]
+        guard !digits.isEmpty, digits.allSatisfy { $0.isASCII && $0.isNumber }, digits.contains(where: { $0 != "0" }) else {
             throw DBeaconError(.badRequest, code: "invalid_parameter", message: "limit must be a positive integer", path: "limit")
         }
+        guard let value = Int(digits) else { return max }
         return min(value, max)
     }
 
     /// An opaque cursor from a previous page.
     package func cursor(_ key: String = "cursor") throws -> Int64? {
-        guard let raw = string(key) else { return nil }
+        guard let raw = try string(key) else { return nil }
         guard let value = Cursor.decode(raw) else {
             throw DBeaconError(.badRequest, code: "invalid_cursor", message: "\(key) is not a cursor returned by this API", path: key)
         }
@@ -66,6 +78,9 @@ package struct QueryReader {
     package func tags(_ key: String = "tag") throws -> [String] {
         var tags: [String] = []
         for value in parameters[values: key[...]] {
+            guard !value.isEmpty else {
+                throw DBeaconError(.badRequest, code: "empty_parameter", message: "\(key) must not be empty (leave it out instead)", path: key)
+            }
             for part in value.split(separator: ",") {
                 let tag = try BeaconFeatureCodec.normalizeTag(String(part), path: key)
                 if !tags.contains(tag) { tags.append(tag) }
@@ -75,7 +90,7 @@ package struct QueryReader {
     }
 
     package func timestamp(_ key: String) throws -> Timestamp? {
-        guard let raw = string(key) else { return nil }
+        guard let raw = try string(key) else { return nil }
         guard let t = Timestamp(rfc3339: raw) else {
             throw DBeaconError(.badRequest, code: "invalid_parameter",
                                message: "\(key) must be an RFC 3339 timestamp such as 2026-11-21T12:00:00Z", path: key)
@@ -85,7 +100,7 @@ package struct QueryReader {
 
     /// `bbox=west,south,east,north`; west > east crosses the antimeridian.
     package func bbox(_ key: String = "bbox") throws -> BoundingBox? {
-        guard let raw = string(key) else { return nil }
+        guard let raw = try string(key) else { return nil }
         let parts = raw.split(separator: ",", omittingEmptySubsequences: false).map { Double($0.trimmingSpaces) }
         guard parts.count == 4, let w = parts[0], let s = parts[1], let e = parts[2], let n = parts[3] else {
             throw DBeaconError(.badRequest, code: "invalid_parameter", message: "bbox must be west,south,east,north", path: key)
@@ -98,7 +113,7 @@ package struct QueryReader {
     }
 
     package func bool(_ key: String) throws -> Bool? {
-        guard let raw = string(key) else { return nil }
+        guard let raw = try string(key) else { return nil }
         switch raw.lowercased() {
         case "true", "1", "yes": return true
         case "false", "0", "no": return false

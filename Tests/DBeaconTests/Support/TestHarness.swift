@@ -128,7 +128,7 @@ extension TestClientProtocol {
         var body: ByteBuffer?
         if let json { body = ByteBuffer(bytes: JSONWriter.serialize(json)) }
         if let raw { body = ByteBuffer(string: raw) }
-        if body != nil { headers[.contentType] = "application/json" }
+        if body != nil, headers[.contentType] == nil { headers[.contentType] = "application/json" }
         return try await execute(uri: uri, method: method, headers: headers, body: body) { response in
             let text = String(buffer: response.body)
             return JSONResponse(status: response.status, headers: response.headers,
