@@ -24,9 +24,9 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
     --write-rate 0 --location-rate 0 --fixes-per-minute 0 --auth-failure-rate 0 --log-level error \
     >"$dir/serve.log" 2>&1 &
 server=$!
-trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$dir"' EXIT
+trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true; rm -rf "$dir"' EXIT
 for _ in $(seq 1 100); do
-    curl -fs "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break
+    python3 -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:$port/healthz', timeout=1)" 2>/dev/null && break
     kill -0 $server 2>/dev/null || { cat "$dir/serve.log" >&2; exit 1; }
     sleep 0.1
 done
