@@ -170,6 +170,25 @@ struct RemoteBackend: Backend {
     let baseURL: String
     let token: String
 
+    /// What went wrong reaching the server, and what to try: not the HTTP client's own words.
+    static func unreachable(_ baseURL: String, _ error: any Error) -> DBeaconError {
+        let text = "\(error)"
+        let reason: String
+        if text.contains("refused") || text.contains("errno: 111") {
+            reason = "connection refused: nothing listens there"
+        } else if text.contains("imeout") || text.contains("deadlineExceeded") {
+            reason = "no answer in time"
+        } else if text.contains("resolve") || text.contains("NXDOMAIN") || text.contains("lookup") {
+            reason = "the host name does not resolve"
+        } else {
+            reason = String(text.prefix(200))
+        }
+        return DBeaconError(.unavailable, code: "server_unreachable", message: """
+            cannot reach the DBeacon server at \(baseURL) (\(reason)). Start one with ./scripts/run.sh (or \
+            dbeacon serve), check --server / $DBEACON_SERVER, or work on the database file with --db PATH
+            """)
+    }
+
     func call(_ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: JSONValue? = nil) async throws -> JSONValue? {
         var components = URLComponents(string: baseURL.hasSuffix("/") ? String(baseURL.dropLast()) + path : baseURL + path)
         if !query.isEmpty { components?.queryItems = query.map { URLQueryItem(name: $0.0, value: $0.1) } }
@@ -181,7 +200,12 @@ struct RemoteBackend: Backend {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(bytes: JSONWriter.serialize(body)))
         }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+        let response: HTTPClientResponse
+        do {
+            response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+        } catch {
+            throw Self.unreachable(baseURL, error)
+        }
         let bytes = try await response.body.collect(upTo: 256 << 20)
         let json = bytes.readableBytes > 0 ? try? JSONParser.parse(bytes.readableBytesView) : nil
         guard (200..<300).contains(response.status.code) else {

@@ -52,7 +52,11 @@ struct BeaconCommand: AsyncParsableCommand {
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Create a beacon from a Feature file or from options.",
-            discussion: "Example: dbeacon beacon create --name 'Food truck' --lat 48.78 --lon 9.18 --radius 80 --tag food --owner ann"
+            discussion: """
+                Example (on the local database, for the user ann):
+                  dbeacon beacon create --name Kiosk --lat 48.78 --lon 9.18 --tag food \\
+                    --owner ann
+                """
         )
         @Option(help: "A GeoJSON Feature file (instead of --name/--lat/--lon).") var file: String?
         @Option(help: "Name.") var name: String?

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// `dbeacon`: the DBeacon server and its operator tool.
 @main
@@ -16,4 +17,20 @@ struct DBeaconCommand: AsyncParsableCommand {
                       TourCommand.self, PromoCommand.self, RegistryCommand.self, SightingCommand.self, BenchCommand.self,
                       MigrateCommand.self]
     )
+
+    /// Runs the command line; with `$DBEACON_PARSE_ONLY` set it only checks that the line parses
+    /// and validates (exit 0, or the usage error), so tests can check the examples of `--help`.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if ProcessInfo.processInfo.environment["DBEACON_PARSE_ONLY"] != nil { return }
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
 }

@@ -7,11 +7,13 @@ struct ImportCommand: AsyncParsableCommand {
         commandName: "import",
         abstract: "Import beacons from a GeoJSON FeatureCollection.",
         discussion: """
-            Each Feature is a beacon (CONTRACT.md): a Point geometry plus properties such as name, perimeter,
+            Each Feature is a beacon as GET /v1/beacons/{id} returns it (README "The data model"; the Feature \
+            schema in schema/openapi.yaml): a Point geometry plus properties such as name, perimeter,
             lifetime, tags. A Polygon geometry without a perimeter becomes the perimeter. On the local database
             the import is one transaction (all or nothing) and --owner says who owns the beacons (without it each
             feature's properties.owner must name an existing user). Through the API the token's user owns them.
-            Example: dbeacon import parks.geojson --owner ann
+            Example (the user ann must exist: dbeacon user add ann):
+              dbeacon import samples/parks.geojson --owner ann --db data/dbeacon.sqlite
             """
     )
 

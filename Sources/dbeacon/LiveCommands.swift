@@ -5,7 +5,10 @@ struct LocationCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "location",
         abstract: "Report a location fix and print the beacons you are inside and the events it produced.",
-        discussion: "Example: dbeacon location --lat 48.7784 --lon 9.18 --server http://127.0.0.1:8080 --token TOKEN"
+        discussion: """
+            Example (through the API, with $DBEACON_SERVER and $DBEACON_TOKEN set):
+              dbeacon location --lat 48.7764 --lon 9.1793
+            """
     )
     @Option(help: "Latitude in degrees.") var lat: Double
     @Option(help: "Longitude in degrees.") var lon: Double
@@ -35,7 +38,10 @@ struct EventsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "events",
         abstract: "List events, oldest first (yours through the API; everyone's, or --as USER's, on the local database).",
-        discussion: "Example: dbeacon events --after evt_… --limit 20"
+        discussion: """
+            Example:
+              dbeacon events --limit 20
+            """
     )
     @Option(help: "Only events after this event id or cursor.") var after: String?
     @Option(help: "At most this many events.") var limit = 50
@@ -66,7 +72,10 @@ struct WebhookCommand: AsyncParsableCommand {
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Register a webhook; prints its signing secret once.",
-            discussion: "Example: dbeacon webhook add https://example.com/hooks --event 'beacon.*' --server … --token …"
+            discussion: """
+                Example (the server must allow loopback: ./scripts/run.sh does):
+                  dbeacon webhook add http://127.0.0.1:9999/hooks --event 'beacon.*'
+                """
         )
         @Argument(help: "The http(s) URL to POST events to.") var url: String
         @Option(name: .customLong("event"), parsing: .singleValue, help: "Event type or pattern (repeatable; default *).")

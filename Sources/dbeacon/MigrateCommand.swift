@@ -13,7 +13,9 @@ struct MigrateCommand: AsyncParsableCommand {
             outbox and attempts, live state and the services' state) in one PostgreSQL transaction, then prints \
             per table the row counts and a checksum of both sides. Stop the server first; start it again with \
             --db pointing at the PostgreSQL URL. The target must be empty (a new database, or a new ?schema=).
-            Example: dbeacon migrate --from data/dbeacon.sqlite --to postgres://dbeacon@db.internal/dbeacon
+            Example:
+              dbeacon migrate --from data/dbeacon.sqlite \\
+                --to postgres://dbeacon@db.internal/dbeacon
             """
     )
 

@@ -7,8 +7,11 @@ struct NearbyCommand: AsyncParsableCommand {
         abstract: "List the beacons whose perimeter covers a point, nearest first.",
         discussion: """
             Prints name, distance, bearing, tags and time until the beacon's lifetime ends.
-            Example: dbeacon nearby --lat 48.7784 --lon 9.1800 --tag food
             On the local database the operator sees every beacon; --as USER shows what that user sees.
+            Examples:
+              dbeacon nearby --lat 48.7784 --lon 9.1800 --tag food
+              dbeacon nearby --lat 48.7784 --lon 9.1800 --as usr_anna \\
+                --db data/dbeacon.sqlite
             """
     )
 

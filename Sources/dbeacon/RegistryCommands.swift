@@ -18,7 +18,7 @@ protocol RegistryBackend: Sendable {
 extension TargetOptions {
     /// The registry backend these options select.
     func registryBackend() async throws -> any RegistryBackend {
-        if let url = serverURL, let token = bearer { return RemoteBackend(baseURL: url, token: token) }
+        if db == nil, let url = serverURL, let token = bearer { return RemoteBackend(baseURL: url, token: token) }
         return try await LocalBackend.open(path: databasePath)
     }
 }
@@ -144,8 +144,11 @@ struct RegistryCommand: AsyncParsableCommand {
             abstract: "Register a physical beacon for a digital beacon (through the API: one you own).",
             discussion: """
                 Leave out --minor (or --major and --minor) to match every beacon of that major (or UUID).
-                Example: dbeacon registry add --beacon bcn_… --uuid f7826da6-4fa2-4e98-8024-bc5b71e0893e --major 100 \\
-                  --minor 7 --lat 48.7784 --lon 9.18 --level 0 --measured-power -59
+                Example (as the Markthalle, which owns bcn_markthalle in the sample data):
+                  dbeacon registry add --beacon bcn_markthalle \\
+                    --uuid f7826da6-4fa2-4e98-8024-bc5b71e0893e --major 100 --minor 9 \\
+                    --lat 48.7764 --lon 9.1793 --level 0 --measured-power -59 \\
+                    --token demo-token-markthalle
                 """
         )
         @Option(help: "The digital beacon (bcn_…) it stands for.") var beacon: String
@@ -217,7 +220,11 @@ struct RegistryCommand: AsyncParsableCommand {
     struct Resolve: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Which digital beacon a physical beacon stands for (the most specific active entry).",
-            discussion: "Example: dbeacon registry resolve --uuid f7826da6-4fa2-4e98-8024-bc5b71e0893e --major 100 --minor 7"
+            discussion: """
+                Example:
+                  dbeacon registry resolve --uuid f7826da6-4fa2-4e98-8024-bc5b71e0893e \\
+                    --major 100 --minor 2
+                """
         )
         @OptionGroup var identity: IdentityOptions
         @Option(help: "A raw advertisement in hex instead of the identity options.") var adv: String?
@@ -244,8 +251,11 @@ struct SightingCommand: AsyncParsableCommand {
         commandName: "sighting",
         abstract: "Report one sighting of a physical beacon: its digital beacon, distance, proximity and events.",
         discussion: """
-            Examples: dbeacon sighting --uuid f7826da6-4fa2-4e98-8024-bc5b71e0893e --major 100 --minor 7 --rssi -70
-                      dbeacon sighting --adv 0201061aff4c000215f7826da64fa24e988024bc5b71e0893e00640007c5 --rssi -70
+            Examples:
+              dbeacon sighting --uuid f7826da6-4fa2-4e98-8024-bc5b71e0893e \\
+                --major 100 --minor 1 --rssi -70
+              dbeacon sighting --rssi -70 \\
+                --adv 0201061aff4c000215f7826da64fa24e988024bc5b71e0893e00640001c5
             """
     )
     @OptionGroup var identity: IdentityOptions

@@ -40,8 +40,10 @@ struct MeetingCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Create a meeting: exact spot, discovery circle, start and end, optional invitees (private).",
             discussion: """
-                Example: dbeacon meeting create --name "Lunch" --lat 48.7784 --lon 9.18 --radius 200 \\
-                  --start 2026-11-21T12:00:00Z --end 2026-11-21T14:00:00Z --invitee usr_… --server … --token …
+                Example (a private meeting of Anna's for Ben, through the API with Anna's token):
+                  dbeacon meeting create --name Lunch --lat 48.7784 --lon 9.18 --radius 200 \\
+                    --start 2026-01-01T12:00:00Z --end 2030-01-01T14:00:00Z \\
+                    --invitee usr_ben --token demo-token-anna
                 """
         )
         @Option(help: "Name of the meeting.") var name: String
@@ -138,28 +140,49 @@ struct GroupCommand: AsyncParsableCommand {
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show a group: each member's last shared position, its age, distance from the guide and range state.",
-            discussion: "Example: dbeacon group status grp_… --server http://127.0.0.1:8080 --token TOKEN"
+            discussion: """
+                Without a group id: every group you guide or belong to.
+                Examples:
+                  dbeacon group status
+                  dbeacon group status --as usr_lena --db data/dbeacon.sqlite
+                """
         )
-        @Argument(help: "Group id (grp_…).") var id: String
+        @Argument(help: "Group id (grp_…); without it, each of your groups.") var id: String?
         @Option(name: .customLong("as"), help: "On the local database: view as this member (id or name).") var asUser: String?
         @OptionGroup var target: TargetOptions
 
         func run() async throws {
             try await reportingErrors {
-                let result = try await serviceCall(target, asUser: asUser, remote: {
-                    try await $0.call(.GET, "/v1/groups/\(id)") ?? .null
+                let groups = try await serviceCall(target, asUser: asUser, remote: { api in
+                    if let id { return .array([try await api.call(.GET, "/v1/groups/\(id)") ?? .null]) }
+                    var all: [JSONValue] = []
+                    for g in try await api.call(.GET, "/v1/groups")?["groups"]?.arrayValue ?? [] {
+                        if let gid = g["id"]?.stringValue { all.append(try await api.call(.GET, "/v1/groups/\(gid)") ?? .null) }
+                    }
+                    return .array(all)
                 }, local: { services, principal in
-                    guard let gid = GroupID(id) else { throw DBeaconError.notFound("group \(id)") }
-                    return ServiceEncoding.group(try await services.groups.status(gid, by: principal))
-                })
-                if target.json { print(result.jsonString); return }
-                print("\(result["name"]?.stringValue ?? "")  range \(Output.distance(result["range_m"]?.numberValue ?? 0))")
-                print(Output.table(["MEMBER", "ROLE", "DISTANCE", "IN RANGE", "FIX AGE", "STALE"], (result["members"]?.arrayValue ?? []).map { m in
-                    [m["name"]?.stringValue ?? "", m["role"]?.stringValue ?? "",
-                     m["distance_m"]?.numberValue.map(Output.distance) ?? "—",
-                     m["in_range"]?.boolValue.map { $0 ? "yes" : "NO" } ?? "?",
-                     m["age_s"]?.numberValue.map { "\(Int($0)) s" } ?? "—", m["stale"]?.boolValue == true ? "stale" : ""]
-                }))
+                    if let id {
+                        guard let gid = GroupID(id) else { throw DBeaconError.notFound("group \(id)") }
+                        return .array([ServiceEncoding.group(try await services.groups.status(gid, by: principal))])
+                    }
+                    var all: [JSONValue] = []
+                    for g in try await services.groups.mine(by: principal) {
+                        all.append(ServiceEncoding.group(try await services.groups.status(g.id, by: principal)))
+                    }
+                    return .array(all)
+                }).arrayValue ?? []
+                if target.json { print((id == nil ? JSONValue.object(["groups": .array(groups)]) : groups.first ?? .null).jsonString); return }
+                if groups.isEmpty { print("no groups: create one with POST /v1/groups, or join one"); return }
+                for result in groups {
+                    print("\(result["name"]?.stringValue ?? "")  \(result["id"]?.stringValue ?? "")  range "
+                          + Output.distance(result["range_m"]?.numberValue ?? 0))
+                    print(Output.table(["MEMBER", "ROLE", "DISTANCE", "IN RANGE", "FIX AGE", "STALE"], (result["members"]?.arrayValue ?? []).map { m in
+                        [m["name"]?.stringValue ?? "", m["role"]?.stringValue ?? "",
+                         m["distance_m"]?.numberValue.map(Output.distance) ?? "—",
+                         m["in_range"]?.boolValue.map { $0 ? "yes" : "NO" } ?? "?",
+                         m["age_s"]?.numberValue.map { "\(Int($0)) s" } ?? "—", m["stale"]?.boolValue == true ? "stale" : ""]
+                    }))
+                }
             }
         }
     }
@@ -211,7 +234,11 @@ struct PromoCommand: AsyncParsableCommand {
     struct Pick: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Pick the one promotion to notify you of at a point (Noticon scoring; counts as shown).",
-            discussion: "Example: dbeacon promo pick --lat 48.7753 --lon 9.1783 --server … --token demo-token-anna"
+            discussion: """
+                Example (as Anna, on the local database):
+                  dbeacon promo pick --lat 48.7753 --lon 9.1783 --as usr_anna \\
+                    --db data/dbeacon.sqlite
+                """
         )
         @Option(help: "Latitude.") var lat: Double
         @Option(help: "Longitude.") var lon: Double

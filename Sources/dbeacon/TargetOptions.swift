@@ -26,14 +26,18 @@ struct TargetOptions: ParsableArguments {
         if db != nil && server != nil {
             throw ValidationError("use either --db (local database) or --server (HTTP API), not both")
         }
-        if serverURL != nil && bearer == nil {
-            throw ValidationError("--server needs --token (or $DBEACON_TOKEN)")
+        if db == nil && serverURL != nil && bearer == nil {
+            throw ValidationError("""
+                --server (or $DBEACON_SERVER) needs a token: pass --token T or export DBEACON_TOKEN=T \
+                (the demo users' tokens are in samples/users.json, e.g. demo-token-anna)
+                """)
         }
     }
 
-    /// The backend these options select.
+    /// The backend these options select: `--db` given on the command line wins over a
+    /// `$DBEACON_SERVER` in the environment (so a tour that exported it can still use the file).
     func backend() async throws -> any Backend {
-        if let url = serverURL, let token = bearer {
+        if db == nil, let url = serverURL, let token = bearer {
             return RemoteBackend(baseURL: url, token: token)
         }
         return try await LocalBackend.open(path: databasePath)

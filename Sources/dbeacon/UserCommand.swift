@@ -11,7 +11,12 @@ struct UserCommand: AsyncParsableCommand {
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Create a user and print its id and bearer token (shown only once).",
-            discussion: "Through the API (--server) this needs the admin token. Example: dbeacon user add ann"
+            discussion: """
+                Through the API (--server) this needs the admin token.
+                Examples:
+                  dbeacon user add ann --db data/dbeacon.sqlite
+                  dbeacon user add ben --token dev-admin-token
+                """
         )
 
         @Argument(help: "The user's display name.") var name: String

@@ -138,6 +138,15 @@ struct CapturedOutput {
         let imported = try CLI.run(["import", file.path, "--owner", "ann", "--db", db])
         #expect(imported.status == 1)
         #expect(imported.err.contains("features[0].properties.name"))
+        // A server that is not there: say which, and what to try (not the HTTP client's words)
+        let away = try CLI.run(["nearby", "--lat", "48.78", "--lon", "9.18", "--server", "http://127.0.0.1:1", "--token", "t"])
+        #expect(away.status == 1 && away.err.contains("cannot reach the DBeacon server at http://127.0.0.1:1")
+                && away.err.contains("./scripts/run.sh") && !away.err.contains("errno"), "\(away.err)")
+        let tokenless = try CLI.run(["nearby", "--lat", "48.78", "--lon", "9.18"], environment: ["DBEACON_SERVER": "http://127.0.0.1:1"])
+        #expect(tokenless.err.contains("export DBEACON_TOKEN"), "\(tokenless.err)")
+        // --db on the command line wins over $DBEACON_SERVER
+        #expect(try CLI.run(["nearby", "--lat", "48.78", "--lon", "9.18", "--db", db],
+                            environment: ["DBEACON_SERVER": "http://127.0.0.1:1", "DBEACON_TOKEN": "t"]).status == 0)
     }
 
     @Test(arguments: Backend.all) func worksThroughTheAPI(_ backend: Backend) async throws {
@@ -158,5 +167,45 @@ struct CapturedOutput {
             #expect(denied.status == 1)
             #expect(denied.err.contains("403"))
         }
+    }
+}
+
+/// Every example in every `--help` can be pasted as it is printed (issue 15): it is whole on its
+/// lines (continued only by a trailing backslash), names no placeholder, and parses.
+@Suite struct CLIHelpExamplesTests {
+    static let commands: [[String]] = [
+        [], ["serve"], ["user"], ["user", "add"], ["import"], ["nearby"], ["beacon"], ["beacon", "create"], ["beacon", "list"],
+        ["beacon", "get"], ["beacon", "delete"], ["location"], ["events"], ["webhook"], ["webhook", "add"], ["meeting"],
+        ["meeting", "create"], ["meeting", "list"], ["meeting", "nearby"], ["group"], ["group", "status"], ["tour"], ["tour", "show"],
+        ["promo"], ["promo", "pick"], ["registry"], ["registry", "add"], ["registry", "list"], ["registry", "resolve"], ["sighting"],
+        ["bench"], ["migrate"],
+    ]
+
+    @Test func everyExampleCanBePasted() throws {
+        var examples = 0
+        for command in Self.commands {
+            let help = try CLI.run(command + ["--help"], environment: ["COLUMNS": "80"])
+            #expect(help.status == 0, "\(command): \(help.err)")
+            let lines = help.out.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            var i = 0
+            while i < lines.count {
+                defer { i += 1 }
+                guard let start = lines[i].range(of: "dbeacon "), lines[i][..<start.lowerBound].allSatisfy({ $0 == " " })
+                        || lines[i][..<start.lowerBound].hasSuffix("Example: ") else { continue }
+                var text = String(lines[i][start.lowerBound...])
+                while text.hasSuffix("\\"), i + 1 < lines.count {
+                    i += 1
+                    text = String(text.dropLast()) + " " + lines[i].trimmingCharacters(in: .whitespaces)
+                }
+                guard text.hasPrefix("dbeacon ") && !text.hasPrefix("dbeacon <") else { continue }
+                examples += 1
+                #expect(!text.contains("…"), "\(command): a placeholder in \(text)")
+                let words = text.split(separator: " ").map { $0.replacingOccurrences(of: "'", with: "") }.dropFirst()
+                let parsed = try CLI.run(Array(words), environment: ["DBEACON_PARSE_ONLY": "1", "DBEACON_SERVER": "http://127.0.0.1:1",
+                                                                     "DBEACON_TOKEN": "t"])
+                #expect(parsed.status == 0, "\(command): `\(text)` does not parse: \(parsed.err)")
+            }
+        }
+        #expect(examples >= 20, "found \(examples) examples")
     }
 }
