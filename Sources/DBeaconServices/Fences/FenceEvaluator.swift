@@ -1,0 +1,387 @@
+package import DBeaconCore
+import DBeaconGeo
+package import DBeaconStore
+
+/// The fence state machine per (user, beacon), without I/O: state and inputs in, the store
+/// operations (`FenceUpdate`) and events out. `FenceEngine` fetches what a decision needs
+/// (coverage, beacons), calls one of these methods, and commits the update.
+///
+/// The rules: `beacon.entered` when a fix falls in a visible, alive beacon; `beacon.exited`
+/// once the user is outside by the cushion (max of `exitCushionM` and the fix's accuracy), or
+/// the beacon became invisible, ended or was deleted; `beacon.dwelled` after the dwell time.
+/// A sighting of a physical beacon puts the user inside its digital beacon whatever the
+/// perimeter; while the last sighting is younger than `sightingExitSeconds`, fixes do not exit
+/// the user; once sightings lapse, a fix taken at or after the last sighting inside the
+/// perimeter hands the state over to the geofence, otherwise the user exits
+/// (`sighting_timeout`). Containment is decided again when a user moves and when a beacon moves
+/// or changes (users near it, found through `UserGrid`).
+///
+/// Every method is deterministic given its inputs (`now` included), apart from the random ids
+/// of the events it creates.
+package struct FenceEvaluator: Sendable {
+    package let config: FenceConfig
+
+    package private(set) var locations: [UserID: UserLocation] = [:]
+    private var inside: [UserID: [BeaconID: FenceState]] = [:]
+    /// Reverse index: who is inside each beacon.
+    private var holders: [BeaconID: Set<UserID>] = [:]
+    /// Inside states whose dwell event is still due.
+    private var dwellPending: Set<FenceKey> = []
+    /// Inside states held by sightings (their exit timeout runs in `tick`).
+    private var sightingPending: Set<FenceKey> = []
+    private var grid = UserGrid()
+
+    struct FenceKey: Hashable, Sendable {
+        let user: UserID
+        let beacon: BeaconID
+    }
+
+    package init(config: FenceConfig) {
+        self.config = config
+    }
+
+    /// The state as loaded from the store.
+    package init(config: FenceConfig, locations: [UserLocation], states: [UserID: [FenceState]]) {
+        self.config = config
+        for l in locations {
+            self.locations[l.user] = l
+            grid.move(l.user, to: l.position)
+        }
+        for (user, list) in states {
+            for s in list { setState(user, s) }
+        }
+    }
+
+    // MARK: Reading the state
+
+    /// The beacons a user is inside, in id order.
+    package func insideBeacons(of user: UserID) -> [BeaconID] {
+        (inside[user] ?? [:]).keys.sorted()
+    }
+
+    /// A user's state in one beacon, if inside.
+    package func state(of user: UserID, in beacon: BeaconID) -> FenceState? {
+        inside[user]?[beacon]
+    }
+
+    /// Whether a fix at `t` is newer than the user's last one (older ones change nothing).
+    package func accepts(_ user: UserID, at t: Timestamp) -> Bool {
+        guard let last = locations[user] else { return true }
+        return t > last.fixAt
+    }
+
+    /// Beacons the user is inside that are not among `known` (their exit cushions need them).
+    package func unknownInsideBeacons(of user: UserID, known: Set<BeaconID>) -> Set<BeaconID> {
+        Set((inside[user] ?? [:]).keys).subtracting(known)
+    }
+
+    /// The beacons `tick(now:beacons:)` will need: dwell events due and sightings lapsed.
+    package func beaconsDueForTick(now: Timestamp) -> Set<BeaconID> {
+        var ids = Set<BeaconID>()
+        for key in dwellPending {
+            if let s = inside[key.user]?[key.beacon], now.seconds(since: s.enteredAt) >= config.dwellSeconds { ids.insert(key.beacon) }
+        }
+        for key in sightingPending {
+            if let seen = inside[key.user]?[key.beacon]?.sightedAt, now.seconds(since: seen) >= config.sightingExitSeconds {
+                ids.insert(key.beacon)
+            }
+        }
+        return ids
+    }
+
+    // MARK: Location fixes
+
+    /// What a batch of fixes of one user did.
+    package struct FixOutcome: Sendable {
+        /// The store operations: locations, states, removed states, moves, and every event.
+        package var update: FenceUpdate
+        /// The events of the fixes themselves (addressed to the user), in order.
+        package var userEvents: [Event]
+        package var accepted: Int
+        package var ignored: Int
+        /// The user's location after the batch, when a fix was accepted.
+        package var location: UserLocation?
+    }
+
+    /// Applies a batch of fixes (sorted by time). `coverage[i]` are the beacons covering fix
+    /// `i` (visible to the user and alive then), `known` every beacon the decision may need
+    /// by id (covering ones, those the user is inside, moving ones), `tracking` the beacons
+    /// that follow this user's location.
+    package mutating func applyFixes(user: UserID, fixes: [LocationFix], coverage: [[Beacon]], known: [BeaconID: Beacon],
+                                     tracking: [Beacon], now: Timestamp) -> FixOutcome {
+        let before = inside[user] ?? [:]
+        var update = FenceUpdate()
+        var events: [Event] = []
+        var accepted = 0, ignored = 0
+        var lastAccepted: LocationFix?
+        for (i, fix) in fixes.enumerated() {
+            guard accepts(user, at: fix.timestamp) else {
+                ignored += 1
+                continue
+            }
+            accepted += 1
+            lastAccepted = fix
+            let covering = coverage[i].filter { !($0.tracksOwner && $0.owner == user) }
+            events += step(user: user, fix: fix, covering: covering, known: known, now: now)
+            locations[user] = UserLocation(user: user, position: fix.position, accuracyM: fix.accuracyM, fixAt: fix.timestamp,
+                                           receivedAt: now)
+            grid.move(user, to: fix.position)
+        }
+        var location: UserLocation?
+        if let lastAccepted, let current = locations[user] {
+            location = current
+            update.locations.append(current)
+            diff(user: user, before: before, into: &update)
+            for var beacon in tracking {
+                beacon.location = lastAccepted.position
+                update.moves.append((beacon.id, beacon.location, beacon.perimeter.radiusM))
+                reevaluate(beacon, at: lastAccepted.timestamp, reason: "moved", except: user, now: now, into: &update)
+            }
+        }
+        update.events = events + update.events
+        return FixOutcome(update: update, userEvents: events, accepted: accepted, ignored: ignored, location: location)
+    }
+
+    /// One fix: enters covering beacons, exits the others beyond the cushion; the user's events.
+    private mutating func step(user: UserID, fix: LocationFix, covering: [Beacon], known: [BeaconID: Beacon],
+                               now: Timestamp) -> [Event] {
+        var events: [Event] = []
+        let coveringIDs = Set(covering.map(\.id))
+        for beacon in covering where inside[user]?[beacon.id] == nil {
+            setState(user, FenceState(beacon: beacon.id, enteredAt: fix.timestamp, dwelled: false))
+            events.append(Self.fenceEvent(.entered, user: user, beacon: beacon, at: fix.timestamp, position: fix.position,
+                                          accuracy: fix.accuracyM, reason: nil, now: now))
+        }
+        for id in (inside[user] ?? [:]).keys.sorted() where !coveringIDs.contains(id) {
+            guard let beacon = known[id] else {
+                removeState(user, id)  // deleted: its followers hear beacon.deleted instead
+                continue
+            }
+            let available = beacon.isVisible(to: .user(user), at: fix.timestamp) && beacon.isAlive(at: fix.timestamp)
+            if available {
+                if let seen = inside[user]?[id]?.sightedAt, fix.timestamp.seconds(since: seen) < config.sightingExitSeconds { continue }
+                let cushion = max(config.exitCushionM, fix.accuracyM)
+                let distance = PerimeterDistance.outside(fix.position, perimeter: beacon.perimeter, center: beacon.location, covered: false)
+                if distance < cushion { continue }
+            }
+            removeState(user, id)
+            events.append(Self.fenceEvent(.exited, user: user, beacon: beacon, at: fix.timestamp, position: fix.position,
+                                          accuracy: fix.accuracyM, reason: available ? nil : "unavailable", now: now))
+        }
+        events += dwellEvents(user: user, at: fix.timestamp, names: known, now: now)
+        return events
+    }
+
+    private mutating func dwellEvents(user: UserID, at t: Timestamp, names: [BeaconID: Beacon], now: Timestamp) -> [Event] {
+        var events: [Event] = []
+        for (id, state) in (inside[user] ?? [:]).sorted(by: { $0.key < $1.key })
+        where !state.dwelled && t.seconds(since: state.enteredAt) >= config.dwellSeconds {
+            var s = state
+            s.dwelled = true
+            setState(user, s)
+            events.append(Self.dwellEvent(user: user, beacon: id, name: names[id]?.name, since: state.enteredAt, at: t, now: now))
+        }
+        return events
+    }
+
+    // MARK: Beacon changes
+
+    /// Enters users now covered by a changed beacon and exits those no longer in it.
+    package mutating func beaconChanged(_ beacon: Beacon, reason: String, now: Timestamp) -> FenceUpdate {
+        var update = FenceUpdate()
+        reevaluate(beacon, at: now, reason: reason, except: nil, now: now, into: &update)
+        return update
+    }
+
+    /// Forgets a deleted beacon (the store's cascade already removed its states).
+    package mutating func beaconDeleted(_ id: BeaconID) {
+        for user in holders[id] ?? [] { removeState(user, id) }
+        holders[id] = nil
+    }
+
+    private mutating func reevaluate(_ beacon: Beacon, at t: Timestamp, reason: String, except: UserID?, now: Timestamp,
+                                     into update: inout FenceUpdate) {
+        let tester = PerimeterTester(location: beacon.location, perimeter: beacon.perimeter)
+        let boxes = beacon.perimeter.isCircle
+            ? Geodesy.boundingBoxes(center: beacon.location, radiusM: beacon.perimeter.radiusM ?? 0)
+            : beacon.perimeter.polygons.map { BoundingBox(of: $0.exterior) }
+        var candidates = holders[beacon.id] ?? []
+        for box in boxes { candidates.formUnion(grid.users(in: box)) }
+        for user in candidates.sorted() where user != except && !(beacon.tracksOwner && user == beacon.owner) {
+            let available = beacon.isVisible(to: .user(user), at: t) && beacon.isAlive(at: t)
+            if let seen = inside[user]?[beacon.id]?.sightedAt, t.seconds(since: seen) < config.sightingExitSeconds {
+                // Held by a recent sighting: only losing sight of the beacon exits.
+                if available { continue }
+                removeState(user, beacon.id)
+                update.removed.append((user, beacon.id))
+                update.events.append(Self.presenceEvent(.exited, user: user, beacon: beacon, at: t, data: ["reason": .string(reason)],
+                                                        now: now))
+                continue
+            }
+            guard let location = locations[user] else { continue }
+            let covered = available && tester.covers(location.position)
+            let isInside = inside[user]?[beacon.id] != nil
+            if !isInside && covered && now.seconds(since: location.receivedAt) <= config.presenceTTLSeconds {
+                let state = FenceState(beacon: beacon.id, enteredAt: t, dwelled: false)
+                setState(user, state)
+                update.states.append((user, state))
+                update.events.append(Self.fenceEvent(.entered, user: user, beacon: beacon, at: t, position: location.position,
+                                                     accuracy: location.accuracyM, reason: reason, now: now))
+            } else if isInside && !covered {
+                if available {
+                    let cushion = max(config.exitCushionM, location.accuracyM)
+                    if PerimeterDistance.outside(location.position, perimeter: beacon.perimeter, center: beacon.location,
+                                                 covered: false) < cushion { continue }
+                }
+                removeState(user, beacon.id)
+                update.removed.append((user, beacon.id))
+                update.events.append(Self.fenceEvent(.exited, user: user, beacon: beacon, at: t, position: location.position,
+                                                     accuracy: location.accuracyM, reason: reason, now: now))
+            }
+        }
+    }
+
+    // MARK: Presence from sightings
+
+    /// Sightings of physical beacons standing for (resolved, visible) digital beacons: each puts
+    /// the user inside (`beacon.entered`, reason `sighting`) or refreshes the presence.
+    package mutating func presence(user: UserID, sightings: [PresenceSighting], now: Timestamp) -> FenceUpdate {
+        var latest: [BeaconID: PresenceSighting] = [:]
+        for var s in sightings where now.seconds(since: s.at) < config.sightingExitSeconds && !(s.beacon.tracksOwner && s.beacon.owner == user) {
+            s.at = min(s.at, now)  // a device clock running ahead must not prolong the presence
+            if let known = latest[s.beacon.id], known.at >= s.at { continue }
+            latest[s.beacon.id] = s
+        }
+        var update = FenceUpdate()
+        for (id, s) in latest.sorted(by: { $0.key < $1.key }) {
+            guard s.beacon.isVisible(to: .user(user), at: s.at), s.beacon.isAlive(at: s.at) else { continue }
+            if var state = inside[user]?[id] {
+                if let seen = state.sightedAt, seen >= s.at { continue }
+                state.sightedAt = s.at
+                setState(user, state)
+                update.states.append((user, state))
+            } else {
+                let state = FenceState(beacon: id, enteredAt: s.at, dwelled: false, sightedAt: s.at)
+                setState(user, state)
+                update.states.append((user, state))
+                var data: JSONObject = ["reason": "sighting"]
+                if let p = s.installedAt { data["location"] = .object(["lat": .number(p.lat), "lon": .number(p.lon)]) }
+                if let d = s.distanceM { data["distance_m"] = .number(d) }
+                if let entry = s.registryEntry { data["registry_entry"] = .string(entry.rawValue) }
+                update.events.append(Self.presenceEvent(.entered, user: user, beacon: s.beacon, at: s.at, data: data, now: now))
+            }
+        }
+        return update
+    }
+
+    // MARK: Time passing
+
+    /// Dwell events for users inside long enough, and exits (or hand-overs to the geofence) of
+    /// users whose sightings lapsed. `beacons` holds those of `beaconsDueForTick(now:)` that
+    /// still exist.
+    package mutating func tick(now: Timestamp, beacons: [BeaconID: Beacon]) -> FenceUpdate {
+        let due = dwellPending.filter { key in
+            guard let s = inside[key.user]?[key.beacon] else { return false }
+            return now.seconds(since: s.enteredAt) >= config.dwellSeconds
+        }
+        let lapsed = sightingPending.filter { key in
+            guard let seen = inside[key.user]?[key.beacon]?.sightedAt else { return false }
+            return now.seconds(since: seen) >= config.sightingExitSeconds
+        }
+        var update = FenceUpdate()
+        sightingTimeouts(lapsed, beacons: beacons, now: now, into: &update)
+        for key in due.sorted(by: { ($0.user, $0.beacon) < ($1.user, $1.beacon) }) {
+            guard var s = inside[key.user]?[key.beacon], !s.dwelled, let b = beacons[key.beacon] else { continue }
+            s.dwelled = true
+            setState(key.user, s)
+            update.states.append((key.user, s))
+            update.events.append(Self.dwellEvent(user: key.user, beacon: key.beacon, name: b.name, since: s.enteredAt, at: now, now: now))
+        }
+        return update
+    }
+
+    private mutating func sightingTimeouts(_ lapsed: Set<FenceKey>, beacons: [BeaconID: Beacon], now: Timestamp,
+                                           into update: inout FenceUpdate) {
+        for key in lapsed.sorted(by: { ($0.user, $0.beacon) < ($1.user, $1.beacon) }) {
+            guard var state = inside[key.user]?[key.beacon], let seen = state.sightedAt,
+                  now.seconds(since: seen) >= config.sightingExitSeconds else { continue }
+            guard let beacon = beacons[key.beacon] else {
+                removeState(key.user, key.beacon)  // deleted: its followers hear beacon.deleted instead
+                continue
+            }
+            let available = beacon.isVisible(to: .user(key.user), at: now) && beacon.isAlive(at: now)
+            // The latest fix, if taken at or after the last sighting (the indoor position estimated
+            // from that very batch counts: standing still must not exit, then re-enter, the user),
+            // decides: inside the perimeter, the geofence takes over. Only inside: a fix near the
+            // edge of a small perimeter, with sightings gone, is someone walking away, and after
+            // a handover nothing but a later fix could exit them.
+            if available, let location = locations[key.user], location.fixAt >= seen,
+               now.seconds(since: location.receivedAt) <= config.presenceTTLSeconds,
+               PerimeterTester(location: beacon.location, perimeter: beacon.perimeter).covers(location.position) {
+                state.sightedAt = nil
+                setState(key.user, state)
+                update.states.append((key.user, state))
+                continue
+            }
+            removeState(key.user, key.beacon)
+            update.removed.append((key.user, key.beacon))
+            update.events.append(Self.presenceEvent(.exited, user: key.user, beacon: beacon,
+                                                    at: seen.adding(seconds: config.sightingExitSeconds),
+                                                    data: ["reason": .string(available ? "sighting_timeout" : "unavailable"),
+                                                           "last_sighted_at": .string(seen.rfc3339)], now: now))
+        }
+    }
+
+    // MARK: State bookkeeping
+
+    private mutating func setState(_ user: UserID, _ state: FenceState) {
+        inside[user, default: [:]][state.beacon] = state
+        holders[state.beacon, default: []].insert(user)
+        let key = FenceKey(user: user, beacon: state.beacon)
+        if state.dwelled { dwellPending.remove(key) } else { dwellPending.insert(key) }
+        if state.sightedAt == nil { sightingPending.remove(key) } else { sightingPending.insert(key) }
+    }
+
+    private mutating func removeState(_ user: UserID, _ beacon: BeaconID) {
+        inside[user]?[beacon] = nil
+        if inside[user]?.isEmpty == true { inside[user] = nil }
+        holders[beacon]?.remove(user)
+        if holders[beacon]?.isEmpty == true { holders[beacon] = nil }
+        dwellPending.remove(FenceKey(user: user, beacon: beacon))
+        sightingPending.remove(FenceKey(user: user, beacon: beacon))
+    }
+
+    /// Turns the difference between two state maps of a user into store operations.
+    private func diff(user: UserID, before: [BeaconID: FenceState], into update: inout FenceUpdate) {
+        let after = inside[user] ?? [:]
+        for (id, state) in after where before[id] != state { update.states.append((user, state)) }
+        for id in before.keys where after[id] == nil { update.removed.append((user, id)) }
+    }
+
+    // MARK: Events
+
+    static func fenceEvent(_ type: EventType, user: UserID, beacon: Beacon, at: Timestamp, position: Position,
+                           accuracy: Double, reason: String?, now: Timestamp) -> Event {
+        var data: JSONObject = [
+            "beacon": .string(beacon.id.rawValue), "name": .string(beacon.name), "at": .string(at.rfc3339),
+            "location": .object(["lat": .number(position.lat), "lon": .number(position.lon)]), "accuracy_m": .number(accuracy),
+        ]
+        if let reason { data["reason"] = .string(reason) }
+        return Event(type: type, createdAt: now, recipient: user, beacon: beacon.id, data: data)
+    }
+
+    /// `beacon.entered` / `beacon.exited` decided by sightings: `{"beacon","name","at",…}`.
+    static func presenceEvent(_ type: EventType, user: UserID, beacon: Beacon, at: Timestamp, data extra: JSONObject,
+                              now: Timestamp) -> Event {
+        var data: JSONObject = ["beacon": .string(beacon.id.rawValue), "name": .string(beacon.name), "at": .string(at.rfc3339)]
+        for (k, v) in extra.members { data[k] = v }
+        return Event(type: type, createdAt: now, recipient: user, beacon: beacon.id, data: data)
+    }
+
+    static func dwellEvent(user: UserID, beacon: BeaconID, name: String?, since: Timestamp, at: Timestamp, now: Timestamp) -> Event {
+        Event(type: .dwelled, createdAt: now, recipient: user, beacon: beacon, data: [
+            "beacon": .string(beacon.rawValue), "name": .optional(name), "since": .string(since.rfc3339),
+            "dwell_s": .number(at.seconds(since: since)),
+        ])
+    }
+}

@@ -1,0 +1,142 @@
+import DBeaconCore
+import DBeaconGeo
+import DBeaconServices
+import DBeaconStore
+import Testing
+
+/// The fence state machine alone: scenarios of fixes, sightings, beacon changes and time, with
+/// the events each step must produce. No database, no engine: coverage is computed here from
+/// the scenario's beacons (what the engine would answer).
+@Suite struct FenceEvaluatorTests {
+    static let t0 = Timestamp(rfc3339: "2026-11-21T12:00:00Z")!
+    static let center = Position(lon: 9.18, lat: 48.7784)
+    static let owner = UserID(uncheckedRawValue: "usr_owner")
+    static let ann = UserID(uncheckedRawValue: "usr_ann")
+
+    /// Metres north of the centre.
+    static func north(_ m: Double) -> Position { Position(lon: center.lon, lat: center.lat + m / 111_200) }
+
+    static func square(radius: Double = 100, members: [UserID]? = nil, id: String = "bcn_square") -> Beacon {
+        Beacon(id: BeaconID(uncheckedRawValue: id), name: "square", owner: owner, location: center,
+               perimeter: .circle(radiusM: radius), members: members, createdAt: t0, updatedAt: t0)
+    }
+
+    enum Step {
+        /// A fix of ann `m` metres north at `t0 + s` seconds.
+        case fix(m: Double, at: Double, accuracy: Double = 5)
+        case tick(at: Double)
+        /// The beacon is replaced by this one (edit), at `t0 + s`.
+        case change(Beacon, at: Double)
+        case delete(at: Double)
+        /// Ann sights a physical beacon standing for the square at `t0 + s`.
+        case sighting(at: Double)
+    }
+
+    struct Scenario: Sendable, CustomTestStringConvertible {
+        let name: String
+        let beacon: Beacon
+        let steps: [Step]
+        /// The event types of each step, in order (`entered` for `beacon.entered`, …).
+        let expected: [[String]]
+        var config = FenceConfig()
+        var testDescription: String { name }
+    }
+
+    static let scenarios: [Scenario] = [
+        Scenario(name: "enters inside, not outside", beacon: square(),
+                 steps: [.fix(m: 300, at: 0), .fix(m: 50, at: 10), .fix(m: 60, at: 20)],
+                 expected: [[], ["entered"], []]),
+        Scenario(name: "exits only beyond the cushion", beacon: square(),
+                 steps: [.fix(m: 50, at: 0), .fix(m: 110, at: 10), .fix(m: 130, at: 20), .fix(m: 50, at: 30)],
+                 expected: [["entered"], [], ["exited"], ["entered"]]),
+        Scenario(name: "a poor accuracy widens the cushion", beacon: square(),
+                 steps: [.fix(m: 50, at: 0), .fix(m: 140, at: 10, accuracy: 60), .fix(m: 140, at: 20, accuracy: 5)],
+                 expected: [["entered"], [], ["exited"]]),
+        Scenario(name: "older fixes change nothing", beacon: square(),
+                 steps: [.fix(m: 50, at: 10), .fix(m: 500, at: 5), .fix(m: 500, at: 10)],
+                 expected: [["entered"], [], []]),
+        Scenario(name: "dwells on a fix and through the ticker", beacon: square(),
+                 steps: [.fix(m: 10, at: 0), .fix(m: 12, at: 30), .tick(at: 59), .tick(at: 61), .tick(at: 200), .fix(m: 11, at: 300)],
+                 expected: [["entered"], [], [], ["dwelled"], [], []],
+                 config: { var c = FenceConfig(); c.dwellSeconds = 60; return c }()),
+        Scenario(name: "a beacon that grows or shrinks around a standing user (the cushion holds at 20 m out)", beacon: square(radius: 30),
+                 steps: [.fix(m: 50, at: 0), .change(square(radius: 100), at: 10), .change(square(radius: 30), at: 15),
+                         .change(square(radius: 20), at: 20)],
+                 expected: [[], ["entered"], [], ["exited"]]),
+        Scenario(name: "losing sight of a private beacon exits at once", beacon: square(members: [ann]),
+                 steps: [.fix(m: 10, at: 0), .change(square(members: []), at: 10)],
+                 expected: [["entered"], ["exited"]]),
+        Scenario(name: "a deleted beacon is forgotten without an exit", beacon: square(),
+                 steps: [.fix(m: 10, at: 0), .delete(at: 10), .fix(m: 500, at: 20)],
+                 expected: [["entered"], [], []]),
+        Scenario(name: "a sighting holds presence against far fixes, then times out", beacon: square(radius: 20),
+                 steps: [.sighting(at: 0), .fix(m: 2000, at: 10), .tick(at: 29), .tick(at: 31)],
+                 expected: [["entered"], [], [], ["exited"]]),
+        Scenario(name: "a fix inside at the last sighting hands over to the geofence", beacon: square(radius: 40),
+                 steps: [.sighting(at: 0), .fix(m: 5, at: 0.5), .tick(at: 31), .tick(at: 100), .fix(m: 6, at: 120), .fix(m: 200, at: 130)],
+                 expected: [["entered"], [], [], [], [], ["exited"]]),
+        Scenario(name: "a fix at the edge of a small perimeter does not hold a lapsed sighting", beacon: square(radius: 3),
+                 steps: [.sighting(at: 0), .fix(m: 20, at: 0), .tick(at: 31)],
+                 expected: [["entered"], [], ["exited"]]),
+    ]
+
+    @Test(arguments: scenarios)
+    func scenario(_ s: Scenario) {
+        var evaluator = FenceEvaluator(config: s.config)
+        var beacon: Beacon? = s.beacon
+        var produced: [[String]] = []
+        for step in s.steps {
+            var events: [Event] = []
+            switch step {
+            case .fix(let m, let at, let accuracy):
+                let t = Self.t0.adding(seconds: at)
+                let fix = LocationFix(position: Self.north(m), accuracyM: accuracy, timestamp: t)
+                let covering = beacon.map { b in
+                    b.isVisible(to: .user(Self.ann), at: t) && b.isAlive(at: t)
+                        && PerimeterTester(location: b.location, perimeter: b.perimeter).covers(fix.position) ? [b] : []
+                } ?? []
+                var known: [BeaconID: Beacon] = [:]
+                if let beacon { known[beacon.id] = beacon }
+                events = evaluator.applyFixes(user: Self.ann, fixes: [fix], coverage: [covering], known: known, tracking: [], now: t)
+                    .update.events
+            case .tick(let at):
+                let t = Self.t0.adding(seconds: at)
+                let due = evaluator.beaconsDueForTick(now: t)
+                var byID: [BeaconID: Beacon] = [:]
+                if let beacon, due.contains(beacon.id) { byID[beacon.id] = beacon }
+                events = evaluator.tick(now: t, beacons: byID).events
+            case .change(let changed, let at):
+                beacon = changed
+                events = evaluator.beaconChanged(changed, reason: "updated", now: Self.t0.adding(seconds: at)).events
+            case .delete:
+                if let id = beacon?.id { evaluator.beaconDeleted(id) }
+                beacon = nil
+            case .sighting(let at):
+                let t = Self.t0.adding(seconds: at)
+                events = evaluator.presence(user: Self.ann, sightings: [PresenceSighting(beacon: beacon!, at: t)], now: t).events
+            }
+            #expect(events.allSatisfy { $0.recipient == Self.ann })
+            produced.append(events.map { String($0.type.rawValue.dropFirst("beacon.".count)) })
+        }
+        #expect(produced == s.expected)
+    }
+
+    /// The update carries what the store must write: the location, the new state, the events.
+    @Test func anEntryIsWrittenWithItsLocationAndState() {
+        var evaluator = FenceEvaluator(config: FenceConfig())
+        let b = Self.square()
+        let fix = LocationFix(position: Self.north(10), accuracyM: 5, timestamp: Self.t0)
+        let outcome = evaluator.applyFixes(user: Self.ann, fixes: [fix], coverage: [[b]], known: [b.id: b], tracking: [], now: Self.t0)
+        #expect(outcome.accepted == 1 && outcome.ignored == 0)
+        #expect(outcome.update.locations.map(\.user) == [Self.ann])
+        #expect(outcome.update.states.map(\.state.beacon) == [b.id])
+        #expect(outcome.update.events.map(\.type) == [.entered] && outcome.userEvents.map(\.type) == [.entered])
+        #expect(evaluator.insideBeacons(of: Self.ann) == [b.id])
+        // Reloaded from what was written, the evaluator decides the same.
+        var reloaded = FenceEvaluator(config: FenceConfig(), locations: outcome.update.locations,
+                                      states: [Self.ann: outcome.update.states.map(\.state)])
+        let far = LocationFix(position: Self.north(500), accuracyM: 5, timestamp: Self.t0.adding(seconds: 10))
+        #expect(reloaded.applyFixes(user: Self.ann, fixes: [far], coverage: [[]], known: [b.id: b], tracking: [], now: Self.t0)
+            .update.events.map(\.type) == [.exited])
+    }
+}
