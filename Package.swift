@@ -38,7 +38,7 @@ let package = Package(
         .target(
             name: "DBeaconGeo",
             dependencies: ["DBeaconCore", "CGEOS"],
-            swiftSettings: settings + [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
+            swiftSettings: settings
         ),
         .target(
             name: "DBeaconStore",
@@ -52,9 +52,14 @@ let package = Package(
             swiftSettings: settings
         ),
         .target(
+            name: "DBeaconIndex",
+            dependencies: ["DBeaconCore", "DBeaconGeo", "DBeaconStore"],
+            swiftSettings: settings
+        ),
+        .target(
             name: "DBeaconServices",
             dependencies: [
-                "DBeaconCore", "DBeaconGeo", "DBeaconStore",
+                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconIndex",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -67,7 +72,7 @@ let package = Package(
         .target(
             name: "DBeaconHTTP",
             dependencies: [
-                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconServices",
+                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconIndex", "DBeaconServices",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -79,7 +84,7 @@ let package = Package(
         .executableTarget(
             name: "dbeacon",
             dependencies: [
-                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconServices", "DBeaconHTTP",
+                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconIndex", "DBeaconServices", "DBeaconHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -92,7 +97,7 @@ let package = Package(
         .testTarget(
             name: "DBeaconTests",
             dependencies: [
-                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconServices", "DBeaconHTTP", "dbeacon",
+                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconIndex", "DBeaconServices", "DBeaconHTTP", "dbeacon",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],

@@ -1,100 +1,5 @@
 package import DBeaconCore
 
-/// Filters for listing beacons (`GET /v1/beacons`).
-package struct BeaconListQuery: Sendable, Hashable {
-    /// Any of these tags (empty: no tag filter).
-    package var tags: [String] = []
-    /// Only beacons owned by this user (`owner=me`).
-    package var owner: UserID?
-    /// Only beacons whose location lies in this box; `west > east` crosses the antimeridian.
-    package var bbox: BoundingBox?
-    /// Only beacons managed by this service (`meeting`, `tour`, …); nil: any.
-    package var service: String?
-    package var limit: Int = 50
-    /// Return beacons after this position (from a previous page's cursor).
-    package var after: Int64?
-
-    package init(tags: [String] = [], owner: UserID? = nil, bbox: BoundingBox? = nil, service: String? = nil,
-                 limit: Int = 50, after: Int64? = nil) {
-        self.tags = tags
-        self.owner = owner
-        self.bbox = bbox
-        self.service = service
-        self.limit = limit
-        self.after = after
-    }
-}
-
-/// A page of results and where the next one starts (nil at the end).
-package struct Page<Item: Sendable>: Sendable {
-    package var items: [Item]
-    package var next: Int64?
-
-    package init(items: [Item], next: Int64?) {
-        self.items = items
-        self.next = next
-    }
-}
-
-/// "Which beacons cover this point": the question nearby, fences, tours and promotions ask.
-package struct CoverQuery: Sendable, Hashable {
-    package var point: Position
-    /// Any of these tags (empty: no tag filter).
-    package var tags: [String]
-    /// Only beacons alive at this instant.
-    package var at: Timestamp
-    /// Only beacons this principal may see.
-    package var viewer: Principal
-    /// Only beacons of this service, if set.
-    package var service: String?
-    /// The real time, when `at` may differ from it (nearby's `at=`): a beacon the viewer does
-    /// not own must then be alive now as well, so `at` only narrows what they see. Nil: `at`.
-    package var now: Timestamp?
-
-    package init(point: Position, tags: [String] = [], at: Timestamp, viewer: Principal, service: String? = nil,
-                 now: Timestamp? = nil) {
-        self.point = point
-        self.tags = tags
-        self.at = at
-        self.viewer = viewer
-        self.service = service
-        self.now = now
-    }
-
-    /// The instant at which a non-owner's view is checked besides `at`.
-    package var visibleNow: Timestamp { now ?? at }
-}
-
-/// A follower of a beacon.
-package struct Follower: Sendable, Hashable {
-    package var user: UserID
-    package var name: String
-    package var since: Timestamp
-
-    package init(user: UserID, name: String, since: Timestamp) {
-        self.user = user
-        self.name = name
-        self.since = since
-    }
-}
-
-/// An event for every follower of a beacon who may see it (checked in the transaction).
-package struct FollowerFanOut: Sendable {
-    package var type: EventType
-    package var data: JSONObject
-    package var at: Timestamp
-    /// Whether followers must also see it alive at `at` (updates) or only be owner/member
-    /// (lifetime start/end, deletion).
-    package var requireAlive: Bool
-
-    package init(type: EventType, data: JSONObject, at: Timestamp, requireAlive: Bool) {
-        self.type = type
-        self.data = data
-        self.at = at
-        self.requireAlive = requireAlive
-    }
-}
-
 extension BeaconStore {
     /// `insertBeacon` without events.
     package func insertBeacon(_ beacon: Beacon) async throws {
@@ -105,14 +10,6 @@ extension BeaconStore {
     package func updateBeacon(_ beacon: Beacon, expectedVersion: Int, fanOut: FollowerFanOut?) async throws {
         try await updateBeacon(beacon, expectedVersion: expectedVersion, fanOut: fanOut, events: [])
     }
-}
-
-/// A committed change to a beacon, reported in commit order so in-memory indexes stay exact.
-package enum BeaconChange: Sendable {
-    case upsert(Beacon)
-    case delete(BeaconID)
-    /// A moving beacon's new location (no new version).
-    case move(BeaconID, Position)
 }
 
 /// Persistent storage of DBeacon. One method is one transaction; implementations must keep

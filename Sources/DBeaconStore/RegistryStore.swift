@@ -1,29 +1,5 @@
 package import DBeaconCore
 
-/// Filters for listing registry entries (`GET /v1/registry`).
-package struct RegistryListQuery: Sendable, Hashable {
-    package var beacon: BeaconID?
-    package var kind: PhysicalBeaconKind?
-    /// The UUID / namespace / id1 (normalised lowercase hex).
-    package var id1: String?
-    package var status: RegistryEntry.Status?
-    /// Only entries of this user's digital beacons.
-    package var owner: UserID?
-    package var limit: Int = 50
-    package var after: Int64?
-
-    package init(beacon: BeaconID? = nil, kind: PhysicalBeaconKind? = nil, id1: String? = nil, status: RegistryEntry.Status? = nil,
-                 owner: UserID? = nil, limit: Int = 50, after: Int64? = nil) {
-        self.beacon = beacon
-        self.kind = kind
-        self.id1 = id1
-        self.status = status
-        self.owner = owner
-        self.limit = limit
-        self.after = after
-    }
-}
-
 /// The shared physical beacon registry and the replay log of sighting batches. The
 /// SpatiaLite and PostGIS stores implement it with the same semantics (RegistryStoreTests).
 package protocol RegistryStore: Sendable {

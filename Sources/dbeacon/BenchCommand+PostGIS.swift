@@ -1,5 +1,6 @@
 import DBeaconCore
 import DBeaconServices
+import DBeaconIndex
 import DBeaconStore
 import Foundation
 import Logging

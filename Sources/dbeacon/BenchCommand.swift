@@ -2,6 +2,7 @@ import ArgumentParser
 import AsyncHTTPClient
 import DBeaconCore
 import DBeaconServices
+import DBeaconIndex
 import DBeaconStore
 import Dispatch
 import Foundation

@@ -2,6 +2,7 @@ import DBeaconCore
 import DBeaconGeo
 import DBeaconHTTP
 import DBeaconServices
+import DBeaconIndex
 import DBeaconStore
 import Foundation
 import Testing

@@ -1,4 +1,5 @@
 package import DBeaconCore
+package import DBeaconIndex
 package import DBeaconStore
 
 /// Runs the fence state machine (`FenceEvaluator`) against the store: fetches what each

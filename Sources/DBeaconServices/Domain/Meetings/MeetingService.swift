@@ -2,16 +2,6 @@ package import DBeaconCore
 import DBeaconGeo
 package import DBeaconStore
 
-/// A meeting and what the caller may know about its attendees.
-package struct MeetingView: Sendable {
-    package var beacon: Beacon
-    package var attendeesCount: Int
-    /// Whether the caller joined.
-    package var joined: Bool
-    /// The attendees, for the organizer only.
-    package var attendees: [MeetingAttendee]?
-}
-
 /// The meeting organizer (thesis 4.3.1). A meeting is a beacon (service `meeting`, tag
 /// `meeting`): location = the exact spot, perimeter = where it can be discovered, lifetime =
 /// start and end (before the start only the organizer sees it, after the end it disappears),

@@ -3,33 +3,6 @@ import DBeaconGeo
 package import DBeaconStore
 package import Logging
 
-/// One person in a group as a given viewer may see them.
-package struct GroupMemberStatus: Sendable {
-    package var user: UserID
-    package var name: String
-    /// `leader` (the guide) or `member`.
-    package var role: String
-    package var joinedAt: Timestamp
-    /// The last fix the viewer may see (taken after both joined), if any.
-    package var location: UserLocation?
-    /// Seconds since that fix.
-    package var ageSeconds: Double?
-    /// No shared fix for longer than the configured time.
-    package var stale: Bool
-    /// From the guide, when the viewer may see both positions.
-    package var distanceM: Double?
-    /// The member's range state (hysteresis applied); nil while unknown. True for the guide when located.
-    package var inRange: Bool?
-}
-
-/// A group as one of its members (or its guide) sees it.
-package struct GroupStatus: Sendable {
-    package var group: TrackedGroup
-    package var beacon: Beacon?
-    package var members: [GroupMemberStatus]
-    package var staleAfterSeconds: Double
-}
-
 /// Group tracking with out-of-range alerts (thesis 4.3.2). A group is a beacon (service
 /// `group`) that tracks its guide's live location with a circle perimeter of the group's
 /// range, visible to everyone (open group) or to the allowed users; people near the guide find

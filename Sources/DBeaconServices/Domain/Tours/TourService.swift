@@ -3,52 +3,6 @@ import DBeaconGeo
 package import DBeaconStore
 package import Logging
 
-/// A stop of a tour: its order and its place beacon.
-package struct TourStop: Sendable {
-    package var order: Int
-    package var place: Beacon
-}
-
-/// A tour with its stops (those the caller can see), in order.
-package struct TourView: Sendable {
-    package var tour: Beacon
-    package var stops: [TourStop]
-    package var progress: TourProgress?
-}
-
-/// Where a follower of a tour stands.
-package struct TourProgress: Sendable {
-    package var startedAt: Timestamp
-    package var visited: [(stop: TourStop, at: Timestamp)]
-    /// The first stop in order not yet visited; nil when every stop was visited.
-    package var next: TourStop?
-    package var total: Int
-    package var completed: Bool { next == nil }
-}
-
-/// A stop after `from`, with distance and direction from the origin (the caller's point,
-/// else the `from` stop).
-package struct TourLeg: Sendable {
-    package var stop: TourStop
-    package var distanceM: Double?
-    package var bearingDeg: Double?
-}
-
-/// The answer of `next?from=`.
-package struct TourNext: Sendable {
-    package var tour: Beacon
-    package var from: BeaconID?
-    package var origin: Position?
-    package var following: [TourLeg]
-    package var next: TourLeg? { following.first }
-}
-
-/// A tour found near a point, with the stops whose perimeter covers it.
-package struct NearbyTour: Sendable {
-    package var result: NearbyResult
-    package var matched: [(stop: TourStop, distanceM: Double)]
-}
-
 /// City tours (thesis 4.3.3). A tour is a beacon (service `tour`) with `tour` relationships
 /// (with `order`) to its places, each a beacon (service `place`) with its own discovery
 /// perimeter and content. Tours are found through their places; followers' progress comes

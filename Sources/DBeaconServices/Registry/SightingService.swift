@@ -3,47 +3,6 @@ package import DBeaconGeo
 package import DBeaconStore
 import Crypto
 
-/// Tunables of sighting resolution, ranging and indoor positioning.
-package struct SightingConfig: Sendable {
-    /// Path loss exponent and proximity thresholds.
-    package var pathLoss = PathLoss()
-    /// RSSI at 1 m when neither the sighting, the registry entry nor the frame says.
-    package var defaultMeasuredPower = -59
-    /// RSSI noise (1 σ, dB) assumed for trilateration weights and accuracy.
-    package var rssiNoiseDB = 4.0
-    /// Largest batch of sightings in one request.
-    package var maxSightingsPerBatch = 1000
-    /// Sightings that far behind the newest positioned sighting of a batch are left out of
-    /// the position estimate (the device moved since).
-    package var positionWindowSeconds = 10.0
-    /// Faster than this between the last location fix and an indoor position estimate (beyond
-    /// both accuracies) is physically impossible: the estimate is flagged and not used.
-    package var maxSpeedMps = 15.0
-    /// How long answers to batches with a `batch_id` are kept for replay.
-    package var batchRetentionSeconds = 86_400.0
-
-    package init() {}
-}
-
-/// One observation of a physical beacon, as decoded from a request item.
-package struct SightingInput: Sendable {
-    package var identity: PhysicalBeaconIdentity
-    package var rssi: Int
-    /// RSSI at 1 m sent by the app (`tx_power`).
-    package var txPower: Int?
-    /// RSSI at 1 m advertised in a raw frame.
-    package var frameMeasuredPower: Int?
-    package var timestamp: Timestamp
-
-    package init(identity: PhysicalBeaconIdentity, rssi: Int, txPower: Int?, frameMeasuredPower: Int?, timestamp: Timestamp) {
-        self.identity = identity
-        self.rssi = rssi
-        self.txPower = txPower
-        self.frameMeasuredPower = frameMeasuredPower
-        self.timestamp = timestamp
-    }
-}
-
 /// Sighting batches: each item resolved through the registry, ranged (log-distance path loss)
 /// and classified; resolved sightings put the user inside their digital beacons (through the
 /// fence engine's presence path); three or more positioned entries give an indoor position

@@ -1,32 +1,7 @@
 package import DBeaconCore
 package import DBeaconGeo
+package import DBeaconIndex
 package import DBeaconStore
-
-/// A beacon found by nearby, with the geodesic distance and initial bearing from the query
-/// point to its location.
-package struct NearbyResult: Sendable {
-    package var beacon: Beacon
-    package var distanceM: Double
-    package var bearingDeg: Double
-
-    package init(beacon: Beacon, distanceM: Double, bearingDeg: Double) {
-        self.beacon = beacon
-        self.distanceM = distanceM
-        self.bearingDeg = bearingDeg
-    }
-}
-
-/// Directions from a point to a beacon's location.
-package struct Directions: Sendable {
-    package var beacon: Beacon
-    package var distanceM: Double
-    package var bearingDeg: Double
-
-    /// At an average walking speed of 1.4 m/s.
-    package var walkingETASeconds: Int { Geodesy.walkingETA(meters: distanceM) }
-    /// RFC 5870 `geo:` URI of the destination.
-    package var geoURI: String { "geo:\(beacon.location.lat),\(beacon.location.lon)" }
-}
 
 /// The beacon use cases: authorization, visibility and domain rules on top of the store.
 ///

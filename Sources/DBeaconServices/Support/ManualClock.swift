@@ -1,17 +1,6 @@
 package import DBeaconCore
 import Synchronization
 
-/// Where services get the current time; tests substitute a `ManualClock`.
-package protocol WallClock: Sendable {
-    func now() -> Timestamp
-}
-
-/// The system's real-time clock.
-package struct SystemClock: WallClock {
-    package init() {}
-    package func now() -> Timestamp { Timestamp.now() }
-}
-
 /// A clock that moves only when told to (tests of dwell times, lifetimes, retries).
 package final class ManualClock: WallClock {
     private let current: Mutex<Timestamp>

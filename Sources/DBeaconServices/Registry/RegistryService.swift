@@ -2,12 +2,6 @@ package import DBeaconCore
 package import DBeaconGeo
 package import DBeaconStore
 
-/// A physical beacon identity resolved to a digital beacon.
-package struct Resolution: Sendable {
-    package var entry: RegistryEntry
-    package var beacon: Beacon
-}
-
 /// The shared registry of physical beacons: registration (owners of the digital beacon, or
 /// the operator), listing, editing, and resolution of identities to digital beacons.
 ///

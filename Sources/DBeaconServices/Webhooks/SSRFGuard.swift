@@ -7,16 +7,6 @@ import Glibc
 import Darwin
 #endif
 
-/// A webhook URL taken apart, with the addresses its host resolved to.
-package struct WebhookTarget: Sendable {
-    package var scheme: String
-    package var host: String
-    package var port: Int
-    /// Resolved addresses, all checked; the delivery connects to the first.
-    package var addresses: [String]
-    package var hostIsLiteral: Bool
-}
-
 /// Keeps webhooks from reaching the server's own network (SSRF): only http/https, and every
 /// address the host resolves to must be public — not loopback, private (RFC 1918, ULA),
 /// link-local (including 169.254.169.254), CGNAT, multicast, unspecified, reserved or

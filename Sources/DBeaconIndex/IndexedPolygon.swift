@@ -1,0 +1,120 @@
+package import DBeaconCore
+
+/// Point-in-polygon for large polygons: the rings' edges bucketed into horizontal strips and
+/// sorted by their eastern end, so a test looks only at the edges whose latitude range spans
+/// the point's latitude and that reach east of it — a small fraction of a 5,000-vertex region.
+///
+/// The test itself is GEOS's `RayCrossingCounter` (the algorithm behind `ST_Covers` and
+/// prepared-geometry point location), with GEOS's orientation predicate — a floating-point
+/// filter and a double-double fallback — so the answer, boundary cases included, is the one
+/// GEOS gives. The rings are shared with the beacon (copy-on-write arrays), so the index
+/// adds only its strip table and at most about twelve bytes per edge.
+package struct IndexedPolygon: Sendable {
+    private let rings: [Ring]
+    private let south: Double, north: Double, west: Double, east: Double
+    private let stripHeight: Double
+    private let stripCount: Int
+    /// Edges of strip `s` are `edges[stripStart[s] ..< stripStart[s+1]]`; an edge is
+    /// `ring << 24 | index of its first vertex`.
+    private let stripStart: [UInt32]
+    private let edges: [UInt32]
+
+    package init(_ polygon: Polygon) {
+        rings = polygon.rings
+        let box = BoundingBox(of: polygon.exterior)
+        south = box.south
+        north = box.north
+        west = box.west
+        east = box.east
+        let edgeCount = polygon.rings.reduce(0) { $0 + max(0, $1.count - 1) }
+        // As many strips as keep the index small: an edge is listed in every strip its latitude
+        // range touches, so with total edge height Σh and S strips over the height Y there are
+        // about E + Σh·S/Y references; S ≤ 2·E·Y/Σh keeps that under 3 per edge, whatever the
+        // shape (long zig-zag edges get fewer, taller strips).
+        var totalHeight = 0.0
+        for ring in polygon.rings where ring.count > 1 {
+            for i in 0..<(ring.count - 1) { totalHeight += abs(ring[i + 1].lat - ring[i].lat) }
+        }
+        let extent = box.north - box.south
+        var strips = max(1, edgeCount / 4)
+        if totalHeight > 0 && extent > 0 {
+            strips = min(strips, max(1, Int(2 * Double(edgeCount) * extent / totalHeight)))
+        }
+        stripCount = min(strips, 1 << 16)
+        let height = extent / Double(stripCount)
+        let h = height > 0 ? height : 1
+        stripHeight = h
+        let n = stripCount, s0 = box.south
+        // Two passes (count, then fill) into compressed-row arrays.
+        var counts = [UInt32](repeating: 0, count: n + 1)
+        func range(_ a: Position, _ b: Position) -> ClosedRange<Int> {
+            Self.strip(min(a.lat, b.lat), south: s0, height: h, count: n)...Self.strip(max(a.lat, b.lat), south: s0, height: h, count: n)
+        }
+        for ring in polygon.rings where ring.count > 1 {
+            for i in 0..<(ring.count - 1) { for s in range(ring[i], ring[i + 1]) { counts[s + 1] += 1 } }
+        }
+        for s in 0..<n { counts[s + 1] += counts[s] }
+        var fill = counts
+        var edges = [UInt32](repeating: 0, count: Int(counts[n]))
+        for (r, ring) in polygon.rings.enumerated() where ring.count > 1 {
+            for i in 0..<(ring.count - 1) {
+                for s in range(ring[i], ring[i + 1]) {
+                    edges[Int(fill[s])] = UInt32(r) << 24 | UInt32(i)
+                    fill[s] += 1
+                }
+            }
+        }
+        // Within a strip, edges by decreasing eastern end: a test stops at the first edge that
+        // lies wholly west of the point (the ray runs east).
+        let rings = polygon.rings
+        func eastEnd(_ ref: UInt32) -> Double {
+            let ring = rings[Int(ref >> 24)], i = Int(ref & 0xFF_FFFF)
+            return max(ring[i].lon, ring[i + 1].lon)
+        }
+        for s in 0..<n where counts[s + 1] - counts[s] > 1 {
+            edges[Int(counts[s])..<Int(counts[s + 1])].sort { eastEnd($0) > eastEnd($1) }
+        }
+        stripStart = counts
+        self.edges = edges
+    }
+
+    @inline(__always)
+    private static func strip(_ lat: Double, south: Double, height: Double, count: Int) -> Int {
+        let s = Int(((lat - south) / height).rounded(.down))
+        return s < 0 ? 0 : (s >= count ? count - 1 : s)
+    }
+
+    /// True when the polygon covers the point (interior or boundary, holes excluded).
+    package func covers(lon x: Double, lat y: Double) -> Bool {
+        guard y >= south, y <= north, x >= west, x <= east else { return false }
+        let s = Self.strip(y, south: south, height: stripHeight, count: stripCount)
+        var crossings = 0
+        return rings.withUnsafeBufferPointer { rings in
+            for k in Int(stripStart[s])..<Int(stripStart[s + 1]) {
+                let ref = edges[k]
+                let ring = rings[Int(ref >> 24)]
+                let i = Int(ref & 0xFF_FFFF)
+                let p1 = ring[i], p2 = ring[i + 1]
+                // GEOS RayCrossingCounter::countSegment, ray towards +x. Edges are sorted by
+                // decreasing eastern end, so once one lies wholly west, all the rest do.
+                if p1.lon < x && p2.lon < x { break }
+                if x == p2.lon && y == p2.lat { return true }
+                if p1.lat == y && p2.lat == y {
+                    let lo = min(p1.lon, p2.lon), hi = max(p1.lon, p2.lon)
+                    if x >= lo && x <= hi { return true }
+                    continue
+                }
+                if (p1.lat > y && p2.lat <= y) || (p2.lat > y && p1.lat <= y) {
+                    var sign = Orientation.index(p1.lon, p1.lat, p2.lon, p2.lat, x, y)
+                    if sign == 0 { return true }
+                    if p2.lat < p1.lat { sign = -sign }
+                    if sign > 0 { crossings += 1 }
+                }
+            }
+            return crossings & 1 == 1
+        }
+    }
+
+    /// Number of edge references (memory accounting).
+    package var edgeReferences: Int { edges.count }
+}

@@ -1,0 +1,17 @@
+package import DBeaconCore
+package import DBeaconGeo
+package import DBeaconStore
+
+/// A beacon found by nearby, with the geodesic distance and initial bearing from the query
+/// point to its location.
+package struct NearbyResult: Sendable {
+    package var beacon: Beacon
+    package var distanceM: Double
+    package var bearingDeg: Double
+
+    package init(beacon: Beacon, distanceM: Double, bearingDeg: Double) {
+        self.beacon = beacon
+        self.distanceM = distanceM
+        self.bearingDeg = bearingDeg
+    }
+}

@@ -1,0 +1,12 @@
+package import DBeaconCore
+import DBeaconGeo
+package import DBeaconStore
+package import Logging
+
+/// A group as one of its members (or its guide) sees it.
+package struct GroupStatus: Sendable {
+    package var group: TrackedGroup
+    package var beacon: Beacon?
+    package var members: [GroupMemberStatus]
+    package var staleAfterSeconds: Double
+}

@@ -1,0 +1,12 @@
+package import DBeaconCore
+import DBeaconGeo
+package import DBeaconStore
+import Synchronization
+
+/// A consumer's recorded interaction.
+package struct Interaction: Sendable {
+    package var promotion: BeaconID
+    package var user: UserID
+    package var type: InteractionType
+    package var createdAt: Timestamp
+}

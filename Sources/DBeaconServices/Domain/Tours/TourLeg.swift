@@ -1,0 +1,12 @@
+package import DBeaconCore
+import DBeaconGeo
+package import DBeaconStore
+package import Logging
+
+/// A stop after `from`, with distance and direction from the origin (the caller's point,
+/// else the `from` stop).
+package struct TourLeg: Sendable {
+    package var stop: TourStop
+    package var distanceM: Double?
+    package var bearingDeg: Double?
+}

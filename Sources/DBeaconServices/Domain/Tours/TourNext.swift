@@ -1,0 +1,13 @@
+package import DBeaconCore
+import DBeaconGeo
+package import DBeaconStore
+package import Logging
+
+/// The answer of `next?from=`.
+package struct TourNext: Sendable {
+    package var tour: Beacon
+    package var from: BeaconID?
+    package var origin: Position?
+    package var following: [TourLeg]
+    package var next: TourLeg? { following.first }
+}

@@ -1,0 +1,14 @@
+package import DBeaconCore
+import DBeaconGeo
+package import DBeaconStore
+package import Logging
+
+/// Where a follower of a tour stands.
+package struct TourProgress: Sendable {
+    package var startedAt: Timestamp
+    package var visited: [(stop: TourStop, at: Timestamp)]
+    /// The first stop in order not yet visited; nil when every stop was visited.
+    package var next: TourStop?
+    package var total: Int
+    package var completed: Bool { next == nil }
+}

@@ -1,0 +1,11 @@
+package import DBeaconCore
+import DBeaconGeo
+package import DBeaconStore
+package import Logging
+
+/// A tour with its stops (those the caller can see), in order.
+package struct TourView: Sendable {
+    package var tour: Beacon
+    package var stops: [TourStop]
+    package var progress: TourProgress?
+}

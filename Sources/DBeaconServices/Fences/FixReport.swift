@@ -1,0 +1,15 @@
+package import DBeaconCore
+import DBeaconGeo
+package import DBeaconStore
+import Foundation
+
+/// What a batch of fixes did.
+package struct FixReport: Sendable {
+    /// Beacons the user is inside after the batch.
+    package var inside: [BeaconID]
+    /// Events addressed to the user that the batch produced.
+    package var events: [Event]
+    package var accepted: Int
+    /// Fixes not newer than the newest already seen: they change nothing.
+    package var ignored: Int
+}

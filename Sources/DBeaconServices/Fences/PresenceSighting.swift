@@ -1,0 +1,23 @@
+package import DBeaconCore
+import DBeaconGeo
+package import DBeaconStore
+import Foundation
+
+/// A sighting of a physical beacon that stands for `beacon` (resolved and visible to the user).
+package struct PresenceSighting: Sendable {
+    package var beacon: Beacon
+    /// When the device saw it.
+    package var at: Timestamp
+    /// Where the physical beacon is installed, if registered.
+    package var installedAt: Position?
+    package var distanceM: Double?
+    package var registryEntry: RegistryID?
+
+    package init(beacon: Beacon, at: Timestamp, installedAt: Position? = nil, distanceM: Double? = nil, registryEntry: RegistryID? = nil) {
+        self.beacon = beacon
+        self.at = at
+        self.installedAt = installedAt
+        self.distanceM = distanceM
+        self.registryEntry = registryEntry
+    }
+}

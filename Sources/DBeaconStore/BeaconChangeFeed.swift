@@ -1,0 +1,28 @@
+package import DBeaconCore
+package import Logging
+
+/// Where committed beacon changes are reported, so in-memory indexes stay exact.
+package protocol BeaconChangeFeed: Sendable {
+    /// Receives every beacon change committed by this process, in commit order.
+    func observeChanges(_ observer: @escaping @Sendable (BeaconChange) -> Void)
+    /// Called after every commit of this process (wakes the webhook deliverer).
+    func observeCommits(_ waker: @escaping @Sendable () -> Void)
+    /// Receives beacon changes committed by other processes sharing the database: other
+    /// server nodes on PostGIS (LISTEN/NOTIFY), the CLI writing to the same SpatiaLite file
+    /// (found by `pollRemoteChanges`).
+    func observeRemoteChanges(_ observer: @escaping @Sendable (BeaconChange) -> Void)
+    /// Called when another process wrote fence states or user locations (SpatiaLite: the CLI's
+    /// `location` or `sighting` with `--db`): a fence engine holding them in memory must reload.
+    func observeRemoteFenceWrites(_ handler: @escaping @Sendable () -> Void)
+    /// Called when remote changes may have been missed (the listener reconnected): whoever
+    /// mirrors the store must reload from it. Never called for SpatiaLite.
+    func observeResyncNeeded(_ handler: @escaping @Sendable () -> Void)
+    /// How often `pollRemoteChanges` should run; nil when remote changes are pushed (PostGIS).
+    var remoteChangePollInterval: Duration? { get }
+    /// Looks for changes other processes committed and reports them to the observers.
+    func pollRemoteChanges() async throws
+    /// Whether remote beacon changes need this process's fence evaluation: true when the
+    /// writer was a one-shot process (SpatiaLite's CLI) that does not keep users' fence state;
+    /// false on PostGIS, where the writing node evaluates its users.
+    var remoteChangesNeedFenceEvaluation: Bool { get }
+}
