@@ -22,6 +22,8 @@ package struct AppConfig: Sendable {
     package var webhookRetrySchedule: [Double] = [0, 5, 300, 1800, 7200, 18000, 36000, 36000]
     package var engine: Engine = .memory
     package var maxBodyBytes = 1 << 20
+    /// Bodies of `POST /v1/beacons/import` (a FeatureCollection in one transaction).
+    package var maxImportBytes = 64 << 20
     package var limits = GeoLimits()
     package var logLevel: Logger.Level = .info
     /// `synchronous=FULL` (durable on power loss); only benchmarks of the cost turn it off.

@@ -495,6 +495,71 @@ paths:
         '422':
           $ref: '#/components/responses/UnprocessableEntity'
 
+  /v1/beacons/import:
+    post:
+      tags: [beacons]
+      operationId: importBeacons
+      summary: Import a FeatureCollection in one transaction
+      description: >-
+        Every Feature becomes a beacon, or none does (the first invalid one answers 422 with its
+        path, `features[3].properties.name`). Relationships may point at beacons of the same
+        collection. A user imports beacons they own (client-chosen ids in their namespace, within
+        their quota); the admin token imports for `owner`, or for the users each feature's
+        `properties.owner` names (as `dbeacon import` does on the database file). Bodies up to 64 MiB.
+      parameters:
+        - name: owner
+          in: query
+          description: With the admin token, the user who owns every imported beacon.
+          schema:
+            $ref: '#/components/schemas/UserId'
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [type]
+              properties:
+                type:
+                  type: string
+                  enum: [FeatureCollection, Feature]
+                features:
+                  type: array
+                  items:
+                    $ref: '#/components/schemas/BeaconInput'
+      responses:
+        '201':
+          description: What was imported.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [imported, ids]
+                properties:
+                  imported:
+                    type: integer
+                    minimum: 0
+                  ids:
+                    type: array
+                    items:
+                      $ref: '#/components/schemas/BeaconId'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '409':
+          $ref: '#/components/responses/Conflict'
+        '413':
+          $ref: '#/components/responses/PayloadTooLarge'
+        '415':
+          $ref: '#/components/responses/UnsupportedMediaType'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+
   /v1/beacons/{id}:
     parameters:
       - $ref: '#/components/parameters/BeaconId'

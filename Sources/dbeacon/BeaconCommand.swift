@@ -16,7 +16,7 @@ struct BeaconCommand: AsyncParsableCommand {
         @OptionGroup var target: TargetOptions
 
         func run() async throws {
-            try await reportingErrors { Output.printJSON(try await target.backend().getBeacon(id)) }
+            try await reportingErrors { Output.printJSON(try await target.client().beacon(id)) }
         }
     }
 
@@ -31,7 +31,7 @@ struct BeaconCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let result = try await target.backend().listBeacons(tags: tag, owner: owner, bbox: bbox, limit: limit, cursor: cursor)
+                let result = try await target.client().beacons(tags: tag, owner: owner, bbox: bbox, limit: limit, cursor: cursor)
                 if target.json {
                     print(result.jsonString)
                     return
@@ -89,7 +89,10 @@ struct BeaconCommand: AsyncParsableCommand {
                         ]),
                     ])
                 }
-                let created = try await target.backend().createBeacon(feature, owner: owner)
+                if !target.isRemote && owner == nil {
+                    throw DBeaconError.badRequest("--owner is required on the database file: who owns the beacon?", path: "owner")
+                }
+                let created = try await target.client(as: owner, flag: "--owner").createBeacon(feature)
                 if target.json { print(created.jsonString) } else { print("created \(created["id"]?.stringValue ?? "")") }
             }
         }
@@ -102,7 +105,7 @@ struct BeaconCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                try await target.backend().deleteBeacon(id)
+                try await target.client().deleteBeacon(id)
                 print("deleted \(id)")
             }
         }

@@ -14,7 +14,7 @@ struct DBeaconCommand: AsyncParsableCommand {
             """,
         subcommands: [ServeCommand.self, UserCommand.self, ImportCommand.self, NearbyCommand.self, BeaconCommand.self,
                       LocationCommand.self, EventsCommand.self, WebhookCommand.self, MeetingCommand.self, GroupCommand.self,
-                      TourCommand.self, PromoCommand.self, RegistryCommand.self, SightingCommand.self, BenchCommand.self,
+                      TourCommand.self, PromoCommand.self, RegistryCommand.self, SightingCommand.self, BenchForwarder.self,
                       MigrateCommand.self]
     )
 

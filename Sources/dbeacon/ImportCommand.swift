@@ -27,7 +27,9 @@ struct ImportCommand: AsyncParsableCommand {
                 throw DBeaconError.notFound("file \(file)")
             }
             let document = try JSONParser.parse(Array(data))
-            let result = try await target.backend().importFeatures(document, owner: owner)
+            // Through the API the token's user owns them; on the file, --owner (or each feature's
+            // properties.owner, as the operator).
+            let result = try await target.client(as: owner, flag: "--owner").importFeatures(document, owner: nil)
             if target.json { print(result.jsonString) } else { print("imported \(result["imported"]?.numberValue.map { Int($0) } ?? 0) beacons") }
         }
     }

@@ -23,7 +23,10 @@ struct LocationCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let result = try await target.backend().reportLocation(lat: lat, lon: lon, accuracy: accuracy, asUser: asUser)
+            if !target.isRemote && asUser == nil {
+                throw DBeaconError.badRequest("--as USER is required on the database file: whose fix is it?", path: "as")
+            }
+            let result = try await target.client(as: asUser).reportLocation(lat: lat, lon: lon, accuracy: accuracy)
             if target.json { print(result.jsonString); return }
             let inside = (result["inside"]?.arrayValue ?? []).compactMap(\.stringValue)
             print("inside: \(inside.isEmpty ? "—" : inside.joined(separator: ", "))")
@@ -50,7 +53,7 @@ struct EventsCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let result = try await target.backend().events(after: after, limit: limit, asUser: asUser)
+            let result = try await target.client(as: asUser).events(after: after, limit: limit)
             if target.json { print(result.jsonString); return }
             let rows: [[String]] = (result["events"]?.arrayValue ?? []).map { e in
                 [e["created_at"]?.stringValue ?? "", e["type"]?.stringValue ?? "", e["recipient"]?.stringValue ?? "",
@@ -86,7 +89,8 @@ struct WebhookCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let w = try await target.backend().addWebhook(url: url, events: events, scope: scope, asUser: asUser)
+                let w = try await target.client(as: asUser).addWebhook(url: url, events: events,
+                                                                       scope: scope ?? (asUser == nil && !target.isRemote ? "all" : nil))
                 if target.json { print(w.jsonString); return }
                 print("id:     \(w["id"]?.stringValue ?? "")")
                 print("secret: \(w["secret"]?.stringValue ?? "")  (shown only this once)")
@@ -101,7 +105,7 @@ struct WebhookCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let result = try await target.backend().listWebhooks(asUser: asUser)
+                let result = try await target.client(as: asUser).webhooks()
                 if target.json { print(result.jsonString); return }
                 let rows: [[String]] = (result["webhooks"]?.arrayValue ?? []).map { w in
                     [w["id"]?.stringValue ?? "", w["status"]?.stringValue ?? "", w["scope"]?.stringValue ?? "",
@@ -120,7 +124,7 @@ struct WebhookCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let result = try await target.backend().deliveries(webhook: id, limit: limit)
+                let result = try await target.client().deliveries(webhook: id, limit: limit)
                 if target.json { print(result.jsonString); return }
                 let rows: [[String]] = (result["deliveries"]?.arrayValue ?? []).map { d in
                     [d["id"]?.stringValue ?? "", d["event_type"]?.stringValue ?? "", d["status"]?.stringValue ?? "",

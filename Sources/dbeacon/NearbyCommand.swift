@@ -33,7 +33,7 @@ struct NearbyCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let when = at.flatMap(Timestamp.init(rfc3339:))
-            let result = try await target.backend().nearby(lat: lat, lon: lon, tags: tag, at: when, limit: limit, asUser: asUser)
+            let result = try await target.client(as: asUser).nearby(lat: lat, lon: lon, tags: tag, at: when, limit: limit)
             if target.json {
                 print(result.jsonString)
                 return

@@ -1,4 +1,5 @@
 import DBeaconCore
+import DBeaconHTTP
 import Foundation
 
 /// Printing helpers shared by the commands.
@@ -67,9 +68,12 @@ enum Output {
     }
 
     /// Prints an error the way the API reports it and exits with status 1.
+    /// `error: <message> (at <path>) [<status> <code>]`: what went wrong, where, and the API's
+    /// status and code (what a script or the documentation would look for).
     static func fail(_ error: DBeaconError) -> Never {
         var text = "error: \(error.message)"
         if let path = error.path, !path.isEmpty { text += " (at \(path))" }
+        text += " [\(error.kind.status.code) \(error.code)]"
         FileHandle.standardError.write(Data((text + "\n").utf8))
         exit(1)
     }

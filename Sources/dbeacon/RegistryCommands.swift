@@ -6,102 +6,6 @@ import DBeaconServices
 import DBeaconStore
 import Foundation
 
-/// What the registry and sighting commands need, on the local database or through the API.
-protocol RegistryBackend: Sendable {
-    func registerPhysical(_ body: JSONValue) async throws -> JSONValue
-    func listRegistry(beacon: String?, uuid: String?, status: String?, limit: Int, cursor: String?) async throws -> JSONValue
-    /// `identity`: the members of an identity (`type`, `uuid`, `major`, …) or `{"adv": hex}`.
-    func resolvePhysical(_ identity: JSONObject, asUser: String?) async throws -> JSONValue
-    func reportSightings(_ body: JSONValue, asUser: String?) async throws -> JSONValue
-}
-
-extension TargetOptions {
-    /// The registry backend these options select.
-    func registryBackend() async throws -> any RegistryBackend {
-        if db == nil, let url = serverURL, let token = bearer { return RemoteBackend(baseURL: url, token: token) }
-        return try await LocalBackend.open(path: databasePath)
-    }
-}
-
-extension LocalBackend: RegistryBackend {
-    func registerPhysical(_ body: JSONValue) async throws -> JSONValue {
-        RegistryCodec.encode(try await services.registry.register(try RegistryCodec.decodeDraft(body), by: .admin))
-    }
-
-    func listRegistry(beacon: String?, uuid: String?, status: String?, limit: Int, cursor: String?) async throws -> JSONValue {
-        var query = RegistryListQuery(limit: limit)
-        if let cursor {
-            guard let c = Cursor.decode(cursor) else { throw DBeaconError.badRequest("invalid cursor", path: "cursor") }
-            query.after = c
-        }
-        if let beacon {
-            guard let id = BeaconID(beacon) else { throw DBeaconError.badRequest("--beacon must be a beacon id", path: "beacon") }
-            query.beacon = id
-        }
-        if let uuid {
-            guard let u = PhysicalBeaconIdentity.normalizedUUID(uuid) else { throw DBeaconError.badRequest("--uuid is not a UUID", path: "uuid") }
-            query.id1 = u
-        }
-        if let status {
-            guard let s = RegistryEntry.Status(rawValue: status) else {
-                throw DBeaconError.badRequest("--status must be active, inactive or decommissioned", path: "status")
-            }
-            query.status = s
-        }
-        let page = try await services.registry.list(query, by: .admin)
-        return .object(["entries": .array(page.items.map(RegistryCodec.encode)), "next_cursor": .optional(Cursor.encode(page.next))])
-    }
-
-    func resolvePhysical(_ identity: JSONObject, asUser: String?) async throws -> JSONValue {
-        let parsed: PhysicalBeaconIdentity
-        if let adv = identity["adv"]?.stringValue {
-            switch BeaconFrameParser.parse(hex: adv) {
-            case .success(let frame): parsed = frame.identity
-            case .failure(let e): throw DBeaconError.invalid("adv", e.message, code: e.code)
-            }
-        } else {
-            parsed = try RegistryCodec.decodeIdentity(try ObjectReader(.object(identity)), concrete: false)
-        }
-        let r = try await services.registry.resolve(parsed, by: try await principal(asUser))
-        return BeaconFeatureCodec.encode(r.beacon)
-    }
-
-    func reportSightings(_ body: JSONValue, asUser: String?) async throws -> JSONValue {
-        guard let asUser else { throw DBeaconError.badRequest("--as USER is required on the local database", path: "as") }
-        return try await services.sightings.process(body, user: try await resolveUser(asUser))
-    }
-}
-
-extension RemoteBackend: RegistryBackend {
-    func registerPhysical(_ body: JSONValue) async throws -> JSONValue {
-        try await call(.POST, "/v1/registry", body: body) ?? .null
-    }
-
-    func listRegistry(beacon: String?, uuid: String?, status: String?, limit: Int, cursor: String?) async throws -> JSONValue {
-        var query = [("limit", String(limit))]
-        if let beacon { query.append(("beacon", beacon)) }
-        if let uuid { query.append(("uuid", uuid)) }
-        if let status { query.append(("status", status)) }
-        if let cursor { query.append(("cursor", cursor)) }
-        return try await call(.GET, "/v1/registry", query: query) ?? .null
-    }
-
-    func resolvePhysical(_ identity: JSONObject, asUser: String?) async throws -> JSONValue {
-        try noAs(asUser)
-        let query: [(String, String)] = identity.members.compactMap { m in
-            if let s = m.value.stringValue { return (m.key, s) }
-            if let n = m.value.numberValue { return (m.key, String(Int(n))) }
-            return nil
-        }
-        return try await call(.GET, "/v1/registry/resolve", query: query) ?? .null
-    }
-
-    func reportSightings(_ body: JSONValue, asUser: String?) async throws -> JSONValue {
-        try noAs(asUser)
-        return try await call(.POST, "/v1/sightings", body: body) ?? .null
-    }
-}
-
 /// The identity options shared by `registry add`, `registry resolve` and `sighting`.
 struct IdentityOptions: ParsableArguments {
     @Option(help: "ibeacon (default), eddystone-uid or altbeacon.") var type: String?
@@ -174,7 +78,7 @@ struct RegistryCommand: AsyncParsableCommand {
                 }
                 if let measuredPower { body["measured_power"] = .int(measuredPower) }
                 if let status { body["status"] = .string(status) }
-                let entry = try await target.registryBackend().registerPhysical(.object(body))
+                let entry = try await target.client().register(.object(body))
                 if target.json { print(entry.jsonString); return }
                 print("\(entry["id"]?.stringValue ?? "")  →  \(entry["beacon"]?.stringValue ?? "")")
             }
@@ -192,7 +96,7 @@ struct RegistryCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let result = try await target.registryBackend().listRegistry(beacon: beacon, uuid: uuid, status: status, limit: limit,
+                let result = try await target.client().registry(beacon: beacon, uuid: uuid, status: status, limit: limit,
                                                                              cursor: cursor)
                 if target.json { print(result.jsonString); return }
                 let rows: [[String]] = (result["entries"]?.arrayValue ?? []).map { e in
@@ -238,7 +142,7 @@ struct RegistryCommand: AsyncParsableCommand {
         func run() async throws {
             try await reportingErrors {
                 let query: JSONObject = adv.map { ["adv": .string($0)] } ?? identity.members
-                let feature = try await target.registryBackend().resolvePhysical(query, asUser: asUser)
+                let feature = try await target.client(as: asUser).resolve(query)
                 if target.json { print(feature.jsonString); return }
                 print("\(feature["id"]?.stringValue ?? "")  \(feature["properties"]?["name"]?.stringValue ?? "")")
             }
@@ -278,7 +182,10 @@ struct SightingCommand: AsyncParsableCommand {
             // No timestamp: the server stamps the sighting with its own clock.
             var body: JSONObject = ["sightings": [.object(item)]]
             if let batchId { body["batch_id"] = .string(batchId) }
-            let result = try await target.registryBackend().reportSightings(.object(body), asUser: asUser)
+            if !target.isRemote && asUser == nil {
+                throw DBeaconError.badRequest("--as USER is required on the database file: who saw it?", path: "as")
+            }
+            let result = try await target.client(as: asUser).reportSightings(.object(body))
             if target.json { print(result.jsonString); return }
             for r in result["results"]?.arrayValue ?? [] {
                 if let error = r["error"], !error.isNull, r["beacon"]?.isNull != false {

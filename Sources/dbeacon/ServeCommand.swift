@@ -1,8 +1,8 @@
-import ArgumentParser
+public import ArgumentParser
 import DBeaconHTTP
 import Foundation
 import Hummingbird
-import Logging
+public import Logging
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -30,7 +30,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("webhook-retry-schedule"), help: "Seconds after the first attempt for each delivery attempt.")
     var webhookRetrySchedule = "0,5,300,1800,7200,18000,36000,36000"
     @Option(help: "Coverage engine: memory (in-memory spatial index, the default) or sql (SpatiaLite R*Tree + ST_Covers, the reference path).")
-    var engine = "memory"
+    var engine: AppConfig.Engine = .memory
     @Option(name: .customLong("dwell-seconds"), help: "Time inside a beacon before beacon.dwelled.") var dwellSeconds = 300.0
     @Option(name: .customLong("exit-cushion-m"), help: "Distance outside a perimeter before beacon.exited (at least the fix accuracy).")
     var exitCushionM = 25.0
@@ -63,15 +63,11 @@ struct ServeCommand: AsyncParsableCommand {
     var authFailureRate = 2.0
     @Option(name: .customLong("max-beacons-per-user"), help: "Beacons one user may own (0: no limit).")
     var maxBeaconsPerUser = 10_000
-    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.") var logLevel = "info"
+    @Option(name: .customLong("log-level"), help: "Log level.") var logLevel: Logger.Level = .info
     @Flag(name: .customLong("log-json"), help: "Write logs as one JSON object per line.") var logJSON = false
 
     func validate() throws {
         guard (1...65535).contains(port) else { throw ValidationError("--port must be between 1 and 65535") }
-        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
-        guard AppConfig.Engine(rawValue: engine) != nil else {
-            throw ValidationError("--engine must be one of \(AppConfig.Engine.allCases.map(\.rawValue).joined(separator: ", "))")
-        }
         guard maxVertices >= 4 else { throw ValidationError("--max-vertices must be at least 4") }
         guard groupStaleSeconds > 0, promotionPicksPerHour >= 1 else {
             throw ValidationError("--group-stale-seconds must be positive and --promotion-picks-per-hour at least 1")
@@ -110,7 +106,7 @@ struct ServeCommand: AsyncParsableCommand {
         config.samplesDirectory = samples
         config.allowPrivateWebhooks = allowPrivateWebhooks
         config.webhookRetrySchedule = try parseSchedule()
-        config.engine = AppConfig.Engine(rawValue: engine) ?? .memory
+        config.engine = engine
         config.limits.maxVertices = maxVertices
         config.fences.dwellSeconds = dwellSeconds
         config.fences.exitCushionM = exitCushionM
@@ -128,7 +124,7 @@ struct ServeCommand: AsyncParsableCommand {
         config.rateLimits.fixesPerMinute = fixesPerMinute
         config.rateLimits.authFailuresPerSecond = authFailureRate
         config.maxBeaconsPerUser = maxBeaconsPerUser
-        config.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        config.logLevel = logLevel
         let level = config.logLevel
         let json = logJSON
         LoggingSystem.bootstrap { label in
@@ -164,3 +160,7 @@ struct JSONLogHandler: LogHandler {
         }
     }
 }
+
+extension AppConfig.Engine: ExpressibleByArgument {}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}

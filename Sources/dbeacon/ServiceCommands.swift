@@ -7,26 +7,9 @@ import NIOHTTP1
 
 /// Runs a service command through the API (the token's user) or on the local database (as
 /// `--as USER`, else as the operator), returning the same JSON either way.
-func serviceCall(_ target: TargetOptions, asUser: String?,
-                 remote: (RemoteBackend) async throws -> JSONValue,
-                 local: (DomainServices, Principal) async throws -> JSONValue) async throws -> JSONValue {
-    let backend = try await target.backend()
-    if let r = backend as? RemoteBackend {
-        if asUser != nil { throw DBeaconError.badRequest("--as only applies to --db; through the API the token decides") }
-        return try await remote(r)
-    }
-    guard let l = backend as? LocalBackend else { throw DBeaconError.internalError("unknown backend") }
-    return try await local(l.services.domain, try await l.principal(asUser))
-}
-
 private func checkPosition(_ lat: Double, _ lon: Double) throws {
     guard lat.isFinite, (-90...90).contains(lat) else { throw ValidationError("--lat must be within [-90, 90]") }
     guard lon.isFinite, (-180...180).contains(lon) else { throw ValidationError("--lon must be within [-180, 180]") }
-}
-
-private func beaconID(_ raw: String) throws -> BeaconID {
-    guard let id = BeaconID(raw) else { throw DBeaconError.notFound("beacon \(raw)") }
-    return id
 }
 
 struct MeetingCommand: AsyncParsableCommand {
@@ -68,11 +51,7 @@ struct MeetingCommand: AsyncParsableCommand {
                 ]
                 if let description { body["description"] = .string(description) }
                 if !invitees.isEmpty { body["invitees"] = .array(invitees.map(JSONValue.string)) }
-                let result = try await serviceCall(target, asUser: asUser, remote: {
-                    try await $0.call(.POST, "/v1/meetings", body: .object(body)) ?? .null
-                }, local: { services, principal in
-                    BeaconFeatureCodec.encode(try await services.meetings.create(.object(body), by: principal))
-                })
+                let result = try await target.client(as: asUser).createMeeting(.object(body))
                 if target.json { print(result.jsonString); return }
                 print("created meeting \(result["id"]?.stringValue ?? "")")
             }
@@ -86,12 +65,7 @@ struct MeetingCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let result = try await serviceCall(target, asUser: asUser, remote: {
-                    try await $0.call(.GET, "/v1/meetings") ?? .null
-                }, local: { services, principal in
-                    .object(["type": "FeatureCollection",
-                             "features": .array(try await services.meetings.mine(by: principal).map(BeaconFeatureCodec.encode))])
-                })
+                let result = try await target.client(as: asUser).meetings()
                 if target.json { print(result.jsonString); return }
                 print(Output.table(["ID", "NAME", "START", "END", "PRIVATE"], (result["features"]?.arrayValue ?? []).map { f in
                     let p = f["properties"]
@@ -113,12 +87,7 @@ struct MeetingCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let result = try await serviceCall(target, asUser: asUser, remote: {
-                    try await $0.call(.GET, "/v1/meetings/nearby", query: [("lat", String(lat)), ("lon", String(lon))]) ?? .null
-                }, local: { services, principal in
-                    let found = try await services.meetings.nearby(point: Position(lon: lon, lat: lat), at: nil, limit: 50, by: principal)
-                    return try JSONParser.parse(NearbyEncoding.collection(found))
-                })
+                let result = try await target.client(as: asUser).nearbyMeetings(lat: lat, lon: lon, at: nil)
                 if target.json { print(result.jsonString); return }
                 print(Output.table(["ID", "NAME", "DISTANCE", "BEARING"], (result["features"]?.arrayValue ?? []).map { f in
                     let p = f["properties"]
@@ -153,24 +122,15 @@ struct GroupCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let groups = try await serviceCall(target, asUser: asUser, remote: { api in
-                    if let id { return .array([try await api.call(.GET, "/v1/groups/\(id)") ?? .null]) }
-                    var all: [JSONValue] = []
-                    for g in try await api.call(.GET, "/v1/groups")?["groups"]?.arrayValue ?? [] {
-                        if let gid = g["id"]?.stringValue { all.append(try await api.call(.GET, "/v1/groups/\(gid)") ?? .null) }
+                let client = try await target.client(as: asUser)
+                var groups: [JSONValue] = []
+                if let id {
+                    groups = [try await client.group(id)]
+                } else {
+                    for g in try await client.groups()["groups"]?.arrayValue ?? [] {
+                        if let gid = g["id"]?.stringValue { groups.append(try await client.group(gid)) }
                     }
-                    return .array(all)
-                }, local: { services, principal in
-                    if let id {
-                        guard let gid = GroupID(id) else { throw DBeaconError.notFound("group \(id)") }
-                        return .array([ServiceEncoding.group(try await services.groups.status(gid, by: principal))])
-                    }
-                    var all: [JSONValue] = []
-                    for g in try await services.groups.mine(by: principal) {
-                        all.append(ServiceEncoding.group(try await services.groups.status(g.id, by: principal)))
-                    }
-                    return .array(all)
-                }).arrayValue ?? []
+                }
                 if target.json { print((id == nil ? JSONValue.object(["groups": .array(groups)]) : groups.first ?? .null).jsonString); return }
                 if groups.isEmpty { print("no groups: create one with POST /v1/groups, or join one"); return }
                 for result in groups {
@@ -206,11 +166,7 @@ struct TourCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let result = try await serviceCall(target, asUser: asUser, remote: {
-                    try await $0.call(.GET, "/v1/tours/\(id)") ?? .null
-                }, local: { services, principal in
-                    ServiceEncoding.tour(try await services.tours.view(try beaconID(id), by: principal))
-                })
+                let result = try await target.client(as: asUser).tour(id)
                 if target.json { print(result.jsonString); return }
                 let visited = Set((result["progress"]?["visited"]?.arrayValue ?? []).compactMap { $0["beacon"]?.stringValue })
                 print(result["tour"]?["properties"]?["name"]?.stringValue ?? "")
@@ -249,11 +205,7 @@ struct PromoCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let result = try await serviceCall(target, asUser: asUser, remote: {
-                    try await $0.call(.GET, "/v1/promotions/pick", query: [("lat", String(lat)), ("lon", String(lon))]) ?? .null
-                }, local: { services, principal in
-                    ServiceEncoding.pick(try await services.promotions.pick(point: Position(lon: lon, lat: lat), at: nil, by: principal))
-                })
+                let result = try await target.client(as: asUser).pickPromotion(lat: lat, lon: lon)
                 if target.json { print(result.jsonString); return }
                 if result["capped"] == true {
                     print("frequency cap reached; next pick in \(Int(result["retry_after_s"]?.numberValue ?? 0)) s")

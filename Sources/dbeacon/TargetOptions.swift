@@ -1,4 +1,5 @@
 import ArgumentParser
+import DBeaconCore
 import Foundation
 
 /// Where a command acts: the local database file, or a server through its API.
@@ -34,12 +35,22 @@ struct TargetOptions: ParsableArguments {
         }
     }
 
-    /// The backend these options select: `--db` given on the command line wins over a
-    /// `$DBEACON_SERVER` in the environment (so a tour that exported it can still use the file).
-    func backend() async throws -> any Backend {
-        if db == nil, let url = serverURL, let token = bearer {
-            return RemoteBackend(baseURL: url, token: token)
+    /// Whether these options go through a server's API (else the database file, in process).
+    var isRemote: Bool { db == nil && serverURL != nil && bearer != nil }
+
+    /// The API client these options select: a server over HTTP with the token, or the API
+    /// built in this process on the database file, acting as the operator or, with `asUser`
+    /// (`--as`, `--owner`), as that user (id or name).
+    func client(as asUser: String? = nil, flag: String = "--as") async throws -> DBeaconClient {
+        if isRemote, let url = serverURL, let token = bearer {
+            if asUser != nil {
+                throw DBeaconError.badRequest("\(flag) only applies to the database file (--db); through the API the token decides")
+            }
+            return DBeaconClient(transport: HTTPTransport(baseURL: url, token: token))
         }
-        return try await LocalBackend.open(path: databasePath)
+        let services = try await InProcessTransport.open(path: databasePath)
+        var principal = Principal.admin
+        if let asUser { principal = .user(try await InProcessTransport.user(asUser, in: services)) }
+        return DBeaconClient(transport: InProcessTransport(services: services, principal: principal))
     }
 }

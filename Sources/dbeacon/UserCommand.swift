@@ -24,7 +24,7 @@ struct UserCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let user = try await target.backend().addUser(name: name)
+                let user = try await target.client().addUser(name: name)
                 if target.json {
                     print(user.jsonString)
                 } else {

@@ -48,6 +48,8 @@ import Testing
                                           headers: [.ifMatch: #""7", "1""#]).status == .ok)
             #expect(try await client.call(.patch, "/v1/beacons/\(id)", token: ann, json: patch,
                                           headers: [.ifMatch: "not an etag"]).errorCode == "invalid_if_match")
+            #expect(try await client.call(.patch, "/v1/beacons/\(id)", token: ann, json: patch,
+                                          headers: [.ifMatch: "60842657054772199874487"]).status == .preconditionFailed)
             #expect(try await client.call(.get, "/v1/beacons/\(id)", token: ann, headers: [.ifNoneMatch: "*"]).status == .notModified)
             #expect(try await client.call(.get, "/v1/beacons/\(id)", token: ann, headers: [.ifNoneMatch: #""1""#]).status == .ok)
 

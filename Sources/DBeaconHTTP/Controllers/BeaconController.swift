@@ -9,9 +9,12 @@ import Hummingbird
 struct BeaconController {
     let beacons: BeaconService
     let maxBodyBytes: Int
+    /// Bodies of `POST /v1/beacons/import` may be this large.
+    let maxImportBytes: Int
 
     func addRoutes(to group: RouterGroup<AuthenticatedContext>) {
         group.post("beacons", use: create)
+        group.post("beacons/import", use: importCollection)
         group.get("beacons", use: list)
         group.get("beacons/:id", use: get)
         group.patch("beacons/:id", use: update)
@@ -40,6 +43,23 @@ struct BeaconController {
         var response = Response.feature(beacon, status: .created)
         response.headers[.location] = "/v1/beacons/\(beacon.id)"
         return response
+    }
+
+    /// A FeatureCollection (or one Feature) in one transaction: all stored, or none.
+    /// `?owner=usr_…` (admin token): whose beacons they are; without it, each feature's
+    /// `properties.owner`.
+    @Sendable func importCollection(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        var request = request
+        let q = QueryReader(request)
+        var owner: UserID?
+        if let raw = try q.string("owner") {
+            guard let id = UserID(raw) else { throw DBeaconError.invalid("owner", "not a user id (usr_…)", code: "invalid_id") }
+            owner = id
+        }
+        let body = try await request.jsonBody(limit: maxImportBytes)
+        let imported = try await beacons.importFeatures(body, by: context.principal, owner: owner)
+        return .json(.object(["imported": .int(imported.count), "ids": .array(imported.map { .string($0.id.rawValue) })]),
+                     status: .created)
     }
 
     @Sendable func get(_ request: Request, context: AuthenticatedContext) async throws -> Response {

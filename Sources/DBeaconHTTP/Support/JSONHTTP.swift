@@ -92,8 +92,8 @@ extension Request {
                 rest = rest[rest.index(after: close)...]
             } else {
                 let token = rest.prefix { $0 != "," && $0 != " " && $0 != "\t" }
-                guard let v = Int(token), v >= 0 else { throw fail() }
-                versions.insert(v)
+                guard !token.isEmpty, token.allSatisfy({ $0.isASCII && $0.isNumber }) else { throw fail() }
+                if let v = Int(token) { versions.insert(v) }  // beyond any version: matches nothing
                 rest = rest.dropFirst(token.count)
             }
             rest = rest.drop { $0 == " " || $0 == "\t" }

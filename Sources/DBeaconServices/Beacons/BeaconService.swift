@@ -439,11 +439,29 @@ package struct BeaconService: Sendable {
 }
 
 extension BeaconService {
+    /// An import by a caller (`POST /v1/beacons/import`): a user imports beacons they own, with
+    /// client-chosen ids in their namespace and within their quota; the operator imports for
+    /// `owner`, or for the users each feature's `properties.owner` names.
+    package func importFeatures(_ document: JSONValue, by principal: Principal, owner: UserID?) async throws -> [Beacon] {
+        guard let user = principal.userID else {
+            if let owner {
+                guard try await store.user(id: owner) != nil else { throw DBeaconError.invalid("owner", "user \(owner) does not exist", code: "unknown_user") }
+            }
+            return try await importFeatures(document, owner: owner, ownersFromFeatures: owner == nil)
+        }
+        if let owner, owner != user {
+            throw DBeaconError.forbidden("a user imports beacons for themselves; only the admin token names another owner")
+        }
+        let beacons = try await importFeatures(document, owner: user, idsInNamespaceOf: user)
+        return beacons
+    }
+
     /// Imports a GeoJSON FeatureCollection (or a single Feature) in one transaction: all
     /// features are valid and stored, or none is. Relationships may point at beacons of the
     /// same file. With `ownersFromFeatures`, each feature's `properties.owner` names an
     /// existing user (sample data); otherwise every beacon belongs to `owner`.
-    package func importFeatures(_ document: JSONValue, owner: UserID?, ownersFromFeatures: Bool = false) async throws -> [Beacon] {
+    package func importFeatures(_ document: JSONValue, owner: UserID?, ownersFromFeatures: Bool = false,
+                                idsInNamespaceOf namespaceOwner: UserID? = nil) async throws -> [Beacon] {
         let root = try ObjectReader(document)
         let features: [JSONValue]
         var prefix: (Int) -> String = { _ in "" }
@@ -484,6 +502,10 @@ extension BeaconService {
                     }
                     beaconOwner = owner
                 }
+                if let namespaceOwner, let id = draft.id, !id.isInNamespace(of: namespaceOwner) {
+                    throw DBeaconError.invalid("id", "a client-chosen id must start with \(BeaconID.namespace(of: namespaceOwner))",
+                                               code: "id_outside_namespace")
+                }
                 let id = draft.id ?? .generate()
                 guard ids.insert(id).inserted else {
                     throw DBeaconError.conflict("duplicate id \(id) in the file", code: "duplicate_id", path: "id")
@@ -499,6 +521,7 @@ extension BeaconService {
                 throw error
             }
         }
+        if let namespaceOwner { try await checkQuota(namespaceOwner, adding: beacons.count) }
         do {
             try await store.insertBeacons(beacons)
         } catch var error as DBeaconError where error.path?.hasPrefix("properties.relationships") == true {

@@ -13,10 +13,12 @@ import NIOCore
 import Glibc
 #endif
 
-/// `dbeacon bench`: the reproducible performance figures of BENCHMARKS.md.
+/// `dbeacon-bench` (also `dbeacon bench`): the reproducible performance figures of
+/// BENCHMARKS.md. Its own executable, so the server's binary does not carry it.
+@main
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "bench",
+        commandName: "dbeacon-bench",
         abstract: "Measure lookups, SQL lookups, HTTP nearby, location fixes, start-up time and memory.",
         discussion: """
             For each N, generates N synthetic beacons (see BENCHMARKS.md: 70% circles, 25% polygons, 5% \
@@ -392,9 +394,11 @@ struct BenchRun {
     // MARK: Server
 
     func server(into result: inout BenchResult) async throws {
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        // The server under test is the `dbeacon` built next to this executable.
+        let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let executable = URL(fileURLWithPath: me).deletingLastPathComponent().appendingPathComponent("dbeacon")
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
+        process.executableURL = executable
         process.arguments = ["serve", "--db", path, "--port", "\(command.port)", "--admin-token", "bench-admin-token",
                              "--log-level", "warning"]
         let started = monotonicNanos()
