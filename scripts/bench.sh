@@ -9,4 +9,5 @@ source scripts/lib.sh
 install_build_dependencies
 apt_install wrk
 swift build -c release --product dbeacon >&2
-exec .build/release/dbeacon bench "$@"
+swift build -c release --product dbeacon-bench >&2
+exec .build/release/dbeacon-bench "$@"
