@@ -71,9 +71,17 @@ let package = Package(
             swiftSettings: settings
         ),
         .target(
+            name: "DBeaconAPI",
+            dependencies: [
+                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconServices",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: settings
+        ),
+        .target(
             name: "DBeaconHTTP",
             dependencies: [
-                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconIndex", "DBeaconServices",
+                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconIndex", "DBeaconServices", "DBeaconAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -85,7 +93,7 @@ let package = Package(
         .executableTarget(
             name: "dbeacon",
             dependencies: [
-                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconServices", "DBeaconHTTP",
+                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconServices", "DBeaconAPI", "DBeaconHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -99,7 +107,7 @@ let package = Package(
         .executableTarget(
             name: "dbeacon-bench",
             dependencies: [
-                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconIndex", "DBeaconServices", "DBeaconHTTP",
+                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconIndex", "DBeaconServices", "DBeaconAPI", "DBeaconHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -110,7 +118,7 @@ let package = Package(
         .testTarget(
             name: "DBeaconTests",
             dependencies: [
-                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconIndex", "DBeaconServices", "DBeaconHTTP", "dbeacon", "dbeacon-bench",
+                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconIndex", "DBeaconServices", "DBeaconAPI", "DBeaconHTTP", "dbeacon", "dbeacon-bench",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],

@@ -1,4 +1,5 @@
 package import DBeaconCore
+import DBeaconAPI
 import DBeaconGeo
 package import DBeaconServices
 package import DBeaconIndex
@@ -84,7 +85,8 @@ package struct AppServices: Sendable {
             ])
             engine = memory
         }
-        var beacons = BeaconService(store: store, engine: engine, clock: clock, limits: config.limits)
+        var beacons = BeaconService(store: store, engine: engine, clock: clock, limits: config.limits,
+                                    valueEncoding: FeatureValueEncoding())
         beacons.maxBeaconsPerUser = config.maxBeaconsPerUser
         let fences = FenceEngine(store: store, engine: engine, committer: GroupCommitter(store: store), clock: clock,
                                  config: config.fences)

@@ -1,3 +1,4 @@
+import DBeaconAPI
 import DBeaconCore
 import DBeaconGeo
 import Foundation

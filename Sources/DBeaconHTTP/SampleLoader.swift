@@ -1,4 +1,5 @@
 package import DBeaconCore
+import DBeaconAPI
 import DBeaconGeo
 package import DBeaconServices
 package import DBeaconStore
@@ -27,7 +28,8 @@ package struct SampleLoader {
                                                 tokenHash: AuthService.hash(token))
         }
         let document = try JSONParser.parse(Array(try Data(contentsOf: beaconsURL)))
-        let imported = try await services.beacons.importFeatures(document, owner: nil, ownersFromFeatures: true)
+        let items = try BeaconFeatureCodec.importItems(document, limits: services.beacons.limits)
+        let imported = try await services.beacons.importBeacons(items, by: .admin, owner: nil)
         logger.notice("samples loaded", metadata: ["beacons": "\(imported.count)", "dir": "\(directory)"])
         try await loadRegistry(directory: directory, logger: logger)
     }

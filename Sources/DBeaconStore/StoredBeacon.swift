@@ -21,4 +21,25 @@ enum StoredBeacon {
         case .multiPolygon(let ps): WKB.multiPolygon(ps)
         }
     }
+
+    /// The `content` column: a JSON array of `{kind, url, title, added_by?, created_at?}`.
+    static func contentColumn(_ content: [ContentRef]) -> String {
+        JSONValue.array(content.map { c in
+            var o: JSONObject = ["kind": .string(c.kind), "url": .string(c.url), "title": .optional(c.title)]
+            if let by = c.addedBy { o["added_by"] = .string(by.rawValue) }
+            if let at = c.createdAt { o["created_at"] = .string(at.rfc3339) }
+            return .object(o)
+        }).jsonString
+    }
+
+    /// The content references of a `content` column (what `contentColumn` wrote).
+    static func content(fromColumn json: String) -> [ContentRef] {
+        guard let value = try? JSONParser.parse(json), case .array(let items) = value else { return [] }
+        return items.compactMap { item in
+            guard let kind = item["kind"]?.stringValue, let url = item["url"]?.stringValue else { return nil }
+            return ContentRef(kind: kind, url: url, title: item["title"]?.stringValue,
+                              addedBy: item["added_by"]?.stringValue.map(UserID.init(uncheckedRawValue:)),
+                              createdAt: item["created_at"]?.stringValue.flatMap(Timestamp.init(rfc3339:)))
+        }
+    }
 }

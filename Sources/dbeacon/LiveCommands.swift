@@ -17,8 +17,7 @@ struct LocationCommand: AsyncParsableCommand {
     @OptionGroup var target: TargetOptions
 
     func validate() throws {
-        guard lat.isFinite, (-90...90).contains(lat) else { throw ValidationError("--lat must be within [-90, 90]") }
-        guard lon.isFinite, (-180...180).contains(lon) else { throw ValidationError("--lon must be within [-180, 180]") }
+        try checkPosition(lat, lon)
     }
 
     func run() async throws {

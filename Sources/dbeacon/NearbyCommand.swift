@@ -24,8 +24,7 @@ struct NearbyCommand: AsyncParsableCommand {
     @OptionGroup var target: TargetOptions
 
     func validate() throws {
-        guard lat.isFinite, (-90...90).contains(lat) else { throw ValidationError("--lat must be within [-90, 90]") }
-        guard lon.isFinite, (-180...180).contains(lon) else { throw ValidationError("--lon must be within [-180, 180]") }
+        try checkPosition(lat, lon)
         if let at, Timestamp(rfc3339: at) == nil { throw ValidationError("--at must be RFC 3339, e.g. 2026-11-21T12:00:00Z") }
         guard (1...500).contains(limit) else { throw ValidationError("--limit must be between 1 and 500") }
     }

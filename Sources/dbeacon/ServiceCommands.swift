@@ -7,9 +7,8 @@ import NIOHTTP1
 
 /// Runs a service command through the API (the token's user) or on the local database (as
 /// `--as USER`, else as the operator), returning the same JSON either way.
-private func checkPosition(_ lat: Double, _ lon: Double) throws {
-    guard lat.isFinite, (-90...90).contains(lat) else { throw ValidationError("--lat must be within [-90, 90]") }
-    guard lon.isFinite, (-180...180).contains(lon) else { throw ValidationError("--lon must be within [-180, 180]") }
+func checkPosition(_ lat: Double, _ lon: Double) throws {
+    do { _ = try Position.checked(lat: lat, lon: lon, latPath: "--lat", lonPath: "--lon") } catch { throw ValidationError(error.message) }
 }
 
 struct MeetingCommand: AsyncParsableCommand {

@@ -155,6 +155,11 @@ func registration(_ beacon: Beacon, uuid: String = kontaktUUID, major: Int? = ni
             let stale = try await client.call(.patch, "/v1/registry/\(hallEntry)", token: token, json: ["status": "inactive"],
                                               headers: [.ifMatch: "\"7\""])
             #expect(stale.status == .preconditionFailed)
+            // An invalid patch is 422 whatever the version (If-Match only meets valid edits).
+            let invalid = try await client.call(.patch, "/v1/registry/\(hallEntry)", token: token, json: [.null, .null],
+                                                headers: [.ifMatch: "\"7\""])
+            #expect(invalid.status == .unprocessableContent)
+            #expect(invalid.errorPath == "$")
             #expect(try await client.call(.patch, "/v1/registry/\(hallEntry)", token: token, json: ["status": "inactive"],
                                           headers: [.ifMatch: "\"1\""]).status == .ok)
             #expect(try await resolve("\(u)&major=1&minor=3", annToken) == "venue")

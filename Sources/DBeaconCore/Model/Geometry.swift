@@ -12,6 +12,19 @@ package struct Position: Sendable, Hashable {
     package var isValid: Bool {
         lon.isFinite && lat.isFinite && lon >= -180 && lon <= 180 && lat >= -90 && lat <= 90
     }
+
+    /// The one check of WGS84 coordinates from outside (query parameters, bodies, location
+    /// fixes, the CLI): 422 naming the value at fault, `not_finite` for NaN and infinities,
+    /// `out_of_range` outside [-90, 90] × [-180, 180].
+    package static func checked(lat: Double, lon: Double, latPath: String = "lat", lonPath: String = "lon") throws(DBeaconError) -> Position {
+        for (value, path, limit) in [(lat, latPath, 90.0), (lon, lonPath, 180.0)] {
+            guard value.isFinite else { throw DBeaconError.invalid(path, "\(path) must be a finite number", code: "not_finite") }
+            guard abs(value) <= limit else {
+                throw DBeaconError.invalid(path, "\(path) must be within [-\(Int(limit)), \(Int(limit))]", code: "out_of_range")
+            }
+        }
+        return Position(lon: lon, lat: lat)
+    }
 }
 
 /// A linear ring: closed (first == last), at least four positions.

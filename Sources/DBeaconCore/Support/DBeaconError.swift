@@ -93,3 +93,28 @@ package struct DBeaconError: Error, Sendable, CustomStringConvertible {
         DBeaconError(.internal, code: "internal_error", message: message, cause: cause)
     }
 }
+
+extension DBeaconError {
+    /// The error with its path renamed from one form to another (`properties.perimeter…` of a
+    /// Feature to `perimeter…` of a service body): the first of `renames` whose `from` starts
+    /// the path wins.
+    package func renamingPath(_ renames: [(from: String, to: String)]) -> DBeaconError {
+        guard let path else { return self }
+        var e = self
+        for (from, to) in renames
+        where path == from || path.hasPrefix(from.hasSuffix(".") ? from : from + ".") || path.hasPrefix(from + "[") {
+            e.path = to + path.dropFirst(from.count)
+            return e
+        }
+        return e
+    }
+}
+
+extension DBeaconError {
+    /// The error with `prefix` before its path (`features[3].` + `properties.name`).
+    package func prefixingPath(_ prefix: String) -> DBeaconError {
+        var e = self
+        e.path = prefix + (path ?? "")
+        return e
+    }
+}

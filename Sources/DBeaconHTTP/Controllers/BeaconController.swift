@@ -1,3 +1,4 @@
+import DBeaconAPI
 import DBeaconCore
 import DBeaconGeo
 import DBeaconServices
@@ -57,7 +58,8 @@ struct BeaconController {
             owner = id
         }
         let body = try await request.jsonBody(limit: maxImportBytes)
-        let imported = try await beacons.importFeatures(body, by: context.principal, owner: owner)
+        let items = try BeaconFeatureCodec.importItems(body, limits: beacons.limits)
+        let imported = try await beacons.importBeacons(items, by: context.principal, owner: owner)
         return .json(.object(["imported": .int(imported.count), "ids": .array(imported.map { .string($0.id.rawValue) })]),
                      status: .created)
     }
@@ -75,7 +77,10 @@ struct BeaconController {
         let id = try Self.beaconID(context)
         let ifMatch = try request.ifMatchVersions()
         let patch = try await request.jsonBody(limit: maxBodyBytes)
-        let (beacon, _) = try await beacons.update(id, patch: patch, ifMatch: ifMatch, by: context.principal)
+        let limits = beacons.limits
+        let (beacon, _) = try await beacons.update(id, ifMatch: ifMatch, by: context.principal) { current in
+            try BeaconFeatureCodec.patched(current, with: patch, limits: limits)
+        }
         return .feature(beacon)
     }
 

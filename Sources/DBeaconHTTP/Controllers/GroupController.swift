@@ -1,3 +1,4 @@
+import DBeaconAPI
 import DBeaconCore
 import DBeaconGeo
 import DBeaconServices
@@ -27,7 +28,7 @@ struct GroupController {
 
     @Sendable func create(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         var request = request
-        let status = try await groups.create(try await request.jsonBody(limit: maxBodyBytes), by: context.principal)
+        let status = try await groups.create(try GroupDraft(json: try await request.jsonBody(limit: maxBodyBytes)), by: context.principal)
         return .json(ServiceEncoding.group(status), status: .created, headers: [.location: "/v1/groups/\(status.group.id)"])
     }
 

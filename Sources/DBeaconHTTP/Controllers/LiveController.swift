@@ -1,3 +1,4 @@
+import DBeaconAPI
 import DBeaconCore
 import DBeaconServices
 import DBeaconStore
@@ -22,8 +23,8 @@ struct LiveController {
             throw DBeaconError.forbidden("location fixes belong to users; the admin token has none")
         }
         var request = request
-        let body = try ObjectReader(try await request.jsonBody(limit: maxBodyBytes))
-        let fixes = try Self.decodeFixes(body, now: clock.now(), config: await fences.config)
+        let body = try await request.jsonBody(limit: maxBodyBytes)
+        let fixes = try LocationFixRequest.decode(body, now: clock.now(), config: await fences.config)
         try limiter.consume(.fixes, key: user.rawValue, cost: Double(fixes.count))
         let report = try await fences.report(user: user, fixes: fixes)
         return .json(.object(JSONObject([
@@ -32,33 +33,6 @@ struct LiveController {
             ("accepted", .int(report.accepted)),
             ("ignored", .int(report.ignored)),
         ])))
-    }
-
-    /// One fix (`{"lat","lon","accuracy_m","timestamp"}`) or `{"fixes":[…]}`.
-    static func decodeFixes(_ body: ObjectReader, now: Timestamp, config: FenceConfig) throws -> [LocationFix] {
-        if let list = try body.optionalArray("fixes", maxCount: config.maxFixesPerRequest) {
-            guard !list.isEmpty else { throw DBeaconError.invalid("fixes", "fixes must not be empty", code: "empty_value") }
-            return try list.enumerated().map { i, value in
-                try decodeFix(try ObjectReader(value, path: "fixes[\(i)]"), now: now, config: config)
-            }
-        }
-        return [try decodeFix(body, now: now, config: config)]
-    }
-
-    static func decodeFix(_ f: ObjectReader, now: Timestamp, config: FenceConfig) throws -> LocationFix {
-        let lat = try f.number("lat"), lon = try f.number("lon")
-        guard (-90...90).contains(lat) else { throw DBeaconError.invalid(f.path("lat"), "lat must be within [-90, 90]", code: "out_of_range") }
-        guard (-180...180).contains(lon) else { throw DBeaconError.invalid(f.path("lon"), "lon must be within [-180, 180]", code: "out_of_range") }
-        let accuracy = try f.optionalNumber("accuracy_m") ?? 0
-        guard accuracy >= 0, accuracy <= 100_000 else {
-            throw DBeaconError.invalid(f.path("accuracy_m"), "accuracy_m must be within [0, 100000]", code: "out_of_range")
-        }
-        let timestamp = try f.optionalTimestamp("timestamp") ?? now
-        guard timestamp.seconds(since: now) <= config.maxFutureSkewSeconds else {
-            throw DBeaconError.invalid(f.path("timestamp"), "timestamp is more than \(Int(config.maxFutureSkewSeconds)) s in the future",
-                                       code: "future_timestamp")
-        }
-        return LocationFix(position: Position(lon: lon, lat: lat), accuracyM: accuracy, timestamp: timestamp)
     }
 
     @Sendable func events(_ request: Request, context: AuthenticatedContext) async throws -> Response {

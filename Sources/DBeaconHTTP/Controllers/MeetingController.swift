@@ -1,3 +1,4 @@
+import DBeaconAPI
 import DBeaconCore
 import DBeaconGeo
 import DBeaconServices
@@ -22,7 +23,8 @@ struct MeetingController {
 
     @Sendable func create(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         var request = request
-        let beacon = try await meetings.create(try await request.jsonBody(limit: maxBodyBytes), by: context.principal)
+        let draft = try MeetingDraft(json: try await request.jsonBody(limit: maxBodyBytes), limits: meetings.beacons.limits)
+        let beacon = try await meetings.create(draft, by: context.principal)
         var response = Response.feature(beacon, status: .created)
         response.headers[.location] = "/v1/meetings/\(beacon.id)"
         return response
@@ -37,8 +39,8 @@ struct MeetingController {
         var request = request
         let id = try BeaconController.beaconID(context)
         let ifMatch = try request.ifMatchVersions()
-        let (beacon, _) = try await meetings.update(id, try await request.jsonBody(limit: maxBodyBytes), ifMatch: ifMatch,
-                                                    by: context.principal)
+        let changes = try MeetingChanges(json: try await request.jsonBody(limit: maxBodyBytes), limits: meetings.beacons.limits)
+        let (beacon, _) = try await meetings.update(id, changes, ifMatch: ifMatch, by: context.principal)
         return .feature(beacon)
     }
 

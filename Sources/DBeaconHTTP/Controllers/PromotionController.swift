@@ -1,3 +1,4 @@
+import DBeaconAPI
 import DBeaconCore
 import DBeaconGeo
 import DBeaconServices
@@ -21,7 +22,8 @@ struct PromotionController {
 
     @Sendable func create(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         var request = request
-        let beacon = try await promotions.create(try await request.jsonBody(limit: maxBodyBytes), by: context.principal)
+        let draft = try PromotionDraft(json: try await request.jsonBody(limit: maxBodyBytes), limits: promotions.beacons.limits)
+        let beacon = try await promotions.create(draft, by: context.principal)
         var response = Response.feature(beacon, status: .created)
         response.headers[.location] = "/v1/promotions/\(beacon.id)"
         return response
@@ -50,7 +52,7 @@ struct PromotionController {
     @Sendable func interact(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         var request = request
         let body = try ObjectReader(try await request.jsonBody(limit: maxBodyBytes))
-        try ServiceInput.checkKnownMembers(body, ["type"])
+        try RequestReader.checkKnownMembers(body, ["type"])
         let raw = try body.string("type", maxLength: 40)
         guard let type = InteractionType(rawValue: raw) else {
             throw DBeaconError.invalid("type", "type must be one of \(InteractionType.allCases.map(\.rawValue).joined(separator: ", "))",
@@ -67,7 +69,8 @@ struct PromotionController {
 
     @Sendable func setInterests(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         var request = request
-        let stored = try await promotions.setInterests(try await request.jsonBody(limit: maxBodyBytes), by: context.principal)
+        let interests = try InterestsRequest.decode(try await request.jsonBody(limit: maxBodyBytes))
+        let stored = try await promotions.setInterests(interests, by: context.principal)
         return .json(ServiceEncoding.interests(stored))
     }
 

@@ -1,3 +1,4 @@
+import DBeaconAPI
 import DBeaconCore
 import DBeaconGeo
 import DBeaconServices
@@ -49,7 +50,9 @@ struct RegistryController {
         let id = try Self.registryID(context)
         let ifMatch = try request.ifMatchVersions()
         let patch = try await request.jsonBody(limit: maxBodyBytes)
-        return Self.entry(try await registry.update(id, patch: patch, ifMatch: ifMatch, by: context.principal))
+        return Self.entry(try await registry.update(id, ifMatch: ifMatch, by: context.principal) { current in
+            try RegistryCodec.patched(current, with: patch)
+        })
     }
 
     @Sendable func delete(_ request: Request, context: AuthenticatedContext) async throws -> Response {
@@ -151,6 +154,6 @@ struct RegistryController {
         }
         var request = request
         let body = try await request.jsonBody(limit: maxBodyBytes)
-        return .json(try await sightings.process(body, user: user))
+        return .json(try await SightingAnswer.answer(body, user: user, service: sightings))
     }
 }

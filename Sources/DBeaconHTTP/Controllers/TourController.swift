@@ -1,3 +1,4 @@
+import DBeaconAPI
 import DBeaconCore
 import DBeaconGeo
 import DBeaconServices
@@ -22,7 +23,8 @@ struct TourController {
 
     @Sendable func create(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         var request = request
-        let view = try await tours.create(try await request.jsonBody(limit: maxBodyBytes), by: context.principal)
+        let draft = try TourDraft(json: try await request.jsonBody(limit: maxBodyBytes), limits: tours.beacons.limits)
+        let view = try await tours.create(draft, by: context.principal)
         return .json(ServiceEncoding.tour(view), status: .created, headers: [.location: "/v1/tours/\(view.tour.id)"])
     }
 

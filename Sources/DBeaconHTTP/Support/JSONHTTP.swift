@@ -1,4 +1,5 @@
 package import DBeaconCore
+import DBeaconAPI
 import DBeaconGeo
 package import Hummingbird
 package import HTTPTypes

@@ -1,5 +1,6 @@
 package import DBeaconCore
 package import DBeaconServices
+import DBeaconAPI
 import DBeaconGeo
 package import Hummingbird
 import HummingbirdCore
@@ -46,11 +47,7 @@ package struct QueryReader {
 
     /// A WGS84 point from two parameters.
     package func position(lat latKey: String = "lat", lon lonKey: String = "lon") throws -> Position {
-        let lat = try requiredDouble(latKey)
-        let lon = try requiredDouble(lonKey)
-        guard (-90...90).contains(lat) else { throw DBeaconError.invalid(latKey, "\(latKey) must be within [-90, 90]", code: "out_of_range") }
-        guard (-180...180).contains(lon) else { throw DBeaconError.invalid(lonKey, "\(lonKey) must be within [-180, 180]", code: "out_of_range") }
-        return Position(lon: lon, lat: lat)
+        try Position.checked(lat: try requiredDouble(latKey), lon: try requiredDouble(lonKey), latPath: latKey, lonPath: lonKey)
     }
 
     /// `limit`: a positive integer, capped at `max`.

@@ -12,6 +12,8 @@ package struct BeaconService: Sendable {
     package let engine: any CoverageEngine
     package let clock: any WallClock
     package let limits: GeoLimits
+    /// The wire form of changed values in `beacon.updated` events (the API layer's encoder).
+    package let valueEncoding: any BeaconValueEncoding
     /// Beacons one user may own; 0 means no limit.
     package var maxBeaconsPerUser = 0
 
@@ -20,11 +22,12 @@ package struct BeaconService: Sendable {
     package static let defaultPageSize = 50
 
     package init(store: any DBeaconStore, engine: any CoverageEngine, clock: any WallClock = SystemClock(),
-                 limits: GeoLimits = .default) {
+                 limits: GeoLimits = .default, valueEncoding: any BeaconValueEncoding) {
         self.store = store
         self.engine = engine
         self.clock = clock
         self.limits = limits
+        self.valueEncoding = valueEncoding
     }
 
     // MARK: Reading
@@ -255,20 +258,19 @@ package struct BeaconService: Sendable {
         }
     }
 
-    /// Applies an RFC 7396 merge patch to the beacon's Feature. Only the owner may edit; with
-    /// `ifMatch` the edit applies only to that version (412 otherwise). Without it, a concurrent
-    /// edit is merged by re-applying the patch to the newer version.
-    package func update(_ id: BeaconID, patch: JSONValue, ifMatch: Set<Int>?, by principal: Principal) async throws -> (Beacon, [String]) {
-        guard case .object = patch else {
-            throw DBeaconError.invalid("$", "a merge patch must be a JSON object", code: "invalid_type")
-        }
+    /// Edits a beacon: `change` turns its current state into what it should become (a merge
+    /// patch of its Feature, a meeting's changes); it may throw 422 for invalid input. Only the
+    /// owner may edit; with `ifMatch` the edit applies only to those versions (412 otherwise).
+    /// Without it, a concurrent edit is merged by applying `change` again to the newer version.
+    package func update(_ id: BeaconID, ifMatch: Set<Int>?, by principal: Principal,
+                        change: @Sendable (Beacon) throws -> BeaconDraft) async throws -> (Beacon, [String]) {
         for attempt in 0..<5 {
             let current = try await visible(id, by: principal)
             guard principal.userID == current.owner else {
                 throw DBeaconError.forbidden("only the owner may edit this beacon")
             }
-            // An invalid patch is 422 whatever the version; only a valid one meets If-Match.
-            let updated = try await applyPatch(patch, to: current)
+            // An invalid change is 422 whatever the version; only a valid one meets If-Match.
+            let updated = try await applying(try change(current), to: current)
             if let ifMatch, !ifMatch.contains(current.version) {
                 throw DBeaconError(.preconditionFailed, code: "version_mismatch",
                                    message: "the beacon is at version \(current.version), not \(Self.describe(ifMatch))")
@@ -278,7 +280,7 @@ package struct BeaconService: Sendable {
             do {
                 var stored = updated
                 stored.followersCount = try await store.updateBeacon(
-                    updated, expectedVersion: current.version, fanOut: Self.updatedFanOut(updated, changed: changed, at: updated.updatedAt),
+                    updated, expectedVersion: current.version, fanOut: updatedFanOut(updated, changed: changed, at: updated.updatedAt),
                     events: Self.invitationEvents(before: current, after: updated, at: updated.updatedAt))
                 return (stored, changed)
             } catch let error as DBeaconError where error.kind == .preconditionFailed && ifMatch == nil && attempt < 4 {
@@ -288,12 +290,12 @@ package struct BeaconService: Sendable {
         throw DBeaconError(.conflict, code: "edit_conflict", message: "the beacon changed too often while editing; retry")
     }
 
-    private func applyPatch(_ patch: JSONValue, to current: Beacon) async throws -> Beacon {
-        let merged = BeaconFeatureCodec.encode(current).mergePatched(with: patch)
-        if let newID = merged["id"], newID != .string(current.id.rawValue) {
+    /// The beacon `draft` describes, as the next version of `current`: server-owned members
+    /// may only repeat their values, relationships must reach beacons the owner may see.
+    private func applying(_ draft: BeaconDraft, to current: Beacon) async throws -> Beacon {
+        if let id = draft.id, id != current.id {
             throw DBeaconError.invalid("id", "a beacon's id cannot change", code: "read_only")
         }
-        let draft = try BeaconFeatureCodec.decodeDraft(merged, limits: limits)
         if draft.claimedOwner != current.owner.rawValue {
             throw DBeaconError.invalid("properties.owner", "owner is set by the server and cannot change", code: "read_only")
         }
@@ -321,7 +323,7 @@ package struct BeaconService: Sendable {
     }
 
     /// `beacon.updated` for followers: which fields changed and their new values.
-    package static func updatedFanOut(_ beacon: Beacon, changed: [String], at: Timestamp) -> FollowerFanOut {
+    package func updatedFanOut(_ beacon: Beacon, changed: [String], at: Timestamp) -> FollowerFanOut {
         if beacon.service == ServiceKind.meeting {
             // Attendees hear of every change as `meeting.updated`, even when a time shift moves
             // the meeting out of its lifetime for now (they stay owner-or-member checked).
@@ -331,12 +333,8 @@ package struct BeaconService: Sendable {
     }
 
     /// `{"beacon","name","version","changed":[…],"values":{field: new value}}`.
-    package static func updatedData(_ beacon: Beacon, changed: [String]) -> JSONObject {
-        let properties = BeaconFeatureCodec.encodeProperties(beacon)
-        var values = JSONObject()
-        for field in changed {
-            values[field] = field == "location" ? GeoJSONCodec.encodePoint(beacon.location) : properties[field] ?? .null
-        }
+    package func updatedData(_ beacon: Beacon, changed: [String]) -> JSONObject {
+        let values = valueEncoding.values(of: beacon, fields: changed)
         return JSONObject([
             ("beacon", .string(beacon.id.rawValue)), ("name", .string(beacon.name)), ("version", .int(beacon.version)),
             ("changed", .array(changed.map(JSONValue.string))), ("values", .object(values)),
@@ -404,7 +402,7 @@ package struct BeaconService: Sendable {
         updated.version += 1
         updated.updatedAt = clock.now()
         try await store.updateBeacon(updated, expectedVersion: current.version,
-                                     fanOut: Self.updatedFanOut(updated, changed: ["content"], at: updated.updatedAt))
+                                     fanOut: updatedFanOut(updated, changed: ["content"], at: updated.updatedAt))
         return updated
     }
 
@@ -439,50 +437,36 @@ package struct BeaconService: Sendable {
 }
 
 extension BeaconService {
-    /// An import by a caller (`POST /v1/beacons/import`): a user imports beacons they own, with
-    /// client-chosen ids in their namespace and within their quota; the operator imports for
-    /// `owner`, or for the users each feature's `properties.owner` names.
-    package func importFeatures(_ document: JSONValue, by principal: Principal, owner: UserID?) async throws -> [Beacon] {
-        guard let user = principal.userID else {
-            if let owner {
-                guard try await store.user(id: owner) != nil else { throw DBeaconError.invalid("owner", "user \(owner) does not exist", code: "unknown_user") }
+    /// An import (`POST /v1/beacons/import`, `dbeacon import`) in one transaction: every item
+    /// becomes a beacon, or none does. A user imports beacons they own, with client-chosen ids
+    /// in their namespace and within their quota; the operator imports for `owner`, or for the
+    /// users each item's `properties.owner` names (then `properties.service` is kept: the
+    /// sample data). Relationships may point at beacons of the same import. Errors name the
+    /// item (`features[3].properties.name`).
+    package func importBeacons(_ items: [BeaconImportItem], by principal: Principal, owner: UserID?) async throws -> [Beacon] {
+        if let user = principal.userID {
+            if let owner, owner != user {
+                throw DBeaconError.forbidden("a user imports beacons for themselves; only the admin token names another owner")
             }
-            return try await importFeatures(document, owner: owner, ownersFromFeatures: owner == nil)
+            return try await insert(items, owner: user, ownersFromItems: false, namespaceOf: user)
         }
-        if let owner, owner != user {
-            throw DBeaconError.forbidden("a user imports beacons for themselves; only the admin token names another owner")
+        if let owner, try await store.user(id: owner) == nil {
+            throw DBeaconError.invalid("owner", "user \(owner) does not exist", code: "unknown_user")
         }
-        let beacons = try await importFeatures(document, owner: user, idsInNamespaceOf: user)
-        return beacons
+        return try await insert(items, owner: owner, ownersFromItems: owner == nil, namespaceOf: nil)
     }
 
-    /// Imports a GeoJSON FeatureCollection (or a single Feature) in one transaction: all
-    /// features are valid and stored, or none is. Relationships may point at beacons of the
-    /// same file. With `ownersFromFeatures`, each feature's `properties.owner` names an
-    /// existing user (sample data); otherwise every beacon belongs to `owner`.
-    package func importFeatures(_ document: JSONValue, owner: UserID?, ownersFromFeatures: Bool = false,
-                                idsInNamespaceOf namespaceOwner: UserID? = nil) async throws -> [Beacon] {
-        let root = try ObjectReader(document)
-        let features: [JSONValue]
-        var prefix: (Int) -> String = { _ in "" }
-        switch try root.string("type", maxLength: 64) {
-        case "FeatureCollection":
-            features = try root.optionalArray("features", maxCount: 1_000_000) ?? []
-            prefix = { "features[\($0)]." }
-        case "Feature":
-            features = [document]
-        case let other:
-            throw DBeaconError.invalid("type", "expected a FeatureCollection or a Feature, got \(other)", code: "invalid_type")
-        }
+    private func insert(_ items: [BeaconImportItem], owner: UserID?, ownersFromItems: Bool,
+                        namespaceOf namespaceOwner: UserID?) async throws -> [Beacon] {
         let now = clock.now()
         var beacons: [Beacon] = []
         var ids = Set<BeaconID>()
         var knownUsers: [String: Bool] = [:]
-        for (i, feature) in features.enumerated() {
+        for item in items {
+            let draft = item.draft
             do {
-                let draft = try BeaconFeatureCodec.decodeDraft(feature, limits: limits)
                 var beaconOwner: UserID
-                if ownersFromFeatures {
+                if ownersFromItems {
                     guard let claimed = draft.claimedOwner, let uid = UserID(claimed) else {
                         throw DBeaconError.invalid("properties.owner", "each feature needs the id of an existing user as owner", code: "missing_field")
                     }
@@ -510,14 +494,13 @@ extension BeaconService {
                 guard ids.insert(id).inserted else {
                     throw DBeaconError.conflict("duplicate id \(id) in the file", code: "duplicate_id", path: "id")
                 }
-                let service = ownersFromFeatures ? feature["properties"]?["service"]?.stringValue : nil
                 beacons.append(Beacon(
                     id: id, name: draft.name, description: draft.description, owner: beaconOwner, location: draft.location,
                     perimeter: draft.perimeter, lifetime: draft.lifetime, members: draft.members, tags: draft.tags,
                     relationships: draft.relationships, content: draft.content, tracksOwner: draft.tracksOwner,
-                    service: service, version: 1, createdAt: now, updatedAt: now))
+                    service: ownersFromItems ? draft.claimedService : nil, version: 1, createdAt: now, updatedAt: now))
             } catch var error as DBeaconError {
-                error.path = prefix(i) + (error.path ?? "")
+                error.path = item.path + (error.path ?? "")
                 throw error
             }
         }

@@ -1,5 +1,4 @@
 package import DBeaconCore
-package import DBeaconGeo
 package import DBeaconStore
 
 /// The shared registry of physical beacons: registration (owners of the digital beacon, or
@@ -35,25 +34,20 @@ package struct RegistryService: Sendable {
         return entry
     }
 
-    /// Applies an RFC 7396 merge patch to the entry's JSON (owner of its digital beacon, or the
-    /// operator). Moving it to another digital beacon needs ownership of that one too.
-    package func update(_ id: RegistryID, patch: JSONValue, ifMatch: Set<Int>?, by principal: Principal) async throws -> RegistryEntry {
-        guard case .object = patch else {
-            throw DBeaconError.invalid("$", "a merge patch must be a JSON object", code: "invalid_type")
-        }
+    /// Edits an entry (owner of its digital beacon, or the operator): `change` turns the current
+    /// entry into its new fields. Moving it to another digital beacon needs ownership of that one too.
+    package func update(_ id: RegistryID, ifMatch: Set<Int>?, by principal: Principal,
+                        change: @Sendable (RegistryEntry) throws -> RegistryDraft) async throws -> RegistryEntry {
         let current = try await get(id, by: principal)
         guard principal.isAdmin || principal.userID == current.owner else {
             throw DBeaconError.forbidden("only the owner of the digital beacon may edit this registry entry")
         }
+        // An invalid change is 422 whatever the version; only a valid one meets If-Match.
+        let draft = try change(current)
         if let ifMatch, !ifMatch.contains(current.version) {
             throw DBeaconError(.preconditionFailed, code: "version_mismatch",
                                message: "the registry entry is at version \(current.version), not \(BeaconService.describe(ifMatch))")
         }
-        let merged = RegistryCodec.encode(current).mergePatched(with: patch)
-        for key in ["id", "owner", "created_at"] where merged[key] != RegistryCodec.encode(current)[key] {
-            throw DBeaconError.invalid(key, "\(key) is set by the server and cannot change", code: "read_only")
-        }
-        let draft = try RegistryCodec.decodeDraft(merged)
         var updated = current
         if draft.beacon != current.beacon {
             let target = try await ownedBeacon(draft.beacon, by: principal, path: "beacon")

@@ -1,7 +1,4 @@
 package import DBeaconCore
-package import DBeaconGeo
-package import DBeaconStore
-import Crypto
 
 /// One observation of a physical beacon, as decoded from a request item.
 package struct SightingInput: Sendable {
@@ -11,9 +8,10 @@ package struct SightingInput: Sendable {
     package var txPower: Int?
     /// RSSI at 1 m advertised in a raw frame.
     package var frameMeasuredPower: Int?
-    package var timestamp: Timestamp
+    /// When it was seen; nil: now.
+    package var timestamp: Timestamp?
 
-    package init(identity: PhysicalBeaconIdentity, rssi: Int, txPower: Int?, frameMeasuredPower: Int?, timestamp: Timestamp) {
+    package init(identity: PhysicalBeaconIdentity, rssi: Int, txPower: Int?, frameMeasuredPower: Int?, timestamp: Timestamp?) {
         self.identity = identity
         self.rssi = rssi
         self.txPower = txPower

@@ -154,7 +154,7 @@ extension PostgresStore: BeaconStore {
         return [
             b.id.rawValue, b.owner.rawValue, b.name, b.description, b.location.lon, b.location.lat, kind,
             b.perimeter.radiusM, b.lifetime?.start?.millis, b.lifetime?.end?.millis, b.isPrivate, b.tracksOwner,
-            b.service, JSONValue.array(b.content.map(BeaconFeatureCodec.encodeContent)).jsonString,
+            b.service, StoredBeacon.contentColumn(b.content),
         ]
     }
 
@@ -376,7 +376,7 @@ extension PostgresStore: BeaconStore {
                 members: isPrivate ? (members[id] ?? []) : nil,
                 tags: tags[id] ?? [],
                 relationships: relationships[id] ?? [],
-                content: SpatiaLiteStore.decodeStoredContent(try row.string("content")),
+                content: StoredBeacon.content(fromColumn: try row.string("content")),
                 tracksOwner: try row.bool("tracks_owner"),
                 service: try row.optionalString("service"),
                 followersCount: try row.int("followers_count"),

@@ -111,7 +111,7 @@ extension SpatiaLiteStore {
         return [
             b.id.rawValue, b.owner.rawValue, b.name, b.description, b.location.lon, b.location.lat, kind,
             b.perimeter.radiusM, b.lifetime?.start?.millis, b.lifetime?.end?.millis, b.isPrivate, b.tracksOwner,
-            b.service, JSONValue.array(b.content.map(BeaconFeatureCodec.encodeContent)).jsonString,
+            b.service, StoredBeacon.contentColumn(b.content),
         ]
     }
 
@@ -347,7 +347,7 @@ extension SpatiaLiteStore {
                 members: isPrivate ? (members[id] ?? []) : nil,
                 tags: tags[id] ?? [],
                 relationships: relationships[id] ?? [],
-                content: decodeStoredContent(row["content"]),
+                content: StoredBeacon.content(fromColumn: row["content"]),
                 tracksOwner: row["tracks_owner"],
                 service: row["service"],
                 followersCount: row["followers_count"],
@@ -355,16 +355,6 @@ extension SpatiaLiteStore {
                 createdAt: Timestamp(millis: row["created_at"]),
                 updatedAt: Timestamp(millis: row["updated_at"])
             )
-        }
-    }
-
-    static func decodeStoredContent(_ json: String) -> [ContentRef] {
-        guard let value = try? JSONParser.parse(json), case .array(let items) = value else { return [] }
-        return items.compactMap { item in
-            guard let kind = item["kind"]?.stringValue, let url = item["url"]?.stringValue else { return nil }
-            return ContentRef(kind: kind, url: url, title: item["title"]?.stringValue,
-                              addedBy: item["added_by"]?.stringValue.map(UserID.init(uncheckedRawValue:)),
-                              createdAt: item["created_at"]?.stringValue.flatMap(Timestamp.init(rfc3339:)))
         }
     }
 

@@ -27,27 +27,22 @@ package struct GroupService: LocationListener {
     }
 
     private var clock: any WallClock { beacons.clock }
-    static let fields: Set<String> = ["name", "description", "range_m", "members", "location"]
     static let maxMembers = 1000
 
     // MARK: Lifecycle
 
-    /// `{"name","range_m","members"?,"description"?,"location"?}`: the caller becomes the guide.
-    /// The beacon starts at `location`, else at the guide's last fix; without either it stays
-    /// hidden until the guide's first fix.
-    package func create(_ body: JSONValue, by principal: Principal) async throws -> GroupStatus {
+    /// Creates a group led by the caller (the guide). The beacon starts at the draft's
+    /// location, else at the guide's last fix; without either it stays hidden until the
+    /// guide's first fix.
+    package func create(_ draft: GroupDraft, by principal: Principal) async throws -> GroupStatus {
         guard let leader = principal.userID else { throw DBeaconError.forbidden("groups are led by users; the admin token cannot lead one") }
-        let r = try ObjectReader(body)
-        try ServiceInput.checkKnownMembers(r, Self.fields)
-        let name = try r.string("name", maxLength: BeaconLimits.maxNameLength)
-        let description = try r.optionalString("description", maxLength: BeaconLimits.maxDescriptionLength)
-        let range = try r.number("range_m")
+        let name = draft.name, description = draft.description, range = draft.rangeM
         guard range > 0, range <= beacons.limits.maxRadiusM else {
             throw DBeaconError.invalid("range_m", "range_m must be > 0 and at most \(Int(beacons.limits.maxRadiusM)) m", code: "out_of_range")
         }
-        let allowed = try ServiceInput.userIDs(r, "members")?.filter { $0 != leader }
+        let allowed = draft.members?.filter { $0 != leader }
         if let allowed { try await store.checkUsersExist(allowed, path: "members") }
-        var location = try ServiceInput.latLon(r, "location")
+        var location = draft.location
         if location == nil { location = try await store.userLocations([leader]).first?.position }
         let now = clock.now()
         let beacon = Beacon(

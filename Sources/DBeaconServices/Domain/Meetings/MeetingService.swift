@@ -19,36 +19,28 @@ package struct MeetingService: Sendable {
 
     private var clock: any WallClock { beacons.clock }
 
-    static let fields: Set<String> = ["name", "description", "location", "perimeter", "start", "end", "invitees", "tags"]
-    /// Feature paths → meeting body paths, for errors raised while applying a patch.
-    static let renames = [
-        ("properties.lifetime.start", "start"), ("properties.lifetime.end", "end"), ("properties.lifetime", "end"),
-        ("properties.visibility.members", "invitees"), ("properties.", ""), ("geometry", "location"),
-    ]
-
     // MARK: Writing
 
-    /// `{"name","description","location":{"lat","lon"},"perimeter","start","end","invitees"?,"tags"?}`.
-    package func create(_ body: JSONValue, by principal: Principal) async throws -> Beacon {
+    /// Creates a meeting organized by the caller: a beacon with the meeting's spot, discovery
+    /// perimeter, start and end as its lifetime, and the invitees as its visibility group.
+    package func create(_ draft: MeetingDraft, by principal: Principal) async throws -> Beacon {
         guard let owner = principal.userID else {
             throw DBeaconError.forbidden("meetings are organized by users; the admin token cannot organize one")
         }
-        let r = try ObjectReader(body)
-        try ServiceInput.checkKnownMembers(r, Self.fields)
-        let name = try r.string("name", maxLength: BeaconLimits.maxNameLength)
-        let description = try r.optionalString("description", maxLength: BeaconLimits.maxDescriptionLength)
-        let location = try ServiceInput.requiredLatLon(r, "location")
-        let perimeter = try ServiceInput.perimeter(r, "perimeter", limits: beacons.limits) ?? .circle(radiusM: BeaconLimits.defaultRadiusM)
-        let start = try r.timestamp("start"), end = try r.timestamp("end")
-        try checkTimes(start: start, end: end)
-        let invitees = try ServiceInput.userIDs(r, "invitees")
-        if let invitees { try await store.checkUsersExist(invitees, path: "invitees") }
+        try checkTimes(start: draft.start, end: draft.end)
+        if let invitees = draft.invitees { try await store.checkUsersExist(invitees, path: "invitees") }
+        let beacon = BeaconDraft(name: draft.name, description: draft.description, location: draft.location,
+                                 perimeter: draft.perimeter ?? .circle(radiusM: BeaconLimits.defaultRadiusM),
+                                 lifetime: Lifetime(start: draft.start, end: draft.end), members: draft.invitees?.filter { $0 != owner },
+                                 tags: Self.tags(draft.tags))
+        return try await beacons.create(beacon, owner: owner, service: ServiceKind.meeting)
+    }
+
+    /// `meeting` first, then the others, each once, within the limit.
+    private static func tags(_ given: [String]) -> [String] {
         var tags = [ServiceKind.meeting]
-        for t in try ServiceInput.tags(r) where !tags.contains(t) { tags.append(t) }
-        let draft = BeaconDraft(name: name, description: description, location: location, perimeter: perimeter,
-                                lifetime: Lifetime(start: start, end: end), members: invitees?.filter { $0 != owner },
-                                tags: Array(tags.prefix(BeaconLimits.maxTags)))
-        return try await beacons.create(draft, owner: owner, service: ServiceKind.meeting)
+        for t in given where !tags.contains(t) { tags.append(t) }
+        return Array(tags.prefix(BeaconLimits.maxTags))
     }
 
     private func checkTimes(start: Timestamp, end: Timestamp) throws {
@@ -57,50 +49,31 @@ package struct MeetingService: Sendable {
     }
 
     /// Changes any create field (organizer only); `invitees: null` makes the meeting public.
-    /// Attendees receive `meeting.updated` with the changed fields and their new values.
-    package func update(_ id: BeaconID, _ body: JSONValue, ifMatch: Set<Int>?, by principal: Principal) async throws -> (Beacon, [String]) {
+    /// Attendees receive `meeting.updated` with the changed fields and their new values;
+    /// un-invited attendees lose the meeting in the same transaction (they no longer attend
+    /// nor follow it) and hear `meeting.uninvited` (BeaconService.update).
+    package func update(_ id: BeaconID, _ changes: MeetingChanges, ifMatch: Set<Int>?, by principal: Principal) async throws -> (Beacon, [String]) {
         let current = try await meeting(id, by: principal)
         guard principal.userID == current.owner else { throw DBeaconError.forbidden("only the organizer may change this meeting") }
-        let r = try ObjectReader(body)
-        try ServiceInput.checkKnownMembers(r, Self.fields)
-        var properties = JSONObject()
-        var patch = JSONObject()
-        if r.has("name") { properties["name"] = .string(try r.string("name", maxLength: BeaconLimits.maxNameLength)) }
-        if r.has("description") {
-            properties["description"] = .optional(try r.optionalString("description", maxLength: BeaconLimits.maxDescriptionLength))
-        }
-        if let location = try ServiceInput.latLon(r, "location") { patch["geometry"] = GeoJSONCodec.encodePoint(location) }
-        if let perimeter = try ServiceInput.perimeter(r, "perimeter", limits: beacons.limits) {
-            properties["perimeter"] = GeoJSONCodec.encodePerimeter(perimeter)
-        }
-        let start = try r.optionalTimestamp("start") ?? current.lifetime?.start
-        let end = try r.optionalTimestamp("end") ?? current.lifetime?.end
-        if r.has("start") || r.has("end") {
-            guard let start, let end else { throw DBeaconError.invalid("end", "a meeting needs a start and an end", code: "invalid_lifetime") }
-            try checkTimes(start: start, end: end)
-            properties["lifetime"] = BeaconFeatureCodec.encodeLifetime(Lifetime(start: start, end: end))
-        }
-        if r.has("invitees") {
-            if let list = try ServiceInput.userIDs(r, "invitees") {
-                try await store.checkUsersExist(list, path: "invitees")
-                let invitees = list.filter { $0 != current.owner }
-                properties["visibility"] = .object(["members": .array(invitees.map { .string($0.rawValue) })])
-            } else {
-                properties["visibility"] = .null
+        if case .some(.some(let invitees)) = changes.invitees { try await store.checkUsersExist(invitees, path: "invitees") }
+        if changes.start != nil || changes.end != nil {
+            guard let start = changes.start ?? current.lifetime?.start, let end = changes.end ?? current.lifetime?.end else {
+                throw DBeaconError.invalid("end", "a meeting needs a start and an end", code: "invalid_lifetime")
             }
+            try checkTimes(start: start, end: end)
         }
-        if r.has("tags") {
-            var tags = [ServiceKind.meeting]
-            for t in try ServiceInput.tags(r) where !tags.contains(t) { tags.append(t) }
-            properties["tags"] = .array(tags.prefix(BeaconLimits.maxTags).map(JSONValue.string))
-        }
-        if !properties.isEmpty { patch["properties"] = .object(properties) }
-        do {
-            // Un-invited attendees lose the meeting in the same transaction: they no longer attend
-            // nor follow it, and hear `meeting.uninvited` (BeaconService.update).
-            return try await beacons.update(id, patch: .object(patch), ifMatch: ifMatch, by: principal)
-        } catch let error as DBeaconError {
-            throw ServiceInput.renamingPath(error, Self.renames)
+        return try await beacons.update(id, ifMatch: ifMatch, by: principal) { current in
+            var draft = BeaconDraft(current)
+            if let name = changes.name { draft.name = name }
+            if let description = changes.description { draft.description = description }
+            if let location = changes.location { draft.location = location }
+            if let perimeter = changes.perimeter { draft.perimeter = perimeter }
+            if changes.start != nil || changes.end != nil {
+                draft.lifetime = Lifetime(start: changes.start ?? current.lifetime?.start, end: changes.end ?? current.lifetime?.end)
+            }
+            if let invitees = changes.invitees { draft.members = invitees?.filter { $0 != current.owner } }
+            if let tags = changes.tags { draft.tags = Self.tags(tags) }
+            return draft
         }
     }
 

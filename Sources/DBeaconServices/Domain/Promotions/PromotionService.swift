@@ -21,53 +21,29 @@ package struct PromotionService: Sendable {
     }
 
     private var clock: any WallClock { beacons.clock }
-    static let fields: Set<String> = ["name", "description", "location", "perimeter", "category", "tags", "content", "start", "end",
-                                      "related"]
-    static let maxInterests = 64
+    package static let maxInterests = 64
 
     // MARK: Advertisers
 
-    /// `{"name","description"?,"location":{"lat","lon"},"perimeter","category","tags"?,"content"?,
-    /// "start"?,"end"?,"related"?:[bcn_…]}`. The perimeter is the promotion region (required).
-    package func create(_ body: JSONValue, by principal: Principal) async throws -> Beacon {
+    /// Creates a promotion owned by the caller: a beacon of service `promotion` tagged with its
+    /// categories (the first one leading) and `promotion`.
+    package func create(_ draft: PromotionDraft, by principal: Principal) async throws -> Beacon {
         guard let owner = principal.userID else { throw DBeaconError.forbidden("promotions belong to users; the admin token cannot own one") }
-        let r = try ObjectReader(body)
-        try ServiceInput.checkKnownMembers(r, Self.fields)
-        let name = try r.string("name", maxLength: BeaconLimits.maxNameLength)
-        let description = try r.optionalString("description", maxLength: BeaconLimits.maxDescriptionLength)
-        let location = try ServiceInput.requiredLatLon(r, "location")
-        guard let perimeter = try ServiceInput.perimeter(r, "perimeter", limits: beacons.limits) else {
-            throw DBeaconError.invalid("perimeter", "perimeter (the promotion region) is required", code: "missing_field")
-        }
-        var categories: [String] = []
-        if let c = try r.optionalString("category", maxLength: BeaconLimits.maxTagLength) {
-            categories.append(try BeaconFeatureCodec.normalizeTag(c, path: "category"))
-        }
-        for t in try ServiceInput.tags(r) where !categories.contains(t) && t != ServiceKind.promotion { categories.append(t) }
-        guard !categories.isEmpty else {
+        let categories = draft.categories.filter { $0 != ServiceKind.promotion }
+        guard let first = categories.first else {
             throw DBeaconError.invalid("category", "a promotion needs a category (or tags)", code: "missing_field")
         }
-        let start = try r.optionalTimestamp("start"), end = try r.optionalTimestamp("end")
-        if let start, let end, end <= start { throw DBeaconError.invalid("end", "end must be after start", code: "invalid_lifetime") }
-        let related = try (r.optionalStringArray("related", maxCount: BeaconLimits.maxRelationships, maxLength: 100) ?? [])
-            .enumerated().map { i, raw -> Relationship in
-                guard let id = BeaconID(raw) else { throw DBeaconError.invalid("related[\(i)]", "not a beacon id (bcn_…)", code: "invalid_id") }
-                return Relationship(type: "related", target: id)
-            }
-        var seen = Set<BeaconID>()
-        let unique = related.filter { seen.insert($0.target).inserted }
-        let draft = BeaconDraft(
-            name: name, description: description, location: location, perimeter: perimeter,
-            lifetime: start == nil && end == nil ? nil : Lifetime(start: start, end: end),
-            tags: Array(([categories[0], ServiceKind.promotion] + categories.dropFirst()).uniqued().prefix(BeaconLimits.maxTags)),
-            relationships: unique, content: try ServiceInput.content(r))
+        let beacon = BeaconDraft(
+            name: draft.name, description: draft.description, location: draft.location, perimeter: draft.perimeter,
+            lifetime: draft.lifetime,
+            tags: Array(([first, ServiceKind.promotion] + categories.dropFirst()).uniqued().prefix(BeaconLimits.maxTags)),
+            relationships: draft.related.uniqued().map { Relationship(type: "related", target: $0) }, content: draft.content)
         do {
-            return try await beacons.create(draft, owner: owner, service: ServiceKind.promotion)
+            return try await beacons.create(beacon, owner: owner, service: ServiceKind.promotion)
         } catch let error as DBeaconError {
-            var renamed = ServiceInput.renamingPath(error, [("properties.relationships", "related")])
-            if let path = renamed.path, path.hasPrefix("related["), path.hasSuffix(".target") {
-                renamed.path = String(path.dropLast(".target".count))
-            }
+            guard let path = error.path, path.hasPrefix("properties.relationships") else { throw error }
+            var renamed = error.renamingPath([("properties.relationships", "related")])
+            if let path = renamed.path, path.hasSuffix(".target") { renamed.path = String(path.dropLast(".target".count)) }
             throw renamed
         }
     }
@@ -90,43 +66,15 @@ package struct PromotionService: Sendable {
 
     // MARK: Consumers
 
-    /// Replaces the caller's interests: `["food","music"]` (score 1 each) or `{"food":3,"music":1}`
-    /// (integer scores in [-100, 100]).
-    package func setInterests(_ body: JSONValue, by principal: Principal) async throws -> [(category: String, score: Int)] {
+    /// Replaces the caller's interests (categories with integer scores in [-100, 100]).
+    package func setInterests(_ interests: [(category: String, score: Int)],
+                              by principal: Principal) async throws -> [(category: String, score: Int)] {
         guard let uid = principal.userID else { throw DBeaconError.forbidden("interests belong to users") }
-        let r = try ObjectReader(body)
-        try ServiceInput.checkKnownMembers(r, ["interests"])
-        var result: [(category: String, score: Int)] = []
-        switch r.value("interests") {
-        case .array(let items)?:
-            guard items.count <= Self.maxInterests else {
-                throw DBeaconError.invalid("interests", "at most \(Self.maxInterests) interests", code: "too_many")
-            }
-            for (i, item) in items.enumerated() {
-                guard case .string(let s) = item else {
-                    throw DBeaconError.invalid("interests[\(i)]", "expected a string, got \(item.typeName)", code: "invalid_type")
-                }
-                let tag = try BeaconFeatureCodec.normalizeTag(s, path: "interests[\(i)]")
-                if !result.contains(where: { $0.category == tag }) { result.append((tag, 1)) }
-            }
-        case .object(let o)?:
-            guard o.count <= Self.maxInterests else {
-                throw DBeaconError.invalid("interests", "at most \(Self.maxInterests) interests", code: "too_many")
-            }
-            let reader = try ObjectReader(.object(o), path: "interests")
-            for key in o.keys {
-                let tag = try BeaconFeatureCodec.normalizeTag(key, path: reader.path(key))
-                let score = try reader.int(key, range: -100...100)
-                if let i = result.firstIndex(where: { $0.category == tag }) { result[i].score = score } else { result.append((tag, score)) }
-            }
-        case let other?:
-            throw DBeaconError.invalid("interests", "expected an array of categories or an object of scores, got \(other.typeName)",
-                                       code: "invalid_type")
-        case nil:
-            throw DBeaconError.invalid("interests", "interests is required", code: "missing_field")
+        guard interests.count <= Self.maxInterests else {
+            throw DBeaconError.invalid("interests", "at most \(Self.maxInterests) interests", code: "too_many")
         }
-        try await store.setInterests(uid, result)
-        return result
+        try await store.setInterests(uid, interests)
+        return interests
     }
 
     package func interests(by principal: Principal) async throws -> [(category: String, score: Int)] {

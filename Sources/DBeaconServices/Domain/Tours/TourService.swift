@@ -22,59 +22,41 @@ package struct TourService: LocationListener {
     }
 
     private var clock: any WallClock { beacons.clock }
-    static let fields: Set<String> = ["name", "description", "perimeter", "lifetime", "visibility", "tags", "content", "stops"]
-    static let stopFields: Set<String> = ["beacon", "order", "name", "description", "location", "perimeter", "content", "tags"]
-    static let maxStops = 200
+    package static let maxStops = 200
 
     // MARK: Creating
 
-    /// `{"name","description"?,"perimeter"?,"lifetime"?,"visibility"?,"tags"?,"content"?,"stops":[…]}`.
-    /// A stop is an existing beacon the caller can see (`{"beacon":"bcn_…","order"?}`) or a new
-    /// place (`{"name","location":{"lat","lon"},"perimeter"?,"description"?,"content"?,"tags"?,"order"?}`).
-    /// Places and the tour are stored in one transaction. Without a perimeter the tour's is a
+    /// Creates a tour owned by the caller: its new places and the tour beacon (ordered `tour`
+    /// relationships to every stop) in one transaction. Without a perimeter the tour's is a
     /// circle around the first stop that covers every stop.
-    package func create(_ body: JSONValue, by principal: Principal) async throws -> TourView {
+    package func create(_ draft: TourDraft, by principal: Principal) async throws -> TourView {
         guard let owner = principal.userID else { throw DBeaconError.forbidden("tours are created by users; the admin token cannot own one") }
-        let r = try ObjectReader(body)
-        try ServiceInput.checkKnownMembers(r, Self.fields)
-        let name = try r.string("name", maxLength: BeaconLimits.maxNameLength)
-        let description = try r.optionalString("description", maxLength: BeaconLimits.maxDescriptionLength)
-        let lifetime = try BeaconFeatureCodec.decodeLifetime(r)
-        var members: [UserID]?
-        if let visibility = try r.optionalObject("visibility") {
-            members = try ServiceInput.userIDs(visibility, "members") ?? []
-            try await store.checkUsersExist(members ?? [], path: visibility.path("members"))
+        if let members = draft.members { try await store.checkUsersExist(members, path: draft.membersPath) }
+        guard !draft.stops.isEmpty else { throw DBeaconError.invalid("stops", "a tour needs at least one stop", code: "missing_field") }
+        guard draft.stops.count <= Self.maxStops else {
+            throw DBeaconError.invalid("stops", "at most \(Self.maxStops) stops", code: "too_many")
         }
         var tags = [ServiceKind.tour]
-        for t in try ServiceInput.tags(r) where !tags.contains(t) { tags.append(t) }
-        let content = try ServiceInput.content(r)
-        guard let stopValues = try r.optionalArray("stops", maxCount: Self.maxStops), !stopValues.isEmpty else {
-            throw DBeaconError.invalid("stops", "a tour needs at least one stop", code: "missing_field")
-        }
+        for t in draft.tags where !tags.contains(t) { tags.append(t) }
         let now = clock.now()
         var newPlaces: [Beacon] = []
         var stops: [(order: Int, beacon: Beacon, path: String)] = []
         var existing: [(Int, BeaconID, String)] = []
-        for (i, value) in stopValues.enumerated() {
-            let s = try ObjectReader(value, path: "stops[\(i)]")
-            try ServiceInput.checkKnownMembers(s, Self.stopFields)
-            let order = try s.optionalInt("order", range: -1_000_000...1_000_000) ?? i + 1
-            if let raw = try s.optionalString("beacon", maxLength: 100) {
-                guard let id = BeaconID(raw) else { throw DBeaconError.invalid(s.path("beacon"), "not a beacon id (bcn_…)", code: "invalid_id") }
-                existing.append((order, id, s.path("beacon")))
-                continue
+        for stop in draft.stops {
+            switch stop {
+            case .existing(let id, let order, let path):
+                existing.append((order, id, path))
+            case .place(let p):
+                var placeTags = [ServiceKind.place]
+                for t in p.tags where !placeTags.contains(t) { placeTags.append(t) }
+                let place = Beacon(
+                    id: .generate(), name: p.name, description: p.description, owner: owner, location: p.location,
+                    perimeter: p.perimeter ?? .circle(radiusM: BeaconLimits.defaultRadiusM),
+                    lifetime: draft.lifetime, members: draft.members, tags: Array(placeTags.prefix(BeaconLimits.maxTags)),
+                    content: p.content, service: ServiceKind.place, createdAt: now, updatedAt: now)
+                newPlaces.append(place)
+                stops.append((p.order, place, p.path))
             }
-            var placeTags = [ServiceKind.place]
-            for t in try ServiceInput.tags(s) where !placeTags.contains(t) { placeTags.append(t) }
-            let place = Beacon(
-                id: .generate(), name: try s.string("name", maxLength: BeaconLimits.maxNameLength),
-                description: try s.optionalString("description", maxLength: BeaconLimits.maxDescriptionLength), owner: owner,
-                location: try ServiceInput.requiredLatLon(s, "location"),
-                perimeter: try ServiceInput.perimeter(s, "perimeter", limits: beacons.limits) ?? .circle(radiusM: BeaconLimits.defaultRadiusM),
-                lifetime: lifetime, members: members, tags: Array(placeTags.prefix(BeaconLimits.maxTags)),
-                content: try ServiceInput.content(s), service: ServiceKind.place, createdAt: now, updatedAt: now)
-            newPlaces.append(place)
-            stops.append((order, place, s.path("name")))
         }
         if !existing.isEmpty {
             var found: [BeaconID: Beacon] = [:]
@@ -89,12 +71,12 @@ package struct TourService: LocationListener {
             throw DBeaconError.invalid(s.path, "beacon \(s.beacon.id) is already a stop of this tour", code: "duplicate")
         }
         stops.sort { $0.order < $1.order }
-        let perimeter = try ServiceInput.perimeter(r, "perimeter", limits: beacons.limits) ?? coveringCircle(stops.map(\.beacon))
+        let perimeter = draft.perimeter ?? coveringCircle(stops.map(\.beacon))
         let tour = Beacon(
-            id: .generate(), name: name, description: description, owner: owner, location: stops[0].beacon.location,
-            perimeter: perimeter, lifetime: lifetime, members: members, tags: Array(tags.prefix(BeaconLimits.maxTags)),
+            id: .generate(), name: draft.name, description: draft.description, owner: owner, location: stops[0].beacon.location,
+            perimeter: perimeter, lifetime: draft.lifetime, members: draft.members, tags: Array(tags.prefix(BeaconLimits.maxTags)),
             relationships: stops.map { Relationship(type: "tour", target: $0.beacon.id, order: $0.order) },
-            content: content, service: ServiceKind.tour, createdAt: now, updatedAt: now)
+            content: draft.content, service: ServiceKind.tour, createdAt: now, updatedAt: now)
         try await beacons.checkQuota(owner, adding: newPlaces.count + 1)
         try await store.insertBeacons(newPlaces + [tour])
         return TourView(tour: tour, stops: stops.map { TourStop(order: $0.order, place: $0.beacon) }, progress: nil)

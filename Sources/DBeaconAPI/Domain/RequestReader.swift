@@ -1,9 +1,9 @@
 package import DBeaconCore
 package import DBeaconGeo
-package import DBeaconStore
 
-/// Reading the service request bodies: the same rules and error paths as beacons.
-package enum ServiceInput {
+/// Reading request bodies: the rules and error paths shared by every decoder of this layer
+/// (the service bodies read their members with the same checks as beacon Features).
+package enum RequestReader {
     /// Rejects members the body may not have (typos would otherwise be silently ignored).
     package static func checkKnownMembers(_ r: ObjectReader, _ allowed: Set<String>) throws(DBeaconError) {
         for key in r.object.keys where !allowed.contains(key) {
@@ -15,10 +15,7 @@ package enum ServiceInput {
     /// `{"lat","lon"}` at `key`.
     package static func latLon(_ r: ObjectReader, _ key: String) throws(DBeaconError) -> Position? {
         guard let o = try r.optionalObject(key) else { return nil }
-        let lat = try o.number("lat"), lon = try o.number("lon")
-        guard (-90...90).contains(lat) else { throw DBeaconError.invalid(o.path("lat"), "lat must be within [-90, 90]", code: "out_of_range") }
-        guard (-180...180).contains(lon) else { throw DBeaconError.invalid(o.path("lon"), "lon must be within [-180, 180]", code: "out_of_range") }
-        return Position(lon: lon, lat: lat)
+        return try Position.checked(lat: try o.number("lat"), lon: try o.number("lon"), latPath: o.path("lat"), lonPath: o.path("lon"))
     }
 
     package static func requiredLatLon(_ r: ObjectReader, _ key: String) throws(DBeaconError) -> Position {
@@ -58,25 +55,4 @@ package enum ServiceInput {
         return result
     }
 
-    /// Renames the path of an error from the Feature form (`properties.perimeter…`) to the
-    /// service body's form (`perimeter…`).
-    package static func renamingPath(_ error: DBeaconError, _ renames: [(String, String)]) -> DBeaconError {
-        guard let path = error.path else { return error }
-        var e = error
-        for (from, to) in renames
-        where path == from || path.hasPrefix(from.hasSuffix(".") ? from : from + ".") || path.hasPrefix(from + "[") {
-            e.path = to + path.dropFirst(from.count)
-            return e
-        }
-        return e
-    }
-}
-
-extension BeaconStore {
-    /// Throws 422 `unknown_user` naming the first id that is not a user.
-    package func checkUsersExist(_ users: [UserID], path: String) async throws {
-        for (i, u) in users.enumerated() where try await user(id: u) == nil {
-            throw DBeaconError.invalid("\(path)[\(i)]", "user \(u) does not exist", code: "unknown_user")
-        }
-    }
 }

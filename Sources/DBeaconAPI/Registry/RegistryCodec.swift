@@ -1,22 +1,5 @@
 package import DBeaconCore
-
-/// A registry entry as a client describes it (`POST /v1/registry`, or a merged PATCH).
-package struct RegistryDraft: Sendable, Hashable {
-    package var identity: PhysicalBeaconIdentity
-    package var beacon: BeaconID
-    package var position: InstalledPosition?
-    package var measuredPower: Int?
-    package var status: RegistryEntry.Status
-
-    package init(identity: PhysicalBeaconIdentity, beacon: BeaconID, position: InstalledPosition?, measuredPower: Int?,
-                 status: RegistryEntry.Status) {
-        self.identity = identity
-        self.beacon = beacon
-        self.position = position
-        self.measuredPower = measuredPower
-        self.status = status
-    }
-}
+package import DBeaconServices
 
 /// JSON for physical beacon identities and registry entries.
 ///
@@ -120,10 +103,8 @@ package enum RegistryCodec {
         }
         var position: InstalledPosition?
         if let p = try o.optionalObject("position") {
-            let lat = try p.number("lat"), lon = try p.number("lon")
-            guard (-90...90).contains(lat) else { throw .invalid(p.path("lat"), "lat must be within [-90, 90]", code: "out_of_range") }
-            guard (-180...180).contains(lon) else { throw .invalid(p.path("lon"), "lon must be within [-180, 180]", code: "out_of_range") }
-            position = InstalledPosition(position: Position(lon: lon, lat: lat), level: try p.optionalInt("level", range: levelRange))
+            let point = try Position.checked(lat: try p.number("lat"), lon: try p.number("lon"), latPath: p.path("lat"), lonPath: p.path("lon"))
+            position = InstalledPosition(position: point, level: try p.optionalInt("level", range: levelRange))
         }
         let measuredPower = try o.optionalInt("measured_power", range: measuredPowerRange)
         var status = RegistryEntry.Status.active
@@ -152,5 +133,21 @@ package enum RegistryCodec {
         o["created_at"] = .string(e.createdAt.rfc3339)
         o["updated_at"] = .string(e.updatedAt.rfc3339)
         return .object(o)
+    }
+}
+
+extension RegistryCodec {
+    /// Applies an RFC 7396 merge patch to the entry as the API shows it and reads the result;
+    /// server-owned members may be repeated unchanged but not changed.
+    package static func patched(_ current: RegistryEntry, with patch: JSONValue) throws(DBeaconError) -> RegistryDraft {
+        guard case .object = patch else {
+            throw DBeaconError.invalid("$", "a merge patch must be a JSON object", code: "invalid_type")
+        }
+        let shown = encode(current)
+        let merged = shown.mergePatched(with: patch)
+        for key in ["id", "owner", "created_at"] where merged[key] != shown[key] {
+            throw DBeaconError.invalid(key, "\(key) is set by the server and cannot change", code: "read_only")
+        }
+        return try decodeDraft(merged)
     }
 }

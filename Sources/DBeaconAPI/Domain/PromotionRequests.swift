@@ -1,0 +1,76 @@
+package import DBeaconCore
+package import DBeaconGeo
+package import DBeaconServices
+
+extension PromotionDraft {
+    static let fields: Set<String> = ["name", "description", "location", "perimeter", "category", "tags", "content", "start", "end",
+                                      "related"]
+
+    /// `POST /v1/promotions`: `{"name","description"?,"location":{"lat","lon"},"perimeter","category",
+    /// "tags"?,"content"?,"start"?,"end"?,"related"?:[bcn_…]}`. The perimeter is the promotion
+    /// region (required).
+    package init(json body: JSONValue, limits: GeoLimits) throws(DBeaconError) {
+        let r = try ObjectReader(body)
+        try RequestReader.checkKnownMembers(r, Self.fields)
+        let name = try r.string("name", maxLength: BeaconLimits.maxNameLength)
+        let description = try r.optionalString("description", maxLength: BeaconLimits.maxDescriptionLength)
+        let location = try RequestReader.requiredLatLon(r, "location")
+        guard let perimeter = try RequestReader.perimeter(r, "perimeter", limits: limits) else {
+            throw DBeaconError.invalid("perimeter", "perimeter (the promotion region) is required", code: "missing_field")
+        }
+        var categories: [String] = []
+        if let c = try r.optionalString("category", maxLength: BeaconLimits.maxTagLength) {
+            categories.append(try BeaconFeatureCodec.normalizeTag(c, path: "category"))
+        }
+        for t in try RequestReader.tags(r) where !categories.contains(t) { categories.append(t) }
+        let start = try r.optionalTimestamp("start"), end = try r.optionalTimestamp("end")
+        if let start, let end, end <= start { throw DBeaconError.invalid("end", "end must be after start", code: "invalid_lifetime") }
+        var related: [BeaconID] = []
+        for (i, raw) in (try r.optionalStringArray("related", maxCount: BeaconLimits.maxRelationships, maxLength: 100) ?? []).enumerated() {
+            guard let id = BeaconID(raw) else { throw DBeaconError.invalid("related[\(i)]", "not a beacon id (bcn_…)", code: "invalid_id") }
+            related.append(id)
+        }
+        self.init(name: name, description: description, location: location, perimeter: perimeter, categories: categories,
+                  lifetime: start == nil && end == nil ? nil : Lifetime(start: start, end: end), related: related,
+                  content: try RequestReader.content(r))
+    }
+}
+
+/// `PUT /v1/me/interests`: `{"interests":["food","music"]}` (score 1 each) or
+/// `{"interests":{"food":3,"music":1}}` (integer scores in [-100, 100]).
+package enum InterestsRequest {
+    package static func decode(_ body: JSONValue) throws(DBeaconError) -> [(category: String, score: Int)] {
+        let r = try ObjectReader(body)
+        try RequestReader.checkKnownMembers(r, ["interests"])
+        var result: [(category: String, score: Int)] = []
+        switch r.value("interests") {
+        case .array(let items)?:
+            guard items.count <= PromotionService.maxInterests else {
+                throw DBeaconError.invalid("interests", "at most \(PromotionService.maxInterests) interests", code: "too_many")
+            }
+            for (i, item) in items.enumerated() {
+                guard case .string(let s) = item else {
+                    throw DBeaconError.invalid("interests[\(i)]", "expected a string, got \(item.typeName)", code: "invalid_type")
+                }
+                let tag = try BeaconFeatureCodec.normalizeTag(s, path: "interests[\(i)]")
+                if !result.contains(where: { $0.category == tag }) { result.append((tag, 1)) }
+            }
+        case .object(let o)?:
+            guard o.count <= PromotionService.maxInterests else {
+                throw DBeaconError.invalid("interests", "at most \(PromotionService.maxInterests) interests", code: "too_many")
+            }
+            let reader = try ObjectReader(.object(o), path: "interests")
+            for key in o.keys {
+                let tag = try BeaconFeatureCodec.normalizeTag(key, path: reader.path(key))
+                let score = try reader.int(key, range: -100...100)
+                if let i = result.firstIndex(where: { $0.category == tag }) { result[i].score = score } else { result.append((tag, score)) }
+            }
+        case let other?:
+            throw DBeaconError.invalid("interests", "expected an array of categories or an object of scores, got \(other.typeName)",
+                                       code: "invalid_type")
+        case nil:
+            throw DBeaconError.invalid("interests", "interests is required", code: "missing_field")
+        }
+        return result
+    }
+}

@@ -1,0 +1,33 @@
+package import DBeaconCore
+package import DBeaconServices
+
+/// `POST /v1/me/location`: one fix (`{"lat","lon","accuracy_m"?,"timestamp"?}`) or `{"fixes":[…]}`.
+package enum LocationFixRequest {
+    /// The fixes, oldest first as sent; a missing timestamp is `now`.
+    package static func decode(_ body: JSONValue, now: Timestamp, config: FenceConfig) throws(DBeaconError) -> [LocationFix] {
+        let r = try ObjectReader(body)
+        if let list = try r.optionalArray("fixes", maxCount: config.maxFixesPerRequest) {
+            guard !list.isEmpty else { throw DBeaconError.invalid("fixes", "fixes must not be empty", code: "empty_value") }
+            var fixes: [LocationFix] = []
+            for (i, value) in list.enumerated() {
+                fixes.append(try fix(try ObjectReader(value, path: "fixes[\(i)]"), now: now, config: config))
+            }
+            return fixes
+        }
+        return [try fix(r, now: now, config: config)]
+    }
+
+    static func fix(_ f: ObjectReader, now: Timestamp, config: FenceConfig) throws(DBeaconError) -> LocationFix {
+        let position = try Position.checked(lat: try f.number("lat"), lon: try f.number("lon"), latPath: f.path("lat"), lonPath: f.path("lon"))
+        let accuracy = try f.optionalNumber("accuracy_m") ?? 0
+        guard accuracy >= 0, accuracy <= 100_000 else {
+            throw DBeaconError.invalid(f.path("accuracy_m"), "accuracy_m must be within [0, 100000]", code: "out_of_range")
+        }
+        let timestamp = try f.optionalTimestamp("timestamp") ?? now
+        guard timestamp.seconds(since: now) <= config.maxFutureSkewSeconds else {
+            throw DBeaconError.invalid(f.path("timestamp"), "timestamp is more than \(Int(config.maxFutureSkewSeconds)) s in the future",
+                                       code: "future_timestamp")
+        }
+        return LocationFix(position: position, accuracyM: accuracy, timestamp: timestamp)
+    }
+}

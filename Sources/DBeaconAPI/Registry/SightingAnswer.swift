@@ -1,0 +1,68 @@
+package import DBeaconCore
+package import DBeaconServices
+
+/// Answers `POST /v1/sightings`, once per `batch_id`: the answer is stored per (user, batch_id)
+/// and a replay returns it without repeating its effects. (The answer is stored after the
+/// effects are durable; should the process die in between, the replay recomputes, and the
+/// fence engine ignores what it already knows: presence is refreshed without new events, and
+/// fixes not newer than the last one are ignored.)
+package enum SightingAnswer {
+    package static func answer(_ body: JSONValue, user: UserID, service: SightingService) async throws -> JSONValue {
+        let request = try SightingRequest(body, maxItems: service.config.maxSightingsPerBatch)
+        if let batchID = request.batchID, let stored = try await service.store.sightingBatchResponse(user: user, batchID: batchID) {
+            return try replay(stored, fingerprint: request.fingerprint)
+        }
+        let response = encode(try await service.process(request.items, user: user))
+        guard let batchID = request.batchID else { return response }
+        var stored = response.objectValue ?? JSONObject()
+        stored["batch_id"] = .string(batchID)
+        let record = JSONValue.object(JSONObject([("fingerprint", .string(request.fingerprint)), ("response", .object(stored))]))
+        let now = service.clock.now()
+        let kept = try await service.store.storeSightingBatchResponse(
+            user: user, batchID: batchID, response: record.jsonString, at: now,
+            expireBefore: now.adding(seconds: -service.config.batchRetentionSeconds))
+        return try replay(kept, fingerprint: request.fingerprint)
+    }
+
+    /// The stored answer; a different batch under a used `batch_id` is a conflict.
+    private static func replay(_ stored: String, fingerprint: String) throws -> JSONValue {
+        let record = try JSONParser.parse(stored)
+        guard record["fingerprint"]?.stringValue == fingerprint else {
+            throw DBeaconError.conflict("batch_id was already used for a different batch of sightings", code: "batch_id_reused",
+                                        path: "batch_id")
+        }
+        return record["response"] ?? .null
+    }
+
+    /// `{"results":[…],"position":…|null,"events":[…]}`.
+    package static func encode(_ outcome: SightingOutcome) -> JSONValue {
+        .object(JSONObject([
+            ("results", .array(outcome.results.map(result))),
+            ("position", outcome.position.map(position) ?? .null),
+            ("events", .array(outcome.events.map(\.json))),
+        ]))
+    }
+
+    static func result(_ r: SightingResult) -> JSONValue {
+        var o = JSONObject([("index", .int(r.index))])
+        o["beacon"] = r.resolution.map { BeaconFeatureCodec.encode($0.beacon) } ?? .null
+        o["distance_m"] = .optional(r.distanceM)
+        o["proximity"] = r.proximity.map { .string($0.rawValue) } ?? .null
+        o["error"] = r.error.map { .object(["code": .string($0.code), "message": .string($0.message)]) } ?? .null
+        if let entry = r.resolution?.entry { o["registry_entry"] = .string(entry.id.rawValue) }
+        if let identity = r.identity { o["identity"] = .object(RegistryCodec.encodeIdentity(identity)) }
+        return .object(o)
+    }
+
+    static func position(_ p: PositionReport) -> JSONValue {
+        var o = JSONObject([
+            ("lat", .number(p.estimate.position.lat)), ("lon", .number(p.estimate.position.lon)), ("level", .int(p.estimate.level)),
+            ("accuracy_m", .number((p.estimate.accuracyM * 100).rounded() / 100)), ("method", .string(p.estimate.method.rawValue)),
+            ("anchors", .int(p.estimate.anchors)), ("timestamp", .string(p.at.rfc3339)),
+        ])
+        o["implausible"] = .bool(p.implausibleReason != nil)
+        if let reason = p.implausibleReason { o["reason"] = .string(reason) }
+        o["applied"] = .bool(p.applied)
+        return .object(o)
+    }
+}
