@@ -8,7 +8,7 @@ let settings: [SwiftSetting] = [
 
 let package = Package(
     name: "dbeacon",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "dbeacon", targets: ["dbeacon"]),
         .executable(name: "dbeacon-bench", targets: ["dbeacon-bench"]),
@@ -16,7 +16,6 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1",
                  traits: ["FullFoundation"]),
-        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
@@ -27,6 +26,11 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: nil,
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
         .systemLibrary(
             name: "CGEOS",
             pkgConfig: nil,
@@ -44,9 +48,7 @@ let package = Package(
         .target(
             name: "DBeaconStore",
             dependencies: [
-                "DBeaconCore", "DBeaconGeo",
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                "DBeaconCore", "DBeaconGeo", "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],

@@ -15,8 +15,8 @@ import Testing
         #expect(try await reopened.beacon(id: b.id) == b)
         switch reopened {
         case let spatialite as SpatiaLiteStore:
-            let version = try await spatialite.writer.read { db in try String.fetchOne(db, sql: "SELECT spatialite_version()") }
-            #expect(version?.hasPrefix("5") == true)
+            #expect(try await spatialite.spatialiteVersion().hasPrefix("5"))
+            #expect(try await spatialite.appliedMigrations() == SpatiaLiteSchema.migrations.map(\.0))
         case let postgres as PostgresStore:
             #expect(try await postgres.postgisVersion().hasPrefix("3"))
             await postgres.shutdown()

@@ -48,7 +48,7 @@ package struct LifetimeTicker: Service {
     /// One tick: lifetime transitions since the last tick, then dwell times.
     package func tickOnce() async throws {
         let now = clock.now()
-        let last = try await store.setting(SpatiaLiteStore.lifetimeTickSetting).flatMap(Int64.init).map(Timestamp.init(millis:))
+        let last = try await store.setting(StoreSetting.lifetimeTick).flatMap(Int64.init).map(Timestamp.init(millis:))
         if let last, last < now {
             let (started, ended) = try await store.lifetimeTransitions(after: last, upTo: now)
             var fanOuts: [(beacon: BeaconID, fanOut: FollowerFanOut)] = []

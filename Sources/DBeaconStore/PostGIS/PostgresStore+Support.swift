@@ -7,104 +7,56 @@ import NIOCore
 import NIOPosix
 import PostgresNIO
 
-/// A value bound to a `$n` placeholder.
-protocol PGArgument: Sendable {
-    func append(to binds: inout PostgresBindings) throws
-}
-
-extension String: PGArgument {
-    func append(to binds: inout PostgresBindings) throws { try binds.append(self) }
-}
-extension Int: PGArgument {
-    func append(to binds: inout PostgresBindings) throws { try binds.append(Int64(self)) }
-}
-extension Int64: PGArgument {
-    func append(to binds: inout PostgresBindings) throws { try binds.append(self) }
-}
-extension Double: PGArgument {
-    func append(to binds: inout PostgresBindings) throws { try binds.append(self) }
-}
-extension Bool: PGArgument {
-    func append(to binds: inout PostgresBindings) throws { try binds.append(self) }
-}
-extension Array: PGArgument where Element: PGArrayElement {
-    func append(to binds: inout PostgresBindings) throws { try Element.appendArray(self, to: &binds) }
-}
-extension Optional: PGArgument where Wrapped: PGArgument {
-    func append(to binds: inout PostgresBindings) throws {
-        switch self {
-        case .some(let value): try value.append(to: &binds)
-        case .none: binds.appendNull()
-        }
-    }
-}
-
-/// Elements of arrays bound as one parameter (`= ANY($1)`, `unnest($1::text[])`).
-protocol PGArrayElement: Sendable {
-    static func appendArray(_ values: [Self], to binds: inout PostgresBindings) throws
-}
-extension String: PGArrayElement {
-    static func appendArray(_ values: [String], to binds: inout PostgresBindings) throws { try binds.append(values) }
-}
-extension Int64: PGArrayElement {
-    static func appendArray(_ values: [Int64], to binds: inout PostgresBindings) throws { try binds.append(values) }
-}
-
-/// A BYTEA value.
-struct PGBytes: PGArgument {
-    var bytes: [UInt8]
-    func append(to binds: inout PostgresBindings) throws { try binds.append(ByteBuffer(bytes: bytes)) }
-}
-
-/// One result row, read by column name.
-struct PGRow {
-    let cells: PostgresRandomAccessRow
-
-    func decode<T: PostgresDecodable>(_ name: String, as type: T.Type = T.self) throws -> T {
-        try cells[name].decode(T.self, context: .default)
-    }
-
-    func string(_ name: String) throws -> String { try decode(name) }
-    func optionalString(_ name: String) throws -> String? { try decode(name) }
-    func int(_ name: String) throws -> Int { Int(try decode(name, as: Int64.self)) }
-    func int64(_ name: String) throws -> Int64 { try decode(name) }
-    func optionalInt64(_ name: String) throws -> Int64? { try decode(name) }
-    func optionalInt(_ name: String) throws -> Int? { try optionalInt64(name).map(Int.init) }
-    func double(_ name: String) throws -> Double { try decode(name) }
-    func optionalDouble(_ name: String) throws -> Double? { try decode(name) }
-    func bool(_ name: String) throws -> Bool { try decode(name) }
-    func timestamp(_ name: String) throws -> Timestamp { Timestamp(millis: try int64(name)) }
-    func optionalTimestamp(_ name: String) throws -> Timestamp? { try optionalInt64(name).map(Timestamp.init(millis:)) }
-    func bytes(_ name: String) throws -> [UInt8] {
-        let buffer: ByteBuffer = try decode(name)
-        return Array(buffer.readableBytesView)
-    }
-}
-
-/// A leased connection inside a transaction (or not), with small query helpers.
-struct PGConnection: Sendable {
+/// A PostgreSQL connection (inside a transaction, or not) as a `SQLSession`: arguments bound
+/// with their PostgreSQL types, cells read into the values both databases share.
+struct PostgresSession: SQLSession {
     let connection: PostgresConnection
     let logger: Logger
+    var dialect: SQLDialect { .postgres }
 
-    /// Runs one statement and returns its rows (use `RETURNING` to count changed rows).
     @discardableResult
-    func rows(_ sql: String, _ arguments: [any PGArgument] = []) async throws -> [PGRow] {
+    func rows(_ sql: String, _ arguments: [any SQLArgument]) async throws -> [SQLRow] {
         var binds = PostgresBindings(capacity: arguments.count)
-        for argument in arguments { try argument.append(to: &binds) }
-        let sequence = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
-        var result: [PGRow] = []
-        for try await row in sequence { result.append(PGRow(cells: row.makeRandomAccess())) }
-        return result
+        for argument in arguments { try Self.bind(argument.sqlValue, to: &binds) }
+        do {
+            let sequence = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+            var result: [SQLRow] = []
+            var columns: SQLColumns?
+            for try await row in sequence {
+                let cells = Array(row.makeRandomAccess())
+                let names = columns ?? SQLColumns(cells.map(\.columnName))
+                columns = names
+                result.append(SQLRow(columns: names, values: try cells.map(Self.value)))
+            }
+            return result
+        } catch let error as PSQLError where ["23505", "23503", "23514"].contains(error.serverInfo?[.sqlState] ?? "") {
+            throw SQLConstraintViolation(constraint: error.serverInfo?[.constraintName], message: error.serverInfo?[.message] ?? "")
+        }
     }
 
-    /// The first row, if any.
-    func row(_ sql: String, _ arguments: [any PGArgument] = []) async throws -> PGRow? {
-        try await rows(sql, arguments).first
+    private static func bind(_ value: SQLValue, to binds: inout PostgresBindings) throws {
+        switch value {
+        case .null: binds.appendNull()
+        case .integer(let v): try binds.append(v)
+        case .real(let v): try binds.append(v)
+        case .bool(let v): try binds.append(v)
+        case .text(let v): try binds.append(v)
+        case .blob(let v): try binds.append(ByteBuffer(bytes: v))
+        case .textArray(let v): try binds.append(v)
+        case .integerArray(let v): try binds.append(v)
+        }
     }
 
-    /// Whether the query returns any row.
-    func exists(_ sql: String, _ arguments: [any PGArgument] = []) async throws -> Bool {
-        try await !rows(sql, arguments).isEmpty
+    private static func value(_ cell: PostgresCell) throws -> SQLValue {
+        guard cell.bytes != nil else { return .null }
+        switch cell.dataType {
+        case .bool: return .integer(try cell.decode(Bool.self) ? 1 : 0)
+        case .int2, .int4, .int8: return .integer(try cell.decode(Int64.self))
+        case .float4, .float8: return .real(try cell.decode(Double.self))
+        case .numeric: return .real(Double(try cell.decode(String.self)) ?? .nan)
+        case .bytea: return .blob(Array(try cell.decode(ByteBuffer.self).readableBytesView))
+        default: return .text(try cell.decode(String.self))
+        }
     }
 
     /// Runs a script of statements separated by `;` (migrations). Comments are dropped first;
@@ -117,17 +69,6 @@ struct PGConnection: Sendable {
         for statement in code.split(separator: ";") where !statement.allSatisfy(\.isWhitespace) {
             try await rows(String(statement))
         }
-    }
-}
-
-/// A statement built piece by piece, numbering its placeholders.
-struct PGStatement {
-    var arguments: [any PGArgument] = []
-
-    /// Adds an argument and returns its placeholder (`$n`).
-    mutating func bind(_ value: any PGArgument) -> String {
-        arguments.append(value)
-        return "$\(arguments.count)"
     }
 }
 
@@ -201,7 +142,7 @@ extension PostgresStore {
                 // A pooled connection held for the process's lifetime: the pool's settings
                 // (TLS, search path) apply to it too.
                 try await client.withConnection { connection in
-                    let pg = PGConnection(connection: connection, logger: logger)
+                    let pg = PostgresSession(connection: connection, logger: logger)
                     let me = try await pg.row("""
                         SELECT pg_backend_pid() || '@' || floor(extract(epoch FROM backend_start) * 1000000)::bigint AS claimant
                         FROM pg_stat_activity WHERE pid = pg_backend_pid()
@@ -237,6 +178,15 @@ extension PostgresStore {
                 logger.warning("PostgreSQL listener failed; reconnecting", metadata: ["error": "\(error)", "attempt": "\(attempt)"])
             }
             try? await Task.sleep(for: .milliseconds(min(5000, 100 * (1 << min(attempt, 6)))))
+        }
+    }
+}
+
+extension PostgresStore {
+    /// One beacon as it is now, on a pooled connection (the listener, reporting a remote change).
+    static func readBeacon(client: PostgresClient, logger: Logger, id: BeaconID) async throws -> Beacon? {
+        try await client.withConnection { connection in
+            try await beacons(ids: [id], db: PostgresSession(connection: connection, logger: logger)).first
         }
     }
 }

@@ -20,7 +20,7 @@ import PostgresNIO
 /// Selected by a `postgres://user[:password]@host[:port]/database[?schema=NAME&sslmode=…]`
 /// URL. `schema` keeps all tables (and the notification channel) in one PostgreSQL schema, so
 /// several independent deployments, or tests, can share a database.
-package final class PostgresStore: Sendable {
+package final class PostgresStore: SQLStore {
     let client: PostgresClient
     let logger: Logger
     /// The PostgreSQL schema holding the tables (nil: the user's default search path).
@@ -93,6 +93,9 @@ package final class PostgresStore: Sendable {
         runTask.cancel()
     }
 
+    package var dialect: SQLDialect { .postgres }
+    package var deliveryClaimant: String? { node.claimant }
+
     /// Registers the function that receives every beacon change committed by this process.
     package func observeChanges(_ observer: @escaping @Sendable (BeaconChange) -> Void) {
         observers.local.set(observer)
@@ -131,7 +134,7 @@ package final class PostgresStore: Sendable {
     /// migration added later with a lower number (v3 after v4) still reaches older databases.
     private func prepareDatabase(migrations: [(String, String)]) async throws {
         try await client.withConnection { connection in
-            let tx = PGConnection(connection: connection, logger: logger)
+            let tx = PostgresSession(connection: connection, logger: logger)
             if let schema {
                 _ = try await tx.rows("CREATE SCHEMA IF NOT EXISTS \"\(schema)\"")
             }
@@ -165,15 +168,15 @@ package final class PostgresStore: Sendable {
     /// Runs `body` in a write transaction (read committed; rows that decide are locked by the
     /// body), announces the beacon changes it made with NOTIFY inside that transaction, and
     /// reports them to the local observer after commit.
-    func write<T: Sendable>(_ body: @escaping @Sendable (PGConnection, inout [BeaconChange]) async throws -> T) async throws -> T {
+    package func write<T: Sendable>(_ body: @escaping @Sendable (any SQLSession, inout SQLWriteLog) async throws -> T) async throws -> T {
         let observers = observers, channel = channel, node = node
         let (result, changes): (T, [BeaconChange]) = try await transaction("BEGIN") { tx in
-            var changes: [BeaconChange] = []
-            let result = try await body(tx, &changes)
-            for change in changes {
+            var log = SQLWriteLog()
+            let result = try await body(tx, &log)
+            for change in log.changes {
                 _ = try await tx.rows("SELECT pg_notify($1, $2)", [channel, ChangeNotice(change, node: node.id).payload])
             }
-            return (result, changes)
+            return (result, log.changes)
         }
         if let notify = observers.local.observer { for change in changes { notify(change) } }
         observers.local.outboxWaker?()
@@ -181,14 +184,14 @@ package final class PostgresStore: Sendable {
     }
 
     /// Runs `body` in a read-only snapshot, so multi-query reads see one state.
-    func read<T: Sendable>(_ body: @escaping @Sendable (PGConnection) async throws -> T) async throws -> T {
+    package func read<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) async throws -> T) async throws -> T {
         try await transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", body)
     }
 
-    private func transaction<T: Sendable>(_ begin: String, _ body: @escaping @Sendable (PGConnection) async throws -> T) async throws -> T {
+    private func transaction<T: Sendable>(_ begin: String, _ body: @escaping @Sendable (PostgresSession) async throws -> T) async throws -> T {
         do {
             return try await client.withConnection { connection in
-                let tx = PGConnection(connection: connection, logger: logger)
+                let tx = PostgresSession(connection: connection, logger: logger)
                 _ = try await tx.rows(begin)
                 do {
                     let result = try await body(tx)
@@ -206,6 +209,7 @@ package final class PostgresStore: Sendable {
 
     static func translate(_ error: any Error) -> any Error {
         if error is DBeaconError || error is CancellationError { return error }
+        if let violation = error as? SQLConstraintViolation { return violation.conflict }
         if let error = error as? PSQLError {
             if let state = error.serverInfo?[.sqlState] {
                 let message = error.serverInfo?[.message] ?? ""

@@ -1,6 +1,5 @@
 package import DBeaconCore
 import Foundation
-import GRDB
 package import Logging
 
 /// Copies a SpatiaLite deployment into an empty PostGIS database, table by table and value
@@ -68,21 +67,20 @@ package enum StoreCopier {
             }
             return types
         }
-        let present = try await sqlite.writer.read { db in try tables.filter { try db.tableExists($0) } }
-        let copied = present.filter { pgTypes[$0] != nil }
         // Read everything first (one SQLite snapshot), then write in one PostgreSQL transaction.
-        let data: [(table: String, columns: [String], rows: [[Cell]])] = try await sqlite.writer.read { db in
-            try copied.map { table in
-                let columns = try db.columns(in: table).map(\.name).filter { pgTypes[table]?[$0] != nil }
+        let data: [(table: String, columns: [String], rows: [[Cell]])] = try await sqlite.read { db in
+            let present = Set(try await db.rows("SELECT name FROM sqlite_master WHERE type = 'table'").map { try $0.string("name") })
+            var data: [(table: String, columns: [String], rows: [[Cell]])] = []
+            for table in tables where present.contains(table) {
+                guard let types = pgTypes[table] else { continue }
+                let columns = try await db.rows("PRAGMA table_info(\(table))").map { try $0.string("name") }.filter { types[$0] != nil }
                 let select = columns.map { $0 == "area" ? "AsBinary(area) AS area" : "\"\($0)\"" }.joined(separator: ", ")
-                let rows = try Row.fetchAll(db, sql: "SELECT \(select) FROM \(table)").map { row in
-                    columns.map { column -> Cell in
-                        let value: DatabaseValue = row[column]
-                        return cell(value, as: pgTypes[table]?[column] ?? "text")
-                    }
+                let rows = try await db.rows("SELECT \(select) FROM \(table)").map { row in
+                    try columns.map { column in cell(try row[column], as: types[column] ?? "text") }
                 }
-                return (table, columns, rows)
+                data.append((table, columns, rows))
             }
+            return data
         }
         try await postgres.write { db, _ in
             guard try await !db.exists("SELECT 1 FROM users"), try await !db.exists("SELECT 1 FROM beacons") else {
@@ -95,7 +93,7 @@ package enum StoreCopier {
                 let batch = max(1, 20_000 / max(perRow, 1))
                 var start = 0
                 while start < rows.count {
-                    var statement = PGStatement()
+                    var statement = SQLStatement()
                     let values = rows[start..<min(start + batch, rows.count)].map { row in
                         "(" + zip(columns, row).map { column, value in
                             let mark = statement.bind(argument(value))
@@ -117,7 +115,7 @@ package enum StoreCopier {
             let select = columns.map { $0 == "area" ? "ST_AsBinary(area, 'NDR') AS area" : "\"\($0)\"" }.joined(separator: ", ")
             let targetRows: [[Cell]] = try await postgres.read { db in
                 try await db.rows("SELECT \(select) FROM \(table)").map { row in
-                    try columns.map { try pgCell(row, $0, type: pgTypes[table]?[$0] ?? "text") }
+                    try columns.map { cell(try row[$0], as: pgTypes[table]?[$0] ?? "text") }
                 }
             }
             reports.append(TableReport(table: table, sourceRows: rows.count, targetRows: targetRows.count,
@@ -126,35 +124,26 @@ package enum StoreCopier {
         return reports
     }
 
-    static func cell(_ value: DatabaseValue, as type: String) -> Cell {
-        switch value.storage {
+    /// A value as the PostgreSQL column of `type` holds it.
+    static func cell(_ value: SQLValue, as type: String) -> Cell {
+        switch value {
         case .null: return .null
-        case .int64(let v): return type == "boolean" ? .bool(v != 0) : type == "double precision" ? .double(Double(v)) : .int(v)
-        case .double(let v): return .double(v)
-        case .string(let v): return .text(v)
-        case .blob(let v): return .bytes(Array(v))
+        case .integer(let v): return type == "boolean" ? .bool(v != 0) : type == "double precision" ? .double(Double(v)) : .int(v)
+        case .real(let v): return .double(v)
+        case .text(let v): return .text(v)
+        case .blob(let v): return .bytes(v)
+        case .bool(let v): return .bool(v)
+        case .textArray, .integerArray: return .text(value.jsonArray ?? "")
         }
     }
 
-    static func pgCell(_ row: PGRow, _ column: String, type: String) throws -> Cell {
-        switch type {
-        case "boolean": return try row.decode(column, as: Bool?.self).map(Cell.bool) ?? .null
-        case "bigint", "integer": return try row.optionalInt64(column).map(Cell.int) ?? .null
-        case "double precision": return try row.optionalDouble(column).map(Cell.double) ?? .null
-        case "bytea", "USER-DEFINED":
-            guard row.cells[column].bytes != nil else { return .null }
-            return .bytes(try row.bytes(column))
-        default: return try row.optionalString(column).map(Cell.text) ?? .null
-        }
-    }
-
-    static func argument(_ cell: Cell) -> any PGArgument {
+    static func argument(_ cell: Cell) -> any SQLArgument {
         switch cell {
         case .null: return String?.none
         case .int(let v): return v
         case .double(let v): return v
         case .text(let v): return v
-        case .bytes(let v): return PGBytes(bytes: v)
+        case .bytes(let v): return SQLBlob(v)
         case .bool(let v): return v
         }
     }

@@ -7,6 +7,7 @@ package enum SpatiaLiteSchema {
         ("v3", v3_registry),
         ("v4", v4_services),
         ("v5", v5_change_log),
+        ("v6", v6_outbox_claims),
     ]
     package static let v1_core = #"""
 -- DBeacon SpatiaLite schema, migration v1: users, beacons and their context.
@@ -341,6 +342,14 @@ CREATE TABLE beacon_changes (
     created_at INTEGER NOT NULL
 );
 CREATE INDEX beacon_changes_created ON beacon_changes(created_at);
+
+"""#
+    package static let v6_outbox_claims = #"""
+-- DBeacon SpatiaLite schema, migration v6: who claimed a delivery in flight (as on PostGIS).
+-- SQLite deliveries are claimed without a claimant (one file, one delivering server), so
+-- every delivery in flight is put back to pending when the server starts.
+
+ALTER TABLE outbox ADD COLUMN claimed_by TEXT;
 
 """#
 }

@@ -1,37 +1,32 @@
 package import DBeaconCore
 import Foundation
-import GRDB
 
 /// Other processes on the same file (the CLI with `--db` while `serve` runs): every write
 /// transaction logs its beacon changes in `beacon_changes` with this instance's `writerID`;
 /// `pollRemoteChanges` notices other connections' commits through `PRAGMA data_version`
 /// (which changes only for commits made by other connections) and reports their changes, read
-/// from the store as they are now, to the observers, on the writer's queue: local commits and
+/// from the store as they are now, to the observers, under the write lock: local commits and
 /// remote changes reach the observers in one order, so an index never goes back to an older
 /// state of a beacon.
 extension SpatiaLiteStore: BeaconChangeFeed {
     /// Rows of the change log are kept this long (a poller reads them within a second).
     static let changeLogRetention = 600.0
 
-    static func logChanges(_ db: Database, _ changes: [BeaconChange], writer: String) throws {
-        guard !changes.isEmpty else { return }
+    /// Logs the transaction's beacon changes (and fence writes) for other processes.
+    func logChanges(_ log: SQLWriteLog, on db: SQLiteConnection) throws {
+        guard !log.changes.isEmpty || log.fencesChanged else { return }
         let now = Timestamp.now().millis
-        let statement = try db.cachedStatement(sql: """
-            INSERT INTO beacon_changes(beacon_id, kind, writer, created_at) VALUES (?, ?, ?, ?)
-            """)
-        for change in changes {
+        let insert = "INSERT INTO beacon_changes(beacon_id, kind, writer, created_at) VALUES ($1, $2, $3, $4)"
+        for change in log.changes {
             switch change {
-            case .upsert(let b): try statement.execute(arguments: [b.id.rawValue, "upsert", writer, now])
-            case .delete(let id): try statement.execute(arguments: [id.rawValue, "delete", writer, now])
-            case .move(let id, _): try statement.execute(arguments: [id.rawValue, "move", writer, now])
+            case .upsert(let b): _ = try db.rows(insert, [b.id.rawValue, "upsert", writerID, now])
+            case .delete(let id): _ = try db.rows(insert, [id.rawValue, "delete", writerID, now])
+            case .move(let id, _): _ = try db.rows(insert, [id.rawValue, "move", writerID, now])
             }
         }
-    }
-
-    /// Logs that fence states or user locations changed (another process's fence engine must reload).
-    static func logFenceWrites(_ db: Database, writer: String) throws {
-        try db.execute(sql: "INSERT INTO beacon_changes(beacon_id, kind, writer, created_at) VALUES (NULL, 'fences', ?, ?)",
-                       arguments: [writer, Timestamp.now().millis])
+        if log.fencesChanged {
+            _ = try db.rows(insert, [String?.none, "fences", writerID, now])
+        }
     }
 
     package func observeRemoteChanges(_ observer: @escaping @Sendable (BeaconChange) -> Void) {
@@ -54,28 +49,27 @@ extension SpatiaLiteStore: BeaconChangeFeed {
     package func pollRemoteChanges() async throws {
         let cursor = remoteCursor
         let me = writerID
-        try await writer.writeWithoutTransaction { db in
-            let version = try Int.fetchOne(db, sql: "PRAGMA data_version") ?? 0
+        try await withWriter { db in
+            let version = try db.rows("PRAGMA data_version", []).first?.int("data_version") ?? 0
             let now = Timestamp.now()
             if now.seconds(since: cursor.lastPrune) > 60 {
                 cursor.lastPrune = now
-                try db.execute(sql: "DELETE FROM beacon_changes WHERE created_at < ?",
-                               arguments: [now.adding(seconds: -Self.changeLogRetention).millis])
+                _ = try db.rows("DELETE FROM beacon_changes WHERE created_at < $1", [now.adding(seconds: -Self.changeLogRetention).millis])
             }
             guard version != cursor.dataVersion else { return }
             cursor.dataVersion = version
-            var changes: [BeaconChange] = []
             var fences = false
-            try db.inTransaction(.deferred) {
-                let rows = try Row.fetchAll(db, sql: """
-                    SELECT seq, beacon_id, kind, writer FROM beacon_changes WHERE seq > ? ORDER BY seq
-                    """, arguments: [cursor.lastSeq])
+            try db.execute("BEGIN")
+            let changes: [BeaconChange]
+            do {
+                let rows = try db.rows("SELECT seq, beacon_id, kind, writer FROM beacon_changes WHERE seq > $1 ORDER BY seq",
+                                       [cursor.lastSeq])
                 var ids: [String] = []
                 var seen = Set<String>()
                 for row in rows {
-                    cursor.lastSeq = row["seq"]
-                    guard (row["writer"] as String) != me else { continue }
-                    guard let id: String = row["beacon_id"] else {
+                    cursor.lastSeq = try row.int64("seq")
+                    guard try row.string("writer") != me else { continue }
+                    guard let id = try row.optionalString("beacon_id") else {
                         fences = true
                         continue
                     }
@@ -83,15 +77,14 @@ extension SpatiaLiteStore: BeaconChangeFeed {
                 }
                 // The current state of each changed beacon: deleted if it is gone.
                 var current: [String: Beacon] = [:]
-                for chunk in ids.chunked(500) {
-                    let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-                    for b in try Self.fetchBeacons(db, sql: "SELECT \(Self.beaconColumns) FROM beacons b WHERE b.id IN (\(marks))",
-                                                   arguments: StatementArguments(chunk)) {
-                        current[b.id.rawValue] = b
-                    }
+                for b in try await Self.beacons(ids: ids.map(BeaconID.init(uncheckedRawValue:)), db: SQLiteSession(connection: db)) {
+                    current[b.id.rawValue] = b
                 }
                 changes = ids.map { id in current[id].map(BeaconChange.upsert) ?? .delete(BeaconID(uncheckedRawValue: id)) }
-                return .commit
+                try db.execute("COMMIT")
+            } catch {
+                try? db.execute("ROLLBACK")
+                throw error
             }
             if let observer = cursor.observer { for change in changes { observer(change) } }
             if fences { cursor.fenceWrites?() }

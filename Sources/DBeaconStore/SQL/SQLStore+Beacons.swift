@@ -1,13 +1,11 @@
 package import DBeaconCore
 import DBeaconGeo
 import Foundation
-import Logging
-import PostgresNIO
 
-/// Beacons, users, settings and followers on PostGIS: the SQL of `SpatiaLiteStore+Beacons`
-/// with positional placeholders, row locks for version checks, and the circle test done in
-/// Swift with `Geodesy.circleContains` (exactly as the in-memory index and SpatiaLite do).
-extension PostgresStore: BeaconStore {
+/// Settings, users, beacons and followers, on either database. Circles are stored as their
+/// geodesic bounding boxes (so the spatial index finds them) and tested exactly in Swift with
+/// `Geodesy.circleContains`, as the in-memory index does.
+extension SQLStore {
     // MARK: Settings and users
 
     package func setting(_ key: String) async throws -> String? {
@@ -31,13 +29,13 @@ extension PostgresStore: BeaconStore {
     package func createUser(_ user: User, tokenHash: [UInt8]) async throws {
         try await write { db, _ in
             try await db.rows("INSERT INTO users(id, name, token_hash, created_at) VALUES ($1, $2, $3, $4)",
-                              [user.id.rawValue, user.name, PGBytes(bytes: tokenHash), user.createdAt.millis])
+                              [user.id.rawValue, user.name, SQLBlob(tokenHash), user.createdAt.millis])
         }
     }
 
     package func user(tokenHash: [UInt8]) async throws -> User? {
         try await read { db in
-            try await db.row("SELECT id, name, created_at FROM users WHERE token_hash = $1", [PGBytes(bytes: tokenHash)])
+            try await db.row("SELECT id, name, created_at FROM users WHERE token_hash = $1", [SQLBlob(tokenHash)])
                 .map(Self.user(from:))
         }
     }
@@ -54,34 +52,34 @@ extension PostgresStore: BeaconStore {
         }
     }
 
-    static func user(from row: PGRow) throws -> User {
+    static func user(from row: SQLRow) throws -> User {
         User(id: UserID(uncheckedRawValue: try row.string("id")), name: try row.string("name"), createdAt: try row.timestamp("created_at"))
     }
 
     // MARK: Writes
 
     package func insertBeacon(_ beacon: Beacon, events: [Event]) async throws {
-        try await write { db, changes in
+        try await write { db, log in
             try await Self.insertRow(beacon, db: db)
             try await Self.writeChildren(beacon, db: db, replacing: false)
             try await Self.insertEvents(db, events)
-            changes.append(.upsert(beacon))
+            log.changes.append(.upsert(beacon))
         }
     }
 
     package func insertBeacons(_ beacons: [Beacon]) async throws {
-        try await write { db, changes in
+        try await write { db, log in
             // Rows first, then children: relationships among the new beacons find their targets.
             for beacon in beacons { try await Self.insertRow(beacon, db: db) }
             for beacon in beacons {
                 try await Self.writeChildren(beacon, db: db, replacing: false)
-                changes.append(.upsert(beacon))
+                log.changes.append(.upsert(beacon))
             }
         }
     }
 
     package func updateBeacon(_ beacon: Beacon, expectedVersion: Int, fanOut: FollowerFanOut?, events: [Event]) async throws -> Int {
-        try await write { db, changes in
+        try await write { db, log in
             try await Self.checkVersion(db, id: beacon.id, expected: expectedVersion)
             try await Self.update(beacon, db: db)
             try await Self.dropUninvitedAttendees(db, meeting: beacon.id)
@@ -90,23 +88,24 @@ extension PostgresStore: BeaconStore {
             var b = beacon
             b.followersCount = try await db.row("SELECT followers_count FROM beacons WHERE id = $1", [beacon.id.rawValue])?
                 .int("followers_count") ?? beacon.followersCount
-            changes.append(.upsert(b))
+            log.changes.append(.upsert(b))
             return b.followersCount
         }
     }
 
     package func deleteBeacon(id: BeaconID, expectedVersion: Int?, fanOut: FollowerFanOut?) async throws {
-        try await write { db, changes in
+        try await write { db, log in
             try await Self.checkVersion(db, id: id, expected: expectedVersion)
             if let fanOut { try await Self.fanOutToFollowers(db, beacon: id, fanOut) }
             try await db.rows("DELETE FROM beacons WHERE id = $1", [id.rawValue])
-            changes.append(.delete(id))
+            log.changes.append(.delete(id))
         }
     }
 
-    /// Locks the beacon's row for the transaction; `notFound` / `preconditionFailed` as on SpatiaLite.
-    static func checkVersion(_ db: PGConnection, id: BeaconID, expected: Int?) async throws {
-        guard let current = try await db.row("SELECT version FROM beacons WHERE id = $1 FOR UPDATE", [id.rawValue])?.int("version") else {
+    /// Locks the beacon's row for the transaction; `notFound` for a missing beacon,
+    /// `preconditionFailed` for a stale version.
+    static func checkVersion(_ db: any SQLSession, id: BeaconID, expected: Int?) async throws {
+        guard let current = try await db.row("SELECT version FROM beacons WHERE id = $1\(db.dialect.forUpdate)", [id.rawValue])?.int("version") else {
             throw DBeaconError.notFound("beacon \(id)")
         }
         if let expected, current != expected {
@@ -115,41 +114,41 @@ extension PostgresStore: BeaconStore {
         }
     }
 
-    static func insertRow(_ b: Beacon, db: PGConnection) async throws {
+    static func insertRow(_ b: Beacon, db: any SQLSession) async throws {
         let inserted = try await db.rows("""
             INSERT INTO beacons(id, owner, name, description, lon, lat, perimeter_kind, radius_m, lifetime_start,
                 lifetime_end, is_private, tracks_owner, service, content, followers_count, version, created_at,
                 updated_at, area)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, ST_GeomFromWKB($19, 4326))
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \(db.dialect.geometry(fromWKB: "$19")))
             ON CONFLICT (id) DO NOTHING RETURNING seq
-            """, columnValues(b) + [b.followersCount, b.version, b.createdAt.millis, b.updatedAt.millis, PGBytes(bytes: StoredBeacon.areaWKB(b))])
+            """, columnValues(b) + [b.followersCount, b.version, b.createdAt.millis, b.updatedAt.millis, SQLBlob(StoredBeacon.areaWKB(b))])
         if inserted.isEmpty {
             throw DBeaconError.conflict("a beacon with id \(b.id) already exists", code: "beacon_exists", path: "id")
         }
     }
 
-    static func update(_ b: Beacon, db: PGConnection) async throws {
+    static func update(_ b: Beacon, db: any SQLSession) async throws {
         try await db.rows("""
             UPDATE beacons SET id = $1, owner = $2, name = $3, description = $4, lon = $5, lat = $6, perimeter_kind = $7,
                 radius_m = $8, lifetime_start = $9, lifetime_end = $10, is_private = $11, tracks_owner = $12, service = $13,
-                content = $14, version = $15, updated_at = $16, area = ST_GeomFromWKB($17, 4326)
+                content = $14, version = $15, updated_at = $16, area = \(db.dialect.geometry(fromWKB: "$17"))
             WHERE id = $18
-            """, columnValues(b) + [b.version, b.updatedAt.millis, PGBytes(bytes: StoredBeacon.areaWKB(b)), b.id.rawValue])
+            """, columnValues(b) + [b.version, b.updatedAt.millis, SQLBlob(StoredBeacon.areaWKB(b)), b.id.rawValue])
         try await writeChildren(b, db: db, replacing: true)
     }
 
     /// Moves a beacon's location (and a circle's search area) without a new version.
-    static func move(_ id: BeaconID, to location: Position, radiusM: Double?, db: PGConnection) async throws {
+    static func move(_ id: BeaconID, to location: Position, radiusM: Double?, db: any SQLSession) async throws {
         if let radiusM {
             let area = WKB.boxes(Geodesy.boundingBoxes(center: location, radiusM: radiusM))
-            try await db.rows("UPDATE beacons SET lon = $1, lat = $2, area = ST_GeomFromWKB($3, 4326) WHERE id = $4",
-                              [location.lon, location.lat, PGBytes(bytes: area), id.rawValue])
+            try await db.rows("UPDATE beacons SET lon = $1, lat = $2, area = \(db.dialect.geometry(fromWKB: "$3")) WHERE id = $4",
+                              [location.lon, location.lat, SQLBlob(area), id.rawValue])
         } else {
             try await db.rows("UPDATE beacons SET lon = $1, lat = $2 WHERE id = $3", [location.lon, location.lat, id.rawValue])
         }
     }
 
-    private static func columnValues(_ b: Beacon) -> [any PGArgument] {
+    private static func columnValues(_ b: Beacon) -> [any SQLArgument] {
         let kind = StoredBeacon.perimeterKind(b.perimeter)
         return [
             b.id.rawValue, b.owner.rawValue, b.name, b.description, b.location.lon, b.location.lat, kind,
@@ -158,7 +157,7 @@ extension PostgresStore: BeaconStore {
         ]
     }
 
-    static func writeChildren(_ b: Beacon, db: PGConnection, replacing: Bool) async throws {
+    static func writeChildren(_ b: Beacon, db: any SQLSession, replacing: Bool) async throws {
         let id = b.id.rawValue
         if replacing {
             try await db.rows("DELETE FROM beacon_tags WHERE beacon_id = $1", [id])
@@ -168,13 +167,13 @@ extension PostgresStore: BeaconStore {
         if !b.tags.isEmpty {
             try await db.rows("""
                 INSERT INTO beacon_tags(beacon_id, tag, position)
-                SELECT $1, t.tag, t.n - 1 FROM unnest($2::text[]) WITH ORDINALITY AS t(tag, n)
+                SELECT $1, t.value, t.position FROM \(db.dialect.elements("$2", as: "t"))
                 """, [id, b.tags])
         }
         if let members = b.members, !members.isEmpty {
             try await db.rows("""
                 INSERT INTO beacon_members(beacon_id, user_id, position)
-                SELECT $1, m.user_id, m.n - 1 FROM unnest($2::text[]) WITH ORDINALITY AS m(user_id, n)
+                SELECT $1, m.value, m.position FROM \(db.dialect.elements("$2", as: "m"))
                 """, [id, members.map(\.rawValue)])
         }
         for (i, r) in b.relationships.enumerated() {
@@ -189,37 +188,34 @@ extension PostgresStore: BeaconStore {
 
     // MARK: Reads
 
-    static let beaconColumns = """
+    /// The columns `beacons(from:db:)` reads, of `beacons b`.
+    static func beaconColumns(_ dialect: SQLDialect) -> String {
+        """
         b.seq, b.id, b.owner, b.name, b.description, b.lon, b.lat, b.perimeter_kind, b.radius_m, b.lifetime_start,
         b.lifetime_end, b.is_private, b.tracks_owner, b.service, b.content, b.followers_count, b.version,
-        b.created_at, b.updated_at, CASE WHEN b.perimeter_kind = 'circle' THEN NULL ELSE ST_AsBinary(b.area, 'NDR') END AS area_wkb
+        b.created_at, b.updated_at, CASE WHEN b.perimeter_kind = 'circle' THEN NULL ELSE \(dialect.wkb("b.area")) END AS area_wkb
         """
-
-    package func beacon(id: BeaconID) async throws -> Beacon? {
-        try await Self.readBeacon(client: client, logger: logger, id: id, store: self)
     }
 
-    /// One beacon, read in its own snapshot (also used by the listener for remote changes).
-    static func readBeacon(client: PostgresClient, logger: Logger, id: BeaconID, store: PostgresStore? = nil) async throws -> Beacon? {
-        let body: @Sendable (PGConnection) async throws -> Beacon? = { db in
-            try await fetchBeacons(db, "SELECT \(beaconColumns) FROM beacons b WHERE b.id = $1", [id.rawValue]).first
-        }
-        if let store { return try await store.read(body) }
-        return try await client.withConnection { connection in
-            try await body(PGConnection(connection: connection, logger: logger))
-        }
+    package func beacon(id: BeaconID) async throws -> Beacon? {
+        try await read { db in try await Self.beacons(ids: [id], db: db).first }
     }
 
     package func beacons(ids: [BeaconID]) async throws -> [Beacon] {
         guard !ids.isEmpty else { return [] }
-        return try await read { db in
-            try await Self.fetchBeacons(db, "SELECT \(Self.beaconColumns) FROM beacons b WHERE b.id = ANY($1)", [ids.map(\.rawValue)])
-        }
+        return try await read { db in try await Self.beacons(ids: ids, db: db) }
+    }
+
+    /// The beacons among `ids` that exist, in no particular order.
+    static func beacons(ids: [BeaconID], db: any SQLSession) async throws -> [Beacon] {
+        guard !ids.isEmpty else { return [] }
+        return try await fetchBeacons(db, "SELECT \(beaconColumns(db.dialect)) FROM beacons b WHERE \(db.dialect.contains("b.id", "$1"))",
+                                      [ids.map(\.rawValue)])
     }
 
     package func trackingBeacons(owner: UserID) async throws -> [Beacon] {
         try await read { db in
-            try await Self.fetchBeacons(db, "SELECT \(Self.beaconColumns) FROM beacons b WHERE b.owner = $1 AND b.tracks_owner",
+            try await Self.fetchBeacons(db, "SELECT \(Self.beaconColumns(db.dialect)) FROM beacons b WHERE b.owner = $1 AND b.tracks_owner",
                                         [owner.rawValue])
         }
     }
@@ -232,8 +228,9 @@ extension PostgresStore: BeaconStore {
         try await read { db in try await db.row("SELECT count(*) AS n FROM beacons WHERE owner = $1", [owner.rawValue])?.int("n") ?? 0 }
     }
 
-    /// SQL keeping the beacons `viewer` may see at `now` (as `SpatiaLiteStore.visibilityClause`).
-    static func visibilityClause(_ viewer: Principal, now: Timestamp, _ s: inout PGStatement) -> String {
+    /// SQL keeping the beacons `viewer` may see at `now`: the owner always; others while the
+    /// beacon is alive, and private beacons only for their members.
+    static func visibilityClause(_ viewer: Principal, now: Timestamp, _ s: inout SQLStatement) -> String {
         switch viewer {
         case .admin:
             return "true"
@@ -248,14 +245,14 @@ extension PostgresStore: BeaconStore {
         }
     }
 
-    static func tagClause(_ tags: [String], _ s: inout PGStatement) -> String {
+    static func tagClause(_ tags: [String], _ s: inout SQLStatement, _ dialect: SQLDialect) -> String {
         guard !tags.isEmpty else { return "true" }
-        return "EXISTS (SELECT 1 FROM beacon_tags t WHERE t.beacon_id = b.id AND t.tag = ANY(\(s.bind(tags))))"
+        return "EXISTS (SELECT 1 FROM beacon_tags t WHERE t.beacon_id = b.id AND \(dialect.contains("t.tag", s.bind(tags))))"
     }
 
     package func listBeacons(_ query: BeaconListQuery, viewer: Principal, now: Timestamp) async throws -> Page<Beacon> {
-        var s = PGStatement()
-        var clauses = ["b.seq > \(s.bind(query.after ?? 0))", Self.visibilityClause(viewer, now: now, &s), Self.tagClause(query.tags, &s)]
+        var s = SQLStatement()
+        var clauses = ["b.seq > \(s.bind(query.after ?? 0))", Self.visibilityClause(viewer, now: now, &s), Self.tagClause(query.tags, &s, dialect)]
         if let owner = query.owner { clauses.append("b.owner = \(s.bind(owner.rawValue))") }
         if let service = query.service { clauses.append("b.service = \(s.bind(service))") }
         if let box = query.bbox {
@@ -264,7 +261,7 @@ extension PostgresStore: BeaconStore {
             clauses.append(box.west <= box.east ? "b.lon BETWEEN \(west) AND \(east)" : "(b.lon >= \(west) OR b.lon <= \(east))")
         }
         let sql = """
-            SELECT \(Self.beaconColumns) FROM beacons b WHERE \(clauses.joined(separator: " AND "))
+            SELECT \(Self.beaconColumns(dialect)) FROM beacons b WHERE \(clauses.joined(separator: " AND "))
             ORDER BY b.seq LIMIT \(s.bind(query.limit + 1))
             """
         let arguments = s.arguments
@@ -281,21 +278,22 @@ extension PostgresStore: BeaconStore {
     }
 
     package func coveringBeacons(_ query: CoverQuery) async throws -> [Beacon] {
-        var s = PGStatement()
-        let point = "ST_SetSRID(ST_MakePoint(\(s.bind(query.point.lon)), \(s.bind(query.point.lat))), 4326)"
+        var s = SQLStatement()
+        let lon = s.bind(query.point.lon), lat = s.bind(query.point.lat)
+        let point = dialect.point(lon: lon, lat: lat)
         let at = s.bind(query.at.millis)
         var clauses = [
-            // The GiST index finds candidates by box; polygons are then tested exactly in SQL,
-            // circles in Swift with the geodesic test below.
-            "b.area && \(point)",
+            // The spatial index finds candidates by box; polygons are then tested exactly in
+            // SQL, circles in Swift with the geodesic test below.
+            dialect.areaBoxContains(lon: lon, lat: lat),
             "(b.lifetime_start IS NULL OR b.lifetime_start <= \(at))",
             "(b.lifetime_end IS NULL OR b.lifetime_end > \(at))",
             Self.visibilityClause(query.viewer, now: query.visibleNow, &s),
-            Self.tagClause(query.tags, &s),
+            Self.tagClause(query.tags, &s, dialect),
             "(b.perimeter_kind = 'circle' OR ST_Covers(b.area, \(point)))",
         ]
         if let service = query.service { clauses.append("b.service = \(s.bind(service))") }
-        let sql = "SELECT \(Self.beaconColumns) FROM beacons b WHERE \(clauses.joined(separator: " AND "))"
+        let sql = "SELECT \(Self.beaconColumns(dialect)) FROM beacons b WHERE \(clauses.joined(separator: " AND "))"
         let arguments = s.arguments
         let candidates = try await read { db in try await Self.fetchBeacons(db, sql, arguments) }
         return candidates.filter { beacon in
@@ -309,7 +307,7 @@ extension PostgresStore: BeaconStore {
         while true {
             let start = after
             let (batch, last): ([Beacon], Int64?) = try await read { db in
-                let rows = try await db.rows("SELECT \(Self.beaconColumns) FROM beacons b WHERE b.seq > $1 ORDER BY b.seq LIMIT $2",
+                let rows = try await db.rows("SELECT \(Self.beaconColumns(db.dialect)) FROM beacons b WHERE b.seq > $1 ORDER BY b.seq LIMIT $2",
                                              [start, batchSize])
                 return (try await Self.beacons(from: rows, db: db), try rows.last?.int64("seq"))
             }
@@ -321,28 +319,28 @@ extension PostgresStore: BeaconStore {
 
     // MARK: Row decoding
 
-    static func fetchBeacons(_ db: PGConnection, _ sql: String, _ arguments: [any PGArgument]) async throws -> [Beacon] {
+    static func fetchBeacons(_ db: any SQLSession, _ sql: String, _ arguments: [any SQLArgument]) async throws -> [Beacon] {
         try await beacons(from: db.rows(sql, arguments), db: db)
     }
 
     /// Builds beacons from rows of `beaconColumns`, loading tags, members and relationships
     /// for all of them with one query per table.
-    static func beacons(from rows: [PGRow], db: PGConnection) async throws -> [Beacon] {
+    static func beacons(from rows: [SQLRow], db: any SQLSession) async throws -> [Beacon] {
         guard !rows.isEmpty else { return [] }
         let ids = try rows.map { try $0.string("id") }
         var tags: [String: [String]] = [:]
         var members: [String: [UserID]] = [:]
         var relationships: [String: [Relationship]] = [:]
-        for row in try await db.rows("SELECT beacon_id, tag FROM beacon_tags WHERE beacon_id = ANY($1) ORDER BY beacon_id, position", [ids]) {
+        for row in try await db.rows("SELECT beacon_id, tag FROM beacon_tags WHERE \(db.dialect.contains("beacon_id", "$1")) ORDER BY beacon_id, position", [ids]) {
             tags[try row.string("beacon_id"), default: []].append(try row.string("tag"))
         }
         for row in try await db.rows("""
-            SELECT beacon_id, user_id FROM beacon_members WHERE beacon_id = ANY($1) ORDER BY beacon_id, position
+            SELECT beacon_id, user_id FROM beacon_members WHERE \(db.dialect.contains("beacon_id", "$1")) ORDER BY beacon_id, position
             """, [ids]) {
             members[try row.string("beacon_id"), default: []].append(UserID(uncheckedRawValue: try row.string("user_id")))
         }
         for row in try await db.rows("""
-            SELECT source_id, type, target_id, ord FROM relationships WHERE source_id = ANY($1) ORDER BY source_id, position
+            SELECT source_id, type, target_id, ord FROM relationships WHERE \(db.dialect.contains("source_id", "$1")) ORDER BY source_id, position
             """, [ids]) {
             relationships[try row.string("source_id"), default: []].append(
                 Relationship(type: try row.string("type"), target: BeaconID(uncheckedRawValue: try row.string("target_id")),
@@ -398,7 +396,7 @@ extension PostgresStore: BeaconStore {
     }
 
     @discardableResult
-    static func addFollower(_ db: PGConnection, beacon: BeaconID, user: UserID, at: Timestamp) async throws -> Bool {
+    static func addFollower(_ db: any SQLSession, beacon: BeaconID, user: UserID, at: Timestamp) async throws -> Bool {
         let added = try await db.rows("""
             INSERT INTO followers(beacon_id, user_id, created_at) VALUES ($1, $2, $3) ON CONFLICT (beacon_id, user_id) DO NOTHING
             RETURNING seq
@@ -409,7 +407,7 @@ extension PostgresStore: BeaconStore {
     }
 
     @discardableResult
-    static func removeFollower(_ db: PGConnection, beacon: BeaconID, user: UserID) async throws -> Bool {
+    static func removeFollower(_ db: any SQLSession, beacon: BeaconID, user: UserID) async throws -> Bool {
         let removed = try await db.rows("DELETE FROM followers WHERE beacon_id = $1 AND user_id = $2 RETURNING seq",
                                         [beacon.rawValue, user.rawValue])
         guard !removed.isEmpty else { return false }

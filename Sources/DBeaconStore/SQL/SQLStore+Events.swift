@@ -2,51 +2,56 @@ package import DBeaconCore
 import DBeaconGeo
 import Foundation
 
-/// The event log, fence states and lifetimes on PostGIS (as `SpatiaLiteStore+Events`).
-extension PostgresStore: EventStore {
+/// The event log (with its webhook outbox), fence states and lifetimes, on either database.
+extension SQLStore {
     // MARK: Writing events
 
     /// Appends events, in order, and enqueues their deliveries to matching webhooks.
-    static func insertEvents(_ db: PGConnection, _ events: [Event]) async throws {
+    static func insertEvents(_ db: any SQLSession, _ events: [Event]) async throws {
         guard !events.isEmpty else { return }
-        let rows = try await db.rows("""
-            INSERT INTO events(id, type, recipient, beacon_id, created_at, data)
-            SELECT e.id, e.type, e.recipient, NULLIF(e.beacon, ''), e.created_at, e.data
-            FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[])
-                 WITH ORDINALITY AS e(id, type, recipient, beacon, created_at, data, n)
-            ORDER BY e.n
-            RETURNING seq
-            """, [events.map(\.id.rawValue), events.map(\.type.rawValue), events.map(\.recipient.rawValue),
-                  events.map { $0.beacon?.rawValue ?? "" }, events.map(\.createdAt.millis),
-                  events.map { JSONValue.object($0.data).jsonString }])
-        try await enqueueDeliveries(db, events: rows.map { try $0.int64("seq") })
+        var seqs: [Int64] = []
+        // Multi-row inserts, in order, within both databases' limits on placeholders.
+        for chunk in events.chunked(500) {
+            var s = SQLStatement()
+            let values = chunk.map { e in
+                "(\(s.bind(e.id.rawValue)), \(s.bind(e.type.rawValue)), \(s.bind(e.recipient.rawValue)), \(s.bind(e.beacon?.rawValue)), "
+                    + "\(s.bind(e.createdAt.millis)), \(s.bind(JSONValue.object(e.data).jsonString)))"
+            }
+            let rows = try await db.rows("""
+                INSERT INTO events(id, type, recipient, beacon_id, created_at, data) VALUES \(values.joined(separator: ", "))
+                RETURNING seq
+                """, s.arguments)
+            seqs += try rows.map { try $0.int64("seq") }
+        }
+        try await enqueueDeliveries(db, events: seqs)
     }
 
     /// One outbox row per (new event, active webhook whose owner/scope and filters match);
     /// filters are `*`, an exact type, or a prefix ending in `.*` (as `EventType.matches`).
-    static func enqueueDeliveries(_ db: PGConnection, events seqs: [Int64]) async throws {
+    static func enqueueDeliveries(_ db: any SQLSession, events seqs: [Int64]) async throws {
         guard !seqs.isEmpty else { return }
         try await db.rows("""
             INSERT INTO outbox(event_seq, webhook_id, status, attempts, next_attempt_at, created_at, updated_at)
             SELECT e.seq, w.id, 'pending', 0, e.created_at, e.created_at, e.created_at
             FROM events e JOIN webhooks w
               ON w.status = 'active' AND (w.scope = 'all' OR (w.scope = 'user' AND w.owner = e.recipient))
-            WHERE e.seq = ANY($1) AND EXISTS (
-                SELECT 1 FROM jsonb_array_elements_text(w.events::jsonb) AS f(filter)
-                WHERE f.filter = '*' OR f.filter = e.type
-                   OR (right(f.filter, 2) = '.*' AND starts_with(e.type, left(f.filter, -1))))
+            WHERE \(db.dialect.contains("e.seq", "$1")) AND EXISTS (
+                SELECT 1 FROM \(db.dialect.jsonStrings("w.events", as: "f"))
+                WHERE f.value = '*' OR f.value = e.type
+                   OR (substr(f.value, length(f.value) - 1) = '.*'
+                       AND substr(e.type, 1, length(f.value) - 1) = substr(f.value, 1, length(f.value) - 1)))
             ORDER BY e.seq, w.created_at, w.id
             """, [seqs])
     }
 
     /// An event for each follower of `beacon` who may see it, decided in the transaction.
-    static func fanOutToFollowers(_ db: PGConnection, beacon: BeaconID, _ fanOut: FollowerFanOut) async throws {
+    static func fanOutToFollowers(_ db: any SQLSession, beacon: BeaconID, _ fanOut: FollowerFanOut) async throws {
         let alive = fanOut.requireAlive
             ? """
               AND (f.user_id = b.owner OR ((b.lifetime_start IS NULL OR b.lifetime_start <= $2)
                                            AND (b.lifetime_end IS NULL OR b.lifetime_end > $2)))
               """
-            : "AND $2::bigint IS NOT NULL"
+            : "AND CAST($2 AS BIGINT) IS NOT NULL"
         let recipients = try await db.rows("""
             SELECT f.user_id FROM followers f JOIN beacons b ON b.id = f.beacon_id
             WHERE f.beacon_id = $1
@@ -71,7 +76,7 @@ extension PostgresStore: EventStore {
 
     package func events(recipient: UserID?, after: Int64?, limit: Int) async throws -> Page<Event> {
         try await read { db in
-            let rows: [PGRow]
+            let rows: [SQLRow]
             if let recipient {
                 rows = try await db.rows("SELECT * FROM events WHERE recipient = $1 AND seq > $2 ORDER BY seq LIMIT $3",
                                          [recipient.rawValue, after ?? 0, limit + 1])
@@ -97,7 +102,7 @@ extension PostgresStore: EventStore {
         }
     }
 
-    static func event(from row: PGRow, prefix: String = "") throws -> Event {
+    static func event(from row: SQLRow, prefix: String = "") throws -> Event {
         let data = (try? JSONParser.parse(try row.string(prefix + "data")))?.objectValue ?? JSONObject()
         return Event(id: EventID(uncheckedRawValue: try row.string(prefix + "id")), type: EventType(rawValue: try row.string(prefix + "type")),
                      createdAt: try row.timestamp(prefix + "created_at"),
@@ -109,7 +114,8 @@ extension PostgresStore: EventStore {
 
     package func applyFenceUpdates(_ updates: [FenceUpdate]) async throws {
         guard updates.contains(where: { !$0.isEmpty }) else { return }
-        try await write { db, changes in
+        try await write { db, log in
+            log.fencesChanged = updates.contains { !$0.locations.isEmpty || !$0.states.isEmpty || !$0.removed.isEmpty }
             var events: [Event] = []
             for update in updates {
                 for l in update.locations {
@@ -125,7 +131,7 @@ extension PostgresStore: EventStore {
                 for s in update.states {
                     try await db.rows("""
                         INSERT INTO fence_states(user_id, beacon_id, entered_at, dwelled, sighted_at)
-                        SELECT $1, $2, $3, $4, $5::bigint WHERE EXISTS (SELECT 1 FROM beacons WHERE id = $2)
+                        SELECT $1, $2, $3, $4, CAST($5 AS BIGINT) WHERE EXISTS (SELECT 1 FROM beacons WHERE id = $2)
                         ON CONFLICT (user_id, beacon_id) DO UPDATE SET entered_at = excluded.entered_at, dwelled = excluded.dwelled,
                             sighted_at = excluded.sighted_at
                         """, [s.user.rawValue, s.state.beacon.rawValue, s.state.enteredAt.millis, s.state.dwelled,
@@ -133,7 +139,7 @@ extension PostgresStore: EventStore {
                 }
                 for m in update.moves {
                     try await Self.move(m.beacon, to: m.position, radiusM: m.radiusM, db: db)
-                    changes.append(.move(m.beacon, m.position))
+                    log.changes.append(.move(m.beacon, m.position))
                 }
                 events += update.events
             }
@@ -154,7 +160,7 @@ extension PostgresStore: EventStore {
         }
     }
 
-    static func location(from row: PGRow) throws -> UserLocation {
+    static func location(from row: SQLRow) throws -> UserLocation {
         UserLocation(user: UserID(uncheckedRawValue: try row.string("user_id")),
                      position: Position(lon: try row.double("lon"), lat: try row.double("lat")),
                      accuracyM: try row.double("accuracy_m"), fixAt: try row.timestamp("fix_at"),
@@ -166,25 +172,25 @@ extension PostgresStore: EventStore {
     package func lifetimeTransitions(after: Timestamp, upTo: Timestamp) async throws -> (started: [Beacon], ended: [Beacon]) {
         try await read { db in
             let started = try await Self.fetchBeacons(db, """
-                SELECT \(Self.beaconColumns) FROM beacons b WHERE b.lifetime_start > $1 AND b.lifetime_start <= $2
+                SELECT \(Self.beaconColumns(db.dialect)) FROM beacons b WHERE b.lifetime_start > $1 AND b.lifetime_start <= $2
                 ORDER BY b.lifetime_start
                 """, [after.millis, upTo.millis])
             let ended = try await Self.fetchBeacons(db, """
-                SELECT \(Self.beaconColumns) FROM beacons b WHERE b.lifetime_end > $1 AND b.lifetime_end <= $2
+                SELECT \(Self.beaconColumns(db.dialect)) FROM beacons b WHERE b.lifetime_end > $1 AND b.lifetime_end <= $2
                 ORDER BY b.lifetime_end
                 """, [after.millis, upTo.millis])
             return (started, ended)
         }
     }
 
-    /// As on SpatiaLite, but several processes tick: the stored tick is locked, and a
-    /// transition another process already reported (at or before the stored tick) is skipped,
-    /// so each `beacon.started` / `beacon.ended` goes out once.
+    /// Several processes may tick (PostGIS nodes): the stored tick is locked, and a transition
+    /// another process already reported (at or before the stored tick) is skipped, so each
+    /// `beacon.started` / `beacon.ended` goes out once.
     package func commitLifetimeTick(upTo: Timestamp, fanOuts: [(beacon: BeaconID, fanOut: FollowerFanOut)]) async throws {
-        let key = SpatiaLiteStore.lifetimeTickSetting
+        let key = StoreSetting.lifetimeTick
         try await write { db, _ in
             try await db.rows("INSERT INTO settings(key, value) VALUES ($1, '0') ON CONFLICT (key) DO NOTHING", [key])
-            let stored = try await db.row("SELECT value FROM settings WHERE key = $1 FOR UPDATE", [key])?.string("value")
+            let stored = try await db.row("SELECT value FROM settings WHERE key = $1\(db.dialect.forUpdate)", [key])?.string("value")
             let done = stored.flatMap(Int64.init) ?? 0
             for f in fanOuts where f.fanOut.at.millis > done {
                 guard try await db.exists("SELECT 1 FROM beacons WHERE id = $1", [f.beacon.rawValue]) else { continue }
@@ -193,4 +199,10 @@ extension PostgresStore: EventStore {
             try await db.rows("UPDATE settings SET value = $2 WHERE key = $1", [key, String(max(done, upTo.millis))])
         }
     }
+}
+
+/// Keys of the `settings` table the server itself keeps.
+package enum StoreSetting {
+    /// Up to when lifetime transitions were reported (milliseconds since the epoch).
+    package static let lifetimeTick = "lifetime_ticker_at"
 }

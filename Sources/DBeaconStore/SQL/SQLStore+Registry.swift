@@ -1,19 +1,18 @@
 package import DBeaconCore
-import PostgresNIO
 
-/// The shared physical beacon registry and the sighting batch replay log on PostGIS, with the
-/// semantics of `SpatiaLiteStore+Registry` (DDL: schema/postgis/v3_registry.sql).
+/// The shared physical beacon registry and the sighting batch replay log, on either database
+/// (DDL: schema/*/v3_registry.sql).
 ///
-/// Several processes may write at once: an update locks the entry (`FOR UPDATE`) before its
-/// version check, the beacon is locked against deletion (`FOR KEY SHARE`) while an entry is
+/// Several PostGIS processes may write at once: an update locks the entry (`FOR UPDATE`) before
+/// its version check, the beacon is locked against deletion (`FOR KEY SHARE`) while an entry is
 /// written for it, and when two transactions register the same identity at the same time
 /// the partial unique index `registry_entries_identity` refuses the second, which is
 /// reported as the same `duplicate_identity` conflict as the check made first.
-extension PostgresStore: RegistryStore {
-    static let registryColumns = """
+extension SQLStore {
+    static var registryColumns: String { """
         r.seq, r.id, r.kind, r.id1, r.id2, r.id3, r.instance, r.beacon_id, r.owner, r.lon, r.lat, r.level,
         r.measured_power, r.status, r.version, r.created_at, r.updated_at
-        """
+        """ }
 
     package func insertRegistryEntry(_ entry: RegistryEntry) async throws {
         try await write { db, _ in
@@ -31,7 +30,7 @@ extension PostgresStore: RegistryStore {
 
     package func updateRegistryEntry(_ entry: RegistryEntry, expectedVersion: Int) async throws {
         try await write { db, _ in
-            guard let version = try await db.row("SELECT version FROM registry_entries WHERE id = $1 FOR UPDATE",
+            guard let version = try await db.row("SELECT version FROM registry_entries WHERE id = $1\(db.dialect.forUpdate)",
                                                  [entry.id.rawValue])?.int("version") else {
                 throw DBeaconError.notFound("registry entry \(entry.id)")
             }
@@ -54,14 +53,14 @@ extension PostgresStore: RegistryStore {
 
     /// `notFound` (path `beacon`) unless the digital beacon exists; keeps it from being deleted
     /// until the transaction ends.
-    private static func requireBeacon(_ db: PGConnection, _ beacon: BeaconID) async throws {
-        guard try await db.exists("SELECT 1 FROM beacons WHERE id = $1 FOR KEY SHARE", [beacon.rawValue]) else {
+    private static func requireBeacon(_ db: any SQLSession, _ beacon: BeaconID) async throws {
+        guard try await db.exists("SELECT 1 FROM beacons WHERE id = $1\(db.dialect.forKeyShare)", [beacon.rawValue]) else {
             throw DBeaconError.notFound("beacon \(beacon)", path: "beacon")
         }
     }
 
     /// The unique index would refuse a duplicate too; checking first gives the precise error.
-    private static func checkIdentityFree(_ db: PGConnection, _ entry: RegistryEntry) async throws {
+    private static func checkIdentityFree(_ db: any SQLSession, _ entry: RegistryEntry) async throws {
         if try await db.exists("""
             SELECT 1 FROM registry_entries WHERE identity_key = $1 AND status <> 'decommissioned' AND id <> $2
             """, [entry.identity.key, entry.id.rawValue]) {
@@ -74,8 +73,7 @@ extension PostgresStore: RegistryStore {
     private static func identityGuarded(_ entry: RegistryEntry, _ body: () async throws -> Void) async throws {
         do {
             try await body()
-        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505"
-                                         && error.serverInfo?[.constraintName] == "registry_entries_identity" {
+        } catch let error as SQLConstraintViolation where error.constraint == "registry_entries_identity" {
             throw duplicateIdentity(entry)
         }
     }
@@ -86,7 +84,7 @@ extension PostgresStore: RegistryStore {
     }
 
     /// `$1`…`$18` in column order (id first).
-    private static func registryArguments(_ e: RegistryEntry) -> [any PGArgument] {
+    private static func registryArguments(_ e: RegistryEntry) -> [any SQLArgument] {
         [e.id.rawValue, e.identity.kind.rawValue, e.identity.id1, e.identity.id2, e.identity.id3, e.identity.instance,
          e.identity.key, e.identity.specificity, e.beacon.rawValue, e.owner.rawValue, e.position?.position.lon,
          e.position?.position.lat, e.position?.level, e.measuredPower, e.status.rawValue, e.version, e.createdAt.millis,
@@ -107,7 +105,7 @@ extension PostgresStore: RegistryStore {
     }
 
     package func listRegistryEntries(_ query: RegistryListQuery, viewer: Principal, now: Timestamp) async throws -> Page<RegistryEntry> {
-        var s = PGStatement()
+        var s = SQLStatement()
         var clauses = ["r.seq > \(s.bind(query.after ?? 0))", Self.visibilityClause(viewer, now: now, &s)]
         if let beacon = query.beacon { clauses.append("r.beacon_id = \(s.bind(beacon.rawValue))") }
         if let kind = query.kind { clauses.append("r.kind = \(s.bind(kind.rawValue))") }
@@ -128,13 +126,15 @@ extension PostgresStore: RegistryStore {
     }
 
     package func activeRegistryMatches(_ identities: [PhysicalBeaconIdentity]) async throws -> [PhysicalBeaconIdentity: [RegistryEntry]] {
-        let groups = Set(identities.map { GroupKey(kind: $0.kind.rawValue, id1: $0.id1) }).sorted { ($0.kind, $0.id1) < ($1.kind, $1.id1) }
+        let groups = Set(identities.map { RegistryGroupKey(kind: $0.kind.rawValue, id1: $0.id1) }).sorted { ($0.kind, $0.id1) < ($1.kind, $1.id1) }
         guard !groups.isEmpty else { return [:] }
         // Every active pattern of the sighted (kind, id1) pairs, most specific first, ties oldest first.
         let candidates: [RegistryEntry] = try await read { db in
             try await db.rows("""
                 SELECT \(Self.registryColumns) FROM registry_entries r
-                JOIN unnest($1::text[], $2::text[]) AS g(kind, id1) ON r.kind = g.kind AND r.id1 = g.id1
+                JOIN (SELECT k.value AS kind, i.value AS id1 FROM \(db.dialect.elements("$1", as: "k"))
+                      JOIN \(db.dialect.elements("$2", as: "i")) ON i.position = k.position) AS g
+                  ON r.kind = g.kind AND r.id1 = g.id1
                 WHERE r.status = 'active'
                 ORDER BY r.specificity DESC, r.seq
                 """, [groups.map(\.kind), groups.map(\.id1)]).map(Self.registryEntry(from:))
@@ -146,12 +146,8 @@ extension PostgresStore: RegistryStore {
         return result
     }
 
-    private struct GroupKey: Hashable {
-        var kind: String
-        var id1: String
-    }
 
-    static func registryEntry(from row: PGRow) throws -> RegistryEntry {
+    static func registryEntry(from row: SQLRow) throws -> RegistryEntry {
         let kind = PhysicalBeaconKind(rawValue: try row.string("kind")) ?? .iBeacon
         var position: InstalledPosition?
         if let lon = try row.optionalDouble("lon"), let lat = try row.optionalDouble("lat") {
@@ -191,4 +187,9 @@ extension PostgresStore: RegistryStore {
                                     [user.rawValue, batchID])?.string("response") ?? response
         }
     }
+}
+
+private struct RegistryGroupKey: Hashable {
+    var kind: String
+    var id1: String
 }

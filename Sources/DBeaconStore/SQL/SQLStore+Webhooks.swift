@@ -1,10 +1,11 @@
 package import DBeaconCore
 import Foundation
 
-/// Webhook endpoints and the outbox on PostGIS. Several processes deliver from one outbox:
-/// a claim takes due rows with `FOR UPDATE SKIP LOCKED` and marks them in flight with the
-/// claiming process, so no delivery is sent twice.
-extension PostgresStore: WebhookStore {
+/// Webhook endpoints and the outbox, on either database. Several PostGIS processes deliver
+/// from one outbox: a claim takes due rows skipping those another transaction holds
+/// (`SQLDialect.lockSkippingLocked`) and marks them in flight with the claiming process, so
+/// no delivery is sent twice.
+extension SQLStore {
     package func createWebhook(_ w: Webhook) async throws {
         try await write { db, _ in
             try await db.rows("""
@@ -26,7 +27,7 @@ extension PostgresStore: WebhookStore {
         }
     }
 
-    private static func webhookArguments(_ w: Webhook) -> [any PGArgument] {
+    private static func webhookArguments(_ w: Webhook) -> [any SQLArgument] {
         [w.id, w.owner?.rawValue, w.scope.rawValue, w.url, JSONValue.array(w.events.map(JSONValue.string)).jsonString,
          w.description, w.secret, w.previousSecret, w.previousSecretExpiresAt?.millis, w.status.rawValue, w.disabledReason,
          w.createdAt.millis]
@@ -54,7 +55,7 @@ extension PostgresStore: WebhookStore {
         }
     }
 
-    static func webhook(from row: PGRow, prefix: String = "") throws -> Webhook {
+    static func webhook(from row: SQLRow, prefix: String = "") throws -> Webhook {
         func c(_ name: String) -> String { prefix + name }
         let events = (try? JSONParser.parse(try row.string(c("events"))))?.arrayValue?.compactMap(\.stringValue) ?? []
         return Webhook(
@@ -69,7 +70,7 @@ extension PostgresStore: WebhookStore {
 
     // MARK: Outbox
 
-    static let deliveryColumns = """
+    static var deliveryColumns: String { """
         o.seq AS o_seq, o.status AS o_status, o.attempts AS o_attempts, o.first_attempt_at AS o_first,
         o.next_attempt_at AS o_next, o.last_status_code AS o_code, o.last_error AS o_error, o.created_at AS o_created,
         e.id, e.type, e.recipient, e.beacon_id, e.created_at, e.data,
@@ -77,9 +78,9 @@ extension PostgresStore: WebhookStore {
         w.description AS w_description, w.secret AS w_secret, w.previous_secret AS w_previous_secret,
         w.previous_secret_expires_at AS w_previous_secret_expires_at, w.status AS w_status,
         w.disabled_reason AS w_disabled_reason, w.created_at AS w_created_at
-        """
+        """ }
 
-    static func delivery(from row: PGRow) throws -> Delivery {
+    static func delivery(from row: SQLRow) throws -> Delivery {
         Delivery(seq: try row.int64("o_seq"), event: try event(from: row), webhook: try webhook(from: row, prefix: "w_"),
                  status: Delivery.Status(rawValue: try row.string("o_status")) ?? .pending, attempts: try row.int("o_attempts"),
                  firstAttemptAt: try row.optionalTimestamp("o_first"), nextAttemptAt: try row.timestamp("o_next"),
@@ -88,26 +89,24 @@ extension PostgresStore: WebhookStore {
     }
 
     package func claimDueDeliveries(now: Timestamp, limit: Int) async throws -> [Delivery] {
-        let claimant = node.claimant
+        let claimant = deliveryClaimant
         return try await write { db, _ in
             let claimed = try await db.rows("""
-                WITH due AS (
+                UPDATE outbox SET status = 'in_flight', updated_at = $1, claimed_by = $3
+                WHERE seq IN (
                     SELECT o.seq FROM outbox o JOIN webhooks w ON w.id = o.webhook_id
                     WHERE o.status = 'pending' AND o.next_attempt_at <= $1 AND w.status = 'active'
-                    ORDER BY o.next_attempt_at, o.seq LIMIT $2
-                    FOR UPDATE OF o SKIP LOCKED)
-                UPDATE outbox o SET status = 'in_flight', updated_at = $1, claimed_by = $3
-                FROM due WHERE o.seq = due.seq
-                RETURNING o.seq
+                    ORDER BY o.next_attempt_at, o.seq LIMIT $2\(db.dialect.lockSkippingLocked("o")))
+                RETURNING seq
                 """, [now.millis, limit, claimant])
             guard !claimed.isEmpty else { return [] }
             return try await db.rows("""
                 SELECT \(Self.deliveryColumns) FROM outbox o
                 JOIN events e ON e.seq = o.event_seq JOIN webhooks w ON w.id = o.webhook_id
-                WHERE o.seq = ANY($1) ORDER BY o.next_attempt_at, o.seq
+                WHERE \(db.dialect.contains("o.seq", "$1")) ORDER BY o.next_attempt_at, o.seq
                 """, [claimed.map { try $0.int64("seq") }]).map { row in
                 var delivery = try Self.delivery(from: row)
-                delivery.status = .pending // as read before the claim, like SpatiaLite reports it
+                delivery.status = .pending // as it was when claimed
                 return delivery
             }
         }
@@ -151,9 +150,7 @@ extension PostgresStore: WebhookStore {
         try await write { db, _ in
             try await db.rows("""
                 UPDATE outbox SET status = 'pending', claimed_by = NULL
-                WHERE status = 'in_flight' AND (claimed_by IS NULL OR claimed_by NOT IN (
-                    SELECT pid || '@' || floor(extract(epoch FROM backend_start) * 1000000)::bigint FROM pg_stat_activity
-                    WHERE backend_start IS NOT NULL))
+                WHERE status = 'in_flight' AND (claimed_by IS NULL OR claimed_by NOT IN (\(db.dialect.liveClaimants)))
                 """)
         }
     }

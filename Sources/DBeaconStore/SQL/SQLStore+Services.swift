@@ -1,13 +1,13 @@
 package import DBeaconCore
 import Foundation
 
-/// The four services' state (migration v4) on PostGIS, as `SpatiaLiteStore+Services`.
-extension PostgresStore: ServiceStore {
+/// The four services' state (migration v4), on either database.
+extension SQLStore {
     // MARK: Meetings
 
     package func joinMeeting(_ meeting: BeaconID, user: UserID, at: Timestamp) async throws -> (joined: Bool, attendees: Int) {
         try await write { db, _ in
-            guard try await db.exists("SELECT 1 FROM beacons WHERE id = $1 FOR SHARE", [meeting.rawValue]) else {
+            guard try await db.exists("SELECT 1 FROM beacons WHERE id = $1\(db.dialect.forShare)", [meeting.rawValue]) else {
                 throw DBeaconError.notFound("meeting \(meeting)")
             }
             let joined = try await !db.rows("""
@@ -48,13 +48,16 @@ extension PostgresStore: ServiceStore {
         }
     }
 
-    /// As `SpatiaLiteStore.dropUninvitedAttendees`.
-    static func dropUninvitedAttendees(_ db: PGConnection, meeting: BeaconID) async throws {
+    /// The attendees of a private meeting who are no longer invited stop attending and
+    /// following it (in the transaction that changed its invitees).
+    static func dropUninvitedAttendees(_ db: any SQLSession, meeting: BeaconID) async throws {
         let dropped = try await db.rows("""
-            DELETE FROM meeting_attendees a USING beacons b
-            WHERE a.meeting_id = $1 AND b.id = a.meeting_id AND b.is_private AND a.user_id <> b.owner
-              AND NOT EXISTS (SELECT 1 FROM beacon_members m WHERE m.beacon_id = b.id AND m.user_id = a.user_id)
-            RETURNING a.user_id
+            DELETE FROM meeting_attendees
+            WHERE meeting_id = $1 AND user_id IN (
+                SELECT a.user_id FROM meeting_attendees a JOIN beacons b ON b.id = a.meeting_id
+                WHERE a.meeting_id = $1 AND b.is_private AND a.user_id <> b.owner
+                  AND NOT EXISTS (SELECT 1 FROM beacon_members m WHERE m.beacon_id = b.id AND m.user_id = a.user_id))
+            RETURNING user_id
             """, [meeting.rawValue])
         for row in dropped {
             _ = try await removeFollower(db, beacon: meeting, user: UserID(uncheckedRawValue: try row.string("user_id")))
@@ -64,7 +67,7 @@ extension PostgresStore: ServiceStore {
     // MARK: Groups
 
     package func createGroup(_ group: TrackedGroup, beacon: Beacon) async throws {
-        try await write { db, changes in
+        try await write { db, log in
             try await Self.insertRow(beacon, db: db)
             try await Self.writeChildren(beacon, db: db, replacing: false)
             try await db.rows("""
@@ -73,11 +76,11 @@ extension PostgresStore: ServiceStore {
                 """, [group.id.rawValue, group.beacon.rawValue, group.name, group.leader.rawValue, group.rangeM,
                       group.allowed.map { JSONValue.array($0.map { .string($0.rawValue) }).jsonString },
                       group.placed, group.createdAt.millis])
-            changes.append(.upsert(beacon))
+            log.changes.append(.upsert(beacon))
         }
     }
 
-    static func trackedGroup(from row: PGRow) throws -> TrackedGroup {
+    static func trackedGroup(from row: SQLRow) throws -> TrackedGroup {
         let allowed = try row.optionalString("allowed").flatMap { try? JSONParser.parse($0).arrayValue }
         return TrackedGroup(
             id: GroupID(uncheckedRawValue: try row.string("id")), beacon: BeaconID(uncheckedRawValue: try row.string("beacon_id")),
@@ -93,7 +96,7 @@ extension PostgresStore: ServiceStore {
     package func groups(beacons: [BeaconID]) async throws -> [TrackedGroup] {
         guard !beacons.isEmpty else { return [] }
         return try await read { db in
-            try await db.rows("SELECT * FROM tracked_groups WHERE beacon_id = ANY($1)", [beacons.map(\.rawValue)]).map(Self.trackedGroup)
+            try await db.rows("SELECT * FROM tracked_groups WHERE \(db.dialect.contains("beacon_id", "$1"))", [beacons.map(\.rawValue)]).map(Self.trackedGroup)
         }
     }
 
@@ -126,7 +129,7 @@ extension PostgresStore: ServiceStore {
     package func addGroupMember(_ group: GroupID, user: UserID, at: Timestamp, events: [Event]) async throws -> GroupJoinOutcome {
         try await write { db, _ in
             // The group row serialises joins of one group across processes.
-            guard try await db.exists("SELECT 1 FROM tracked_groups WHERE id = $1 FOR UPDATE", [group.rawValue]) else {
+            guard try await db.exists("SELECT 1 FROM tracked_groups WHERE id = $1\(db.dialect.forUpdate)", [group.rawValue]) else {
                 throw DBeaconError.notFound("group \(group)")
             }
             let status = try await db.row("SELECT status FROM group_members WHERE group_id = $1 AND user_id = $2",
@@ -148,8 +151,8 @@ extension PostgresStore: ServiceStore {
 
     package func removeGroupMember(_ group: GroupID, user: UserID, removed: Bool, events: [Event],
                                    revoking access: GroupAccessRevocation?) async throws -> Bool {
-        try await write { db, changes in
-            let changed: [PGRow]
+        try await write { db, log in
+            let changed: [SQLRow]
             if removed {
                 changed = try await db.rows("""
                     UPDATE group_members SET status = 'removed', range_state = NULL, range_distance_m = NULL, range_changed_at = NULL
@@ -165,7 +168,7 @@ extension PostgresStore: ServiceStore {
                 try await Self.checkVersion(db, id: access.beacon.id, expected: access.expectedVersion)
                 try await Self.update(access.beacon, db: db)
                 try await db.rows("UPDATE tracked_groups SET allowed = $1 WHERE id = $2", [access.allowedJSON, group.rawValue])
-                changes.append(.upsert(access.beacon))
+                log.changes.append(.upsert(access.beacon))
             }
             try await Self.insertEvents(db, events)
             return true
@@ -178,7 +181,7 @@ extension PostgresStore: ServiceStore {
             for t in transitions {
                 let updated = try await db.rows("""
                     UPDATE group_members SET range_state = $1, range_distance_m = $2, range_changed_at = $3
-                    WHERE group_id = $4 AND user_id = $5 AND status = 'active' AND range_state IS NOT DISTINCT FROM $6::text
+                    WHERE group_id = $4 AND user_id = $5 AND status = 'active' AND range_state IS NOT DISTINCT FROM CAST($6 AS TEXT)
                     RETURNING user_id
                     """, [t.new.rawValue, t.distanceM, t.at.millis, group.rawValue, t.member.rawValue, t.expected?.rawValue])
                 guard updated.count == 1 else {
@@ -191,7 +194,7 @@ extension PostgresStore: ServiceStore {
     }
 
     package func placeGroup(_ group: GroupID, beacon: Beacon, expectedVersion: Int) async throws {
-        try await write { db, changes in
+        try await write { db, log in
             try await Self.checkVersion(db, id: beacon.id, expected: expectedVersion)
             var b = beacon
             if let stored = try await db.row("SELECT lon, lat FROM beacons WHERE id = $1", [beacon.id.rawValue]) {
@@ -199,14 +202,14 @@ extension PostgresStore: ServiceStore {
             }
             try await Self.update(b, db: db)
             try await db.rows("UPDATE tracked_groups SET placed = true WHERE id = $1", [group.rawValue])
-            changes.append(.upsert(b))
+            log.changes.append(.upsert(b))
         }
     }
 
     package func userLocations(_ users: [UserID]) async throws -> [UserLocation] {
         guard !users.isEmpty else { return [] }
         return try await read { db in
-            try await db.rows("SELECT * FROM user_locations WHERE user_id = ANY($1)", [users.map(\.rawValue)]).map(Self.location(from:))
+            try await db.rows("SELECT * FROM user_locations WHERE \(db.dialect.contains("user_id", "$1"))", [users.map(\.rawValue)]).map(Self.location(from:))
         }
     }
 
@@ -216,7 +219,7 @@ extension PostgresStore: ServiceStore {
         guard !places.isEmpty else { return [] }
         return try await read { db in
             try await db.rows("""
-                SELECT DISTINCT source_id FROM relationships WHERE type = 'tour' AND target_id = ANY($1) ORDER BY source_id
+                SELECT DISTINCT source_id FROM relationships WHERE type = 'tour' AND \(db.dialect.contains("target_id", "$1")) ORDER BY source_id
                 """, [places.map(\.rawValue)]).map { BeaconID(uncheckedRawValue: try $0.string("source_id")) }
         }
     }
@@ -254,7 +257,7 @@ extension PostgresStore: ServiceStore {
             try await db.rows("""
                 SELECT f.tour_id, r.target_id, f.started_at FROM tour_followers f
                 JOIN relationships r ON r.source_id = f.tour_id AND r.type = 'tour'
-                WHERE f.user_id = $1 AND r.target_id = ANY($2)
+                WHERE f.user_id = $1 AND \(db.dialect.contains("r.target_id", "$2"))
                 """, [user.rawValue, places.map(\.rawValue)]).map {
                 (BeaconID(uncheckedRawValue: try $0.string("tour_id")), BeaconID(uncheckedRawValue: try $0.string("target_id")),
                  try $0.timestamp("started_at"))
@@ -351,7 +354,7 @@ extension PostgresStore: ServiceStore {
     package func recordPick(promotion: BeaconID, user: UserID, at: Timestamp, since: Timestamp, cap: Int) async throws -> Bool {
         try await write { db, _ in
             // One pick decision per user at a time, across processes.
-            try await db.rows("SELECT pg_advisory_xact_lock(hashtext('dbeacon_pick_' || $1))", [user.rawValue])
+            if let lock = db.dialect.transactionLock("$1") { try await db.rows(lock, ["dbeacon_pick_" + user.rawValue]) }
             let recent = try await db.row("""
                 SELECT count(*) AS n FROM promotion_interactions WHERE user_id = $1 AND source = 'pick' AND created_at >= $2
                 """, [user.rawValue, since.millis])?.int("n") ?? 0
@@ -378,7 +381,7 @@ extension PostgresStore: ServiceStore {
             var result: [BeaconID: InteractionCounts] = [:]
             for row in try await db.rows("""
                 SELECT promotion_id, type, count(*) AS n FROM promotion_interactions
-                WHERE user_id = $1 AND promotion_id = ANY($2) GROUP BY promotion_id, type
+                WHERE user_id = $1 AND \(db.dialect.contains("promotion_id", "$2")) GROUP BY promotion_id, type
                 """, [user.rawValue, promotions.map(\.rawValue)]) {
                 let id = BeaconID(uncheckedRawValue: try row.string("promotion_id"))
                 Self.add(try row.string("type"), try row.int("n"), to: &result[id, default: InteractionCounts()])

@@ -1,0 +1,123 @@
+/// The few places where SpatiaLite and PostGIS SQL differ. Everything else in the stores is
+/// written once.
+package enum SQLDialect: Sendable {
+    case sqlite
+    case postgres
+
+    /// `column IN (the elements of the array bound at param)`.
+    package func contains(_ column: String, _ param: String) -> String {
+        switch self {
+        case .sqlite: "\(column) IN (SELECT value FROM json_each(\(param)))"
+        case .postgres: "\(column) = ANY(\(param))"
+        }
+    }
+
+    /// A FROM item `alias(value, position)` over the array bound at `param` (0-based positions).
+    /// `type` is the PostgreSQL element type (`text`, `bigint`).
+    package func elements(_ param: String, type: String = "text", as alias: String) -> String {
+        switch self {
+        case .sqlite: "(SELECT value, key AS position FROM json_each(\(param))) AS \(alias)"
+        case .postgres: "(SELECT value, n - 1 AS position FROM unnest(\(param)::\(type)[]) WITH ORDINALITY AS u(value, n)) AS \(alias)"
+        }
+    }
+
+    /// A FROM item `alias(value)` over the elements of a JSON array of strings stored in `column`.
+    package func jsonStrings(_ column: String, as alias: String) -> String {
+        switch self {
+        case .sqlite: "json_each(\(column)) AS \(alias)"
+        case .postgres: "jsonb_array_elements_text(\(column)::jsonb) AS \(alias)(value)"
+        }
+    }
+
+    /// A geometry (SRID 4326) from the WKB bound at `param`.
+    package func geometry(fromWKB param: String) -> String {
+        switch self {
+        case .sqlite: "GeomFromWKB(\(param), 4326)"
+        case .postgres: "ST_GeomFromWKB(\(param), 4326)"
+        }
+    }
+
+    /// The little-endian WKB of a geometry column.
+    package func wkb(_ column: String) -> String {
+        switch self {
+        case .sqlite: "AsBinary(\(column))"
+        case .postgres: "ST_AsBinary(\(column), 'NDR')"
+        }
+    }
+
+    /// A point (SRID 4326).
+    package func point(lon: String, lat: String) -> String {
+        switch self {
+        case .sqlite: "MakePoint(\(lon), \(lat), 4326)"
+        case .postgres: "ST_SetSRID(ST_MakePoint(\(lon), \(lat)), 4326)"
+        }
+    }
+
+    /// Rows of `beacons b` whose `area` box contains the point: the spatial index.
+    package func areaBoxContains(lon: String, lat: String) -> String {
+        switch self {
+        case .sqlite:
+            """
+            b.seq IN (SELECT pkid FROM idx_beacons_area WHERE xmin <= \(lon) AND xmax >= \(lon) AND ymin <= \(lat) AND ymax >= \(lat))
+            """
+        case .postgres: "b.area && \(point(lon: lon, lat: lat))"
+        }
+    }
+
+    /// Locks the selected rows until the transaction ends. SQLite needs none: a write
+    /// transaction holds the whole database.
+    package var forUpdate: String {
+        switch self {
+        case .sqlite: ""
+        case .postgres: " FOR UPDATE"
+        }
+    }
+
+    /// Locks the rows of `table` a queue query selects, skipping rows another transaction
+    /// holds (outbox claims by several processes). SQLite: nothing to skip.
+    package func lockSkippingLocked(_ table: String) -> String {
+        switch self {
+        case .sqlite: ""
+        case .postgres: " FOR UPDATE OF \(table) SKIP LOCKED"
+        }
+    }
+
+    /// A query of the delivery claimants that are still alive (PostGIS: listener sessions,
+    /// `pid@start`). SQLite claims have no claimant: none is alive after a restart.
+    package var liveClaimants: String {
+        switch self {
+        case .sqlite: "SELECT NULL WHERE 0"
+        case .postgres:
+            """
+            SELECT pid || '@' || CAST(floor(extract(epoch FROM backend_start) * 1000000) AS BIGINT) FROM pg_stat_activity
+            WHERE backend_start IS NOT NULL
+            """
+        }
+    }
+
+    /// Locks the selected rows against changes until the transaction ends (SQLite: the write
+    /// transaction already holds the database).
+    package var forShare: String {
+        switch self {
+        case .sqlite: ""
+        case .postgres: " FOR SHARE"
+        }
+    }
+
+    /// A statement that serialises transactions taking the same key (the text bound at
+    /// `param`) until they end; nil where writes are serial anyway (SQLite).
+    package func transactionLock(_ param: String) -> String? {
+        switch self {
+        case .sqlite: nil
+        case .postgres: "SELECT pg_advisory_xact_lock(hashtext(\(param)))"
+        }
+    }
+
+    /// Keeps the selected rows from being deleted (or their key changed) until the transaction ends.
+    package var forKeyShare: String {
+        switch self {
+        case .sqlite: ""
+        case .postgres: " FOR KEY SHARE"
+        }
+    }
+}

@@ -1,0 +1,30 @@
+package import DBeaconCore
+
+/// What a write transaction did besides its rows, for the store to announce after commit.
+package struct SQLWriteLog: Sendable {
+    /// Beacon changes, in order, for in-memory indexes (this process's and other processes').
+    package var changes: [BeaconChange] = []
+    /// Fence states or user locations were written (another process's fence engine reloads).
+    package var fencesChanged = false
+
+    package init() {}
+}
+
+/// A store whose every area (beacons, users, events and fences, webhooks, services,
+/// registry) is implemented once, in the `SQLStore+…` extensions, over `SQLSession`. A
+/// backend supplies transactions, change announcement and the dialect:
+///
+/// * `SpatiaLiteStore`: one SQLite writer connection (a write holds the whole database) and a
+///   pool of readers, each read in its own snapshot;
+/// * `PostgresStore`: pooled PostgreSQL connections; rows that decide a write are locked
+///   (`SQLDialect.forUpdate`), changes are announced with NOTIFY.
+package protocol SQLStore: ServiceBackingStore, RegistryStore, AnyObject {
+    var dialect: SQLDialect { get }
+    /// Runs `body` in a read-only snapshot, so multi-query reads see one state.
+    func read<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) async throws -> T) async throws -> T
+    /// Runs `body` in a write transaction and, after commit, reports what `log` collected.
+    func write<T: Sendable>(_ body: @escaping @Sendable (any SQLSession, inout SQLWriteLog) async throws -> T) async throws -> T
+    /// Who claims webhook deliveries in this process (PostGIS: its listener session, so only
+    /// the deliveries of processes that are gone are reclaimed); nil on SpatiaLite.
+    var deliveryClaimant: String? { get }
+}

@@ -1,0 +1,179 @@
+import CSQLite
+import DBeaconCore
+import Foundation
+
+/// One SQLite connection with SpatiaLite loaded, and its prepared statements. Not
+/// thread-safe: `SpatiaLiteStore` hands each connection to one task at a time.
+///
+/// Statements use `$1…$n` placeholders, bound by number (the shared SQL of `SQLStore`).
+final class SQLiteConnection: @unchecked Sendable {
+    private let handle: OpaquePointer
+    private var statements: [String: Prepared] = [:]
+
+    /// A prepared statement, with its result columns and which argument each placeholder takes.
+    private final class Prepared {
+        let statement: OpaquePointer
+        let columns: SQLColumns
+        /// Per placeholder (1-based), the 0-based argument index.
+        let argumentIndex: [Int]
+
+        init(statement: OpaquePointer) {
+            self.statement = statement
+            columns = SQLColumns((0..<sqlite3_column_count(statement)).map { String(cString: sqlite3_column_name(statement, $0)) })
+            argumentIndex = (0..<sqlite3_bind_parameter_count(statement)).map { i in
+                guard let name = sqlite3_bind_parameter_name(statement, i + 1) else { return Int(i) }
+                let text = String(cString: name)
+                return Int(text.dropFirst()).map { $0 - 1 } ?? Int(i)
+            }
+        }
+
+        deinit { sqlite3_finalize(statement) }
+    }
+
+    /// Opens the database at `path` (creating it unless `readOnly`) and loads `mod_spatialite`.
+    init(path: String, readOnly: Bool, synchronousFull: Bool) throws {
+        var db: OpaquePointer?
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close_v2(db)
+            throw DBeaconError(.unavailable, code: "database_unavailable", message: "cannot open \(path): \(message)")
+        }
+        handle = db
+        sqlite3_extended_result_codes(db, 1)
+        // Other processes (the CLI with --db while the server runs) hold the write lock only briefly.
+        sqlite3_busy_timeout(db, 10_000)
+        try loadSpatiaLite()
+        if !readOnly { try execute("PRAGMA journal_mode = WAL") }
+        try execute("PRAGMA foreign_keys = ON")
+        try execute("PRAGMA synchronous = \(synchronousFull ? "FULL" : "NORMAL")")
+    }
+
+    deinit {
+        statements.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    private func loadSpatiaLite() throws {
+        sqlite3_enable_load_extension(handle, 1)
+        var message: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_load_extension(handle, "mod_spatialite", nil, &message)
+        sqlite3_enable_load_extension(handle, 0)
+        if rc != SQLITE_OK {
+            let text = message.map { String(cString: $0) } ?? "unknown error"
+            sqlite3_free(message)
+            throw DBeaconError(.unavailable, code: "spatialite_unavailable",
+                               message: "cannot load mod_spatialite (install libsqlite3-mod-spatialite): \(text)")
+        }
+    }
+
+    /// Runs a script of statements without arguments (pragmas, migrations, BEGIN/COMMIT).
+    func execute(_ script: String) throws {
+        var message: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, script, nil, nil, &message)
+        if rc != SQLITE_OK {
+            let text = message.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
+            sqlite3_free(message)
+            throw Self.error(rc, text)
+        }
+    }
+
+    /// Rows changed by all statements so far (to learn whether a transaction wrote anything).
+    var totalChanges: Int64 { sqlite3_total_changes64(handle) }
+
+    /// Runs one statement and returns its rows.
+    func rows(_ sql: String, _ arguments: [any SQLArgument]) throws -> [SQLRow] {
+        let prepared = try prepare(sql)
+        let s = prepared.statement
+        defer {
+            sqlite3_reset(s)
+            sqlite3_clear_bindings(s)
+        }
+        for (i, argumentIndex) in prepared.argumentIndex.enumerated() {
+            guard argumentIndex < arguments.count else {
+                throw DBeaconError.internalError("database error", cause: "missing argument \(argumentIndex + 1) for \(sql)")
+            }
+            try bind(arguments[argumentIndex].sqlValue, at: Int32(i + 1), in: s)
+        }
+        var result: [SQLRow] = []
+        let count = sqlite3_column_count(s)
+        while true {
+            let rc = sqlite3_step(s)
+            if rc == SQLITE_DONE { break }
+            guard rc == SQLITE_ROW else { throw Self.error(rc, String(cString: sqlite3_errmsg(handle))) }
+            var values: [SQLValue] = []
+            values.reserveCapacity(Int(count))
+            for c in 0..<count { values.append(column(c, of: s)) }
+            result.append(SQLRow(columns: prepared.columns, values: values))
+        }
+        return result
+    }
+
+    private func prepare(_ sql: String) throws -> Prepared {
+        if let p = statements[sql] { return p }
+        var statement: OpaquePointer?
+        let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        guard rc == SQLITE_OK, let statement else {
+            throw Self.error(rc, String(cString: sqlite3_errmsg(handle)) + " in: " + sql)
+        }
+        let p = Prepared(statement: statement)
+        // Statements built from filters vary; keep the cache bounded.
+        if statements.count >= 512 { statements.removeAll() }
+        statements[sql] = p
+        return p
+    }
+
+    private func bind(_ value: SQLValue, at i: Int32, in s: OpaquePointer) throws {
+        let rc: Int32
+        switch value {
+        case .null: rc = sqlite3_bind_null(s, i)
+        case .integer(let v): rc = sqlite3_bind_int64(s, i, v)
+        case .real(let v): rc = sqlite3_bind_double(s, i, v)
+        case .bool(let v): rc = sqlite3_bind_int64(s, i, v ? 1 : 0)
+        case .text(let v): rc = sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT)
+        case .blob(let bytes):
+            rc = bytes.withUnsafeBytes { sqlite3_bind_blob(s, i, $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT) }
+        case .textArray, .integerArray:
+            rc = sqlite3_bind_text(s, i, value.jsonArray ?? "[]", -1, SQLITE_TRANSIENT)
+        }
+        if rc != SQLITE_OK { throw Self.error(rc, String(cString: sqlite3_errmsg(handle))) }
+    }
+
+    private func column(_ c: Int32, of s: OpaquePointer) -> SQLValue {
+        switch sqlite3_column_type(s, c) {
+        case SQLITE_INTEGER: return .integer(sqlite3_column_int64(s, c))
+        case SQLITE_FLOAT: return .real(sqlite3_column_double(s, c))
+        case SQLITE_TEXT: return .text(String(cString: sqlite3_column_text(s, c)))
+        case SQLITE_BLOB:
+            let count = Int(sqlite3_column_bytes(s, c))
+            guard count > 0, let p = sqlite3_column_blob(s, c) else { return .blob([]) }
+            return .blob(Array(UnsafeRawBufferPointer(start: p, count: count)))
+        default: return .null
+        }
+    }
+
+    /// SQLite result codes as DBeacon errors: constraint violations are conflicts, a busy
+    /// database is 503, anything else an internal error.
+    static func error(_ rc: Int32, _ message: String) -> any Error {
+        switch rc & 0xff {
+        case SQLITE_CONSTRAINT: return SQLConstraintViolation(constraint: nil, message: message)
+        case SQLITE_BUSY, SQLITE_LOCKED:
+            return DBeaconError(.unavailable, code: "database_busy", message: "the database is busy, retry shortly")
+        default: return DBeaconError.internalError("database error", cause: "\(rc): \(message)")
+        }
+    }
+}
+
+/// SQLite copies the bound value before the call returns.
+private let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+/// A transaction on one SQLite connection, for the shared store code.
+struct SQLiteSession: SQLSession {
+    let connection: SQLiteConnection
+    var dialect: SQLDialect { .sqlite }
+
+    func rows(_ sql: String, _ arguments: [any SQLArgument]) async throws -> [SQLRow] {
+        try connection.rows(sql, arguments)
+    }
+}
