@@ -2881,9 +2881,13 @@ components:
       style: form
       explode: true
       schema:
-        type: array
+        description: >-
+          One value (a comma-separated list of tags; empty items between commas are skipped) or
+          several repeated values.
+        type: [array, string]
+        pattern: '^(?: *[A-Za-z0-9_:-]{1,40} *(?:,(?: *[A-Za-z0-9_:-]{1,40} *)?)*|(?:,(?: *[A-Za-z0-9_:-]{1,40} *)?)+)$'
         items:
-          $ref: '#/components/schemas/Tag'
+          $ref: '#/components/schemas/TagList'
       example: [food]
     Lat:
       name: lat
@@ -3185,6 +3189,13 @@ components:
         lower-cased (so `Food` is stored and returned as `food`).
       pattern: '^ *[A-Za-z0-9_:-]{1,40} *$'
       examples: [food]
+    TagList:
+      type: string
+      description: >-
+        One or more tags separated by commas (each as in `Tag`); empty items between commas are
+        skipped.
+      pattern: '^(?: *[A-Za-z0-9_:-]{1,40} *(?:,(?: *[A-Za-z0-9_:-]{1,40} *)?)*|(?:,(?: *[A-Za-z0-9_:-]{1,40} *)?)+)$'
+      examples: ['food', 'food,music']
     LatLon:
       type: object
       description: A WGS84 point with named coordinates.

@@ -53,6 +53,9 @@ let invalidBeaconCorpus: [InvalidCase] = [
     InvalidCase(name: "lifetime end before start", body: featureText(properties: #"{"name":"x","lifetime":{"start":"2026-11-21T14:00:00Z","end":"2026-11-21T12:00:00Z"}}"#), code: "invalid_lifetime", path: "properties.lifetime.end"),
     InvalidCase(name: "lifetime not RFC 3339", body: featureText(properties: #"{"name":"x","lifetime":{"start":"tomorrow"}}"#), code: "invalid_timestamp", path: "properties.lifetime.start"),
     InvalidCase(name: "bad tag", body: featureText(properties: #"{"name":"x","tags":["no spaces please"]}"#), code: "invalid_tag", path: "properties.tags[0]"),
+    // The server reads tags exactly as the schema's pattern says: spaces (U+0020) trimmed, ASCII only.
+    InvalidCase(name: "tag with a tab", body: featureText(properties: #"{"name":"x","tags":["food","\tmusic"]}"#), code: "invalid_tag", path: "properties.tags[1]"),
+    InvalidCase(name: "tag lower-casing to ASCII (Kelvin sign)", body: featureText(properties: #"{"name":"x","tags":["\u212A"]}"#), code: "invalid_tag", path: "properties.tags[0]"),
     InvalidCase(name: "bad member id", body: featureText(properties: #"{"name":"x","visibility":{"members":["ann"]}}"#), code: "invalid_id", path: "properties.visibility.members[0]"),
     InvalidCase(name: "bad relationship target", body: featureText(properties: #"{"name":"x","relationships":[{"type":"related","target":"nope"}]}"#), code: "invalid_id", path: "properties.relationships[0].target"),
     InvalidCase(name: "content URL not http", body: featureText(properties: #"{"name":"x","content":[{"kind":"web","url":"javascript:alert(1)"}]}"#), code: "invalid_url", path: "properties.content[0].url"),

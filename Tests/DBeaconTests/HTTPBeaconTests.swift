@@ -149,6 +149,8 @@ import Testing
 
             #expect(try await client.call(.get, "/v1/nearby?lat=48.7784&lon=9.18&tag=food", token: ann).featureIDs == [east.json!["id"]!.stringValue!])
             #expect(try await client.call(.get, "/v1/nearby?lat=48.7784&lon=9.18&tag=food&tag=shopping", token: ann).features.count == 2)
+            // A comma list with empty items and spaces, as the schema's TagList pattern allows.
+            #expect(try await client.call(.get, "/v1/nearby?lat=48.7784&lon=9.18&tag=,%20Food%20,,shopping,", token: ann).features.count == 2)
             #expect(try await client.call(.get, "/v1/nearby?lat=48.7784&lon=9.18&limit=1", token: ann).featureIDs == [east.json!["id"]!.stringValue!])
             let tomorrow = try await client.call(.get, "/v1/nearby?lat=48.7784&lon=9.18&tag=food&at=2026-11-22T10:00:00Z", token: ann)
             #expect(tomorrow.features.compactMap { $0["properties"]?["name"]?.stringValue } == ["later", "east"])
@@ -168,7 +170,7 @@ import Testing
     @Test(arguments: [
         ("/v1/nearby?lon=9", 400, "lat"), ("/v1/nearby?lat=abc&lon=9", 400, "lat"), ("/v1/nearby?lat=95&lon=9", 422, "lat"),
         ("/v1/nearby?lat=nan&lon=9", 422, "lat"), ("/v1/nearby?lat=48&lon=-181", 422, "lon"), ("/v1/nearby?lat=48&lon=9&limit=0", 400, "limit"),
-        ("/v1/nearby?lat=48&lon=9&at=yesterday", 400, "at"), ("/v1/nearby?lat=48&lon=9&tag=a%20b", 422, "tag"),
+        ("/v1/nearby?lat=48&lon=9&at=yesterday", 400, "at"), ("/v1/nearby?lat=48&lon=9&tag=a%20b", 422, "tag"), ("/v1/nearby?lat=48&lon=9&tag=%09food", 422, "tag"),
         ("/v1/beacons?cursor=zzz", 400, "cursor"), ("/v1/beacons?bbox=1,2,3", 400, "bbox"), ("/v1/beacons?bbox=0,50,1,40", 422, "bbox"),
         ("/v1/beacons?owner=bob", 400, "owner"),
     ])

@@ -110,14 +110,19 @@ package enum BeaconFeatureCodec {
 
     /// Lower-cases a tag and checks it is a slug (`food`, `city-tour`, `cat:music`).
     package static func normalizeTag(_ raw: String, path: String) throws(DBeaconError) -> String {
-        let tag = String(raw.trimmingSpaces).lowercased()
-        let ok = !tag.isEmpty && tag.utf8.count <= BeaconLimits.maxTagLength && tag.utf8.allSatisfy {
-            ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D || $0 == 0x5F || $0 == 0x3A
+        // Exactly the schema's `^ *[A-Za-z0-9_:-]{1,40} *$`: only U+0020 is trimmed and only ASCII is
+        // lower-cased (Unicode case mapping would turn U+212A KELVIN SIGN into a valid `k`).
+        var bytes = raw.utf8[...]
+        while bytes.first == 0x20 { bytes.removeFirst() }
+        while bytes.last == 0x20 { bytes.removeLast() }
+        let ok = !bytes.isEmpty && bytes.count <= BeaconLimits.maxTagLength && bytes.allSatisfy {
+            ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x30 && $0 <= 0x39)
+                || $0 == 0x2D || $0 == 0x5F || $0 == 0x3A
         }
         guard ok else {
             throw DBeaconError.invalid(path, "a tag is 1–\(BeaconLimits.maxTagLength) letters, digits, '-', '_' or ':'", code: "invalid_tag")
         }
-        return tag
+        return String(decoding: bytes.map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }, as: UTF8.self)
     }
 
     private static func decodeRelationships(_ properties: ObjectReader) throws(DBeaconError) -> [Relationship] {
