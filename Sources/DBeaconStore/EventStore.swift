@@ -6,6 +6,19 @@ package protocol EventStore: Sendable {
     func applyFenceUpdates(_ updates: [FenceUpdate]) async throws
     /// Fence states of every user, and the locations received since `since`.
     func loadFenceSnapshot(locationsSince since: Timestamp) async throws -> (locations: [UserLocation], states: [UserID: [FenceState]])
+    /// Whether several server processes decide fences on this store (PostGIS). Their fence
+    /// decisions then go through `decideFence`, so no user needs to be routed to one node.
+    var sharedFenceState: Bool { get }
+    /// One fence decision under per-user locks that several processes respect, in one
+    /// transaction: locks `users`, then the users located in any of `boxes` or inside any of
+    /// `beacons` (their states may change too), reads the locations and states of all of them,
+    /// calls `decide` with that snapshot and writes the update it returns. Deadlocks between
+    /// decisions are retried.
+    func decideFence<T: Sendable>(lock users: [UserID], near boxes: [BoundingBox], inside beacons: [BeaconID],
+                                  _ decide: @escaping @Sendable (FenceSnapshot) async throws -> (FenceUpdate, T)) async throws -> T
+    /// Users with a fence state due at `now`: not yet dwelled and entered at or before
+    /// `enteredBefore`, or last sighted at or before `sightedBefore`.
+    func fenceUsersDue(enteredBefore: Timestamp, sightedBefore: Timestamp) async throws -> [UserID]
     /// Appends events (with their outbox rows) in one transaction.
     func appendEvents(_ events: [Event]) async throws
     /// Events addressed to `recipient` (all when nil), oldest first, after a log position.

@@ -26,3 +26,17 @@ package struct FenceUpdate: Sendable {
         events += other.events
     }
 }
+
+/// The fence state of some users as stored: what `EventStore.decideFence` hands to a decision.
+package struct FenceSnapshot: Sendable {
+    /// Every user the decision holds locked (with or without a location or state).
+    package var users: [UserID]
+    package var locations: [UserLocation]
+    package var states: [UserID: [FenceState]]
+
+    package init(users: [UserID], locations: [UserLocation], states: [UserID: [FenceState]]) {
+        self.users = users
+        self.locations = locations
+        self.states = states
+    }
+}

@@ -75,6 +75,75 @@ import Testing
     }
 }
 
+extension PostgresMultiProcessTests {
+    /// Fence state without sticky routing: one user's fixes land on alternate servers, yet each
+    /// entry and exit is reported exactly once; a beacon edited through the server that did not
+    /// receive the user's last fix still enters the standing user, once.
+    @Test(.enabled(if: Backend.postgresURL != nil, "needs DBEACON_POSTGRES_URL"))
+    func fencesNeedNoStickyRouting() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dbeacon-mpf-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let db = try Backend.postgis.freshDatabase(in: directory)
+        let a = try await ServerProcess.start(db: db, log: directory.appendingPathComponent("a.log"))
+        defer { a.stop() }
+        let b = try await ServerProcess.start(db: db, log: directory.appendingPathComponent("b.log"))
+        defer { b.stop() }
+        let owner = try #require(try await a.call(.POST, "/v1/users", token: Self.adminToken, json: ["name": "owner"]).json?["token"]?.stringValue)
+        let ann = try #require(try await a.call(.POST, "/v1/users", token: Self.adminToken, json: ["name": "ann"]).json?["token"]?.stringValue)
+        let created = try await a.call(.POST, "/v1/beacons", token: owner, json: feature(name: "kiosk", perimeter: circle(50)))
+        let id = try #require(created.json?["id"]?.stringValue)
+        #expect(try await b.eventually { try await $0.nearbyIDs(token: ann).contains(id) })
+
+        // Inside, inside, outside, outside, inside, outside: alternating servers.
+        let walk: [(ServerProcess, Double)] = [(a, 48.7784), (b, 48.7785), (a, 48.79), (b, 48.791), (a, 48.7784), (b, 48.792)]
+        for (server, lat) in walk {
+            let fix = try await server.call(.POST, "/v1/me/location", token: ann, json: ["lat": .number(lat), "lon": 9.18, "accuracy_m": 5])
+            #expect(fix.status == 200, "\(fix.json.map(JSONWriter.string) ?? "")")
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        func fenceEvents() async throws -> [String] {
+            try await a.call(.GET, "/v1/events?limit=100", token: ann).json?["events"]?.arrayValue?
+                .compactMap { $0["type"]?.stringValue }.filter { $0.hasPrefix("beacon.") } ?? []
+        }
+        #expect(try await fenceEvents() == ["beacon.entered", "beacon.exited", "beacon.entered", "beacon.exited"])
+
+        // Ann stands at 48.792 (her last fix went to B); the owner moves the beacon there through A.
+        let moved = try await a.call(.PATCH, "/v1/beacons/\(id)", token: owner,
+                                     json: ["geometry": ["type": "Point", "coordinates": [9.18, 48.792]]])
+        #expect(moved.status == 200, "\(moved.json.map(JSONWriter.string) ?? "")")
+        try await Task.sleep(for: .milliseconds(1500)) // time for a second node to (wrongly) re-evaluate too
+        #expect(try await fenceEvents() == ["beacon.entered", "beacon.exited", "beacon.entered", "beacon.exited", "beacon.entered"])
+        // And the next fix through B, still there, changes nothing; one step away exits once.
+        _ = try await b.call(.POST, "/v1/me/location", token: ann, json: ["lat": 48.792, "lon": 9.18, "accuracy_m": 5])
+        _ = try await a.call(.POST, "/v1/me/location", token: ann, json: ["lat": 48.80, "lon": 9.18, "accuracy_m": 5])
+        #expect(try await fenceEvents() == ["beacon.entered", "beacon.exited", "beacon.entered", "beacon.exited", "beacon.entered",
+                                            "beacon.exited"])
+
+        // Concurrently, through both servers at once: fixes in and out of the beacon (in blocks of
+        // five, 10 ms apart, arriving in any order). Whatever order they are decided in, entries
+        // and exits strictly alternate: no node decides on a state another node already changed.
+        let start = Date().addingTimeInterval(0.5)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<40 {
+                let server = i % 2 == 0 ? a : b
+                let lat = (i / 5) % 2 == 0 ? 48.792 : 48.80
+                let at = Timestamp(millis: Int64(start.timeIntervalSince1970 * 1000) + Int64(i) * 10).rfc3339
+                group.addTask {
+                    let fix = try await server.call(.POST, "/v1/me/location", token: ann,
+                                                    json: ["lat": .number(lat), "lon": 9.18, "accuracy_m": 5, "timestamp": .string(at)])
+                    #expect(fix.status == 200, "\(fix.json.map(JSONWriter.string) ?? "")")
+                }
+            }
+            try await group.waitForAll()
+        }
+        let all = try await fenceEvents()
+        #expect(all.count > 6, "\(all)")
+        for (i, type) in all.enumerated() {
+            #expect(type == (i % 2 == 0 ? "beacon.entered" : "beacon.exited"), "\(all)")
+        }
+    }
+}
+
 /// A `dbeacon serve` child process on a free loopback port.
 struct ServerProcess: @unchecked Sendable {
     let process: Process

@@ -56,4 +56,19 @@ import Testing
         let report = try await server.call(.POST, "/v1/me/location", token: bob, json: fix)
         #expect(report.json?["inside"] == [] && report.json?["events"] == [], "a deleted beacon produced \(report.json.map(JSONWriter.string) ?? "")")
     }
+
+    /// SIGTERM is a graceful shutdown: every background service (deliverer, tickers, the poller
+    /// for other processes' writes) stops without an error and the process exits with status 0.
+    @Test func sigtermShutsDownCleanly() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dbeacon-term-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let log = directory.appendingPathComponent("serve.log")
+        let server = try await ServerProcess.start(db: directory.appendingPathComponent("db.sqlite").path, log: log)
+        try await Task.sleep(for: .milliseconds(300)) // the poller has polled at least once
+        server.stop()
+        let output = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        #expect(server.process.terminationStatus == 0, "\(output)")
+        #expect(!output.contains("Error"), "\(output)")
+    }
 }

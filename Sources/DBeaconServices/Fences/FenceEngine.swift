@@ -10,6 +10,12 @@ package import DBeaconStore
 /// The state lives in memory (the evaluator) and in the database. After a failed commit, or
 /// when another process wrote fence states, it is reloaded from the store before the next
 /// decision.
+///
+/// On a store several server processes share (PostGIS, `sharedFenceState`), each decision is
+/// made instead on the users' state as stored, under their cross-process locks, in the
+/// transaction that writes it (`EventStore.decideFence`): a user's fixes may reach any node,
+/// and a beacon change re-evaluates the standing users once, on the node that made it. The
+/// memory copy then only serves reads (`insideBeacons`, `location`).
 package actor FenceEngine {
     private let store: any DBeaconStore
     private let engine: any CoverageEngine
@@ -64,6 +70,7 @@ package actor FenceEngine {
     package func report(user: UserID, fixes: [LocationFix]) async throws -> FixReport {
         if needsReload { try await reload() }
         let sorted = fixes.sorted { $0.timestamp < $1.timestamp }
+        if store.sharedFenceState { return try await reportShared(user: user, fixes: sorted) }
 
         // Everything that needs I/O is fetched before the decision.
         var coverage: [[Beacon]] = []
@@ -92,14 +99,63 @@ package actor FenceEngine {
         let outcome = evaluator.applyFixes(user: user, fixes: sorted, coverage: coverage, known: known, tracking: tracking,
                                            now: clock.now())
         try await commit(outcome.update)
+        return await finish(user: user, outcome: outcome, inside: evaluator.insideBeacons(of: user))
+    }
+
+    /// Tells the listeners about an accepted fix; the report for the caller.
+    private func finish(user: UserID, outcome: FenceEvaluator.FixOutcome, inside: [BeaconID]) async -> FixReport {
         var reported = outcome.userEvents
         if let location = outcome.location {
             for listener in listeners {
                 reported += await listener.locationAccepted(location, events: outcome.userEvents).filter { $0.recipient == user }
             }
         }
-        return FixReport(inside: evaluator.insideBeacons(of: user), events: reported, accepted: outcome.accepted,
-                         ignored: outcome.ignored)
+        return FixReport(inside: inside, events: reported, accepted: outcome.accepted, ignored: outcome.ignored)
+    }
+
+    /// `report` on a shared store: coverage from the index, the decision on the stored state of
+    /// the user (and of the users a moving beacon of theirs may now cover), under their locks.
+    private func reportShared(user: UserID, fixes sorted: [LocationFix]) async throws -> FixReport {
+        var coverage: [[Beacon]] = []
+        for fix in sorted {
+            coverage.append(try await engine.covering(CoverQuery(point: fix.position, at: fix.timestamp, viewer: .user(user))))
+        }
+        let tracking = try await engine.trackingBeacons(owner: user)
+        var known: [BeaconID: Beacon] = [:]
+        for list in coverage { for b in list { known[b.id] = b } }
+        for b in tracking { known[b.id] = b }
+        var boxes: [BoundingBox] = []
+        if let last = sorted.last {
+            for var b in tracking {
+                b.location = last.position
+                boxes += FenceEvaluator.searchBoxes(of: b)
+            }
+        }
+        let (engine, config, clock, known0, covering) = (self.engine, self.config, self.clock, known, coverage)
+        let (outcome, decided, users) = try await store.decideFence(lock: [user], near: boxes, inside: tracking.map(\.id)) { snapshot in
+            var evaluator = FenceEvaluator(config: config, locations: snapshot.locations, states: snapshot.states)
+            var known = known0
+            let missing = evaluator.unknownInsideBeacons(of: user, known: Set(known.keys))
+            if !missing.isEmpty { for b in try await engine.beacons(ids: Array(missing)) { known[b.id] = b } }
+            let outcome = evaluator.applyFixes(user: user, fixes: sorted, coverage: covering, known: known, tracking: tracking,
+                                               now: clock.now())
+            return (outcome.update, (outcome, evaluator, snapshot.users))
+        }
+        evaluator.adopt(users, from: decided)
+        return await finish(user: user, outcome: outcome, inside: decided.insideBeacons(of: user))
+    }
+
+    /// A decision on a shared store over the stored state of the users it may touch.
+    private func decideShared(lock users: [UserID], near boxes: [BoundingBox], inside beacons: [BeaconID],
+                              _ decide: @escaping @Sendable (inout FenceEvaluator) async throws -> FenceUpdate) async throws -> FenceUpdate {
+        let config = self.config
+        let (update, decided, locked) = try await store.decideFence(lock: users, near: boxes, inside: beacons) { snapshot in
+            var evaluator = FenceEvaluator(config: config, locations: snapshot.locations, states: snapshot.states)
+            let update = try await decide(&evaluator)
+            return (update, (update, evaluator, snapshot.users))
+        }
+        evaluator.adopt(locked, from: decided)
+        return update
     }
 
     // MARK: Beacon changes
@@ -108,6 +164,13 @@ package actor FenceEngine {
     /// returns once the resulting events are durable.
     package func beaconChanged(_ beacon: Beacon, reason: String) async throws {
         if needsReload { try await reload() }
+        if store.sharedFenceState {
+            let now = clock.now()
+            _ = try await decideShared(lock: [], near: FenceEvaluator.searchBoxes(of: beacon), inside: [beacon.id]) { evaluator in
+                evaluator.beaconChanged(beacon, reason: reason, now: now)
+            }
+            return
+        }
         try await commit(evaluator.beaconChanged(beacon, reason: reason, now: clock.now()))
     }
 
@@ -121,6 +184,19 @@ package actor FenceEngine {
     package func tick() async throws {
         if needsReload { try await reload() }
         let now = clock.now()
+        if store.sharedFenceState {
+            // Every node ticks; the stored state decides, so each dwell or timeout is reported once.
+            let due = try await store.fenceUsersDue(enteredBefore: now.adding(seconds: -config.dwellSeconds),
+                                                    sightedBefore: now.adding(seconds: -config.sightingExitSeconds))
+            guard !due.isEmpty else { return }
+            let engine = self.engine
+            _ = try await decideShared(lock: due, near: [], inside: []) { evaluator in
+                var byID: [BeaconID: Beacon] = [:]
+                for b in try await engine.beacons(ids: Array(evaluator.beaconsDueForTick(now: now))) { byID[b.id] = b }
+                return evaluator.tick(now: now, beacons: byID)
+            }
+            return
+        }
         let due = evaluator.beaconsDueForTick(now: now)
         guard !due.isEmpty else { return }
         var byID: [BeaconID: Beacon] = [:]
@@ -136,6 +212,12 @@ package actor FenceEngine {
     /// events once durable. How presence ends is `FenceEvaluator`'s rule.
     package func reportPresence(user: UserID, sightings: [PresenceSighting]) async throws -> [Event] {
         if needsReload { try await reload() }
+        if store.sharedFenceState {
+            let now = clock.now()
+            return try await decideShared(lock: [user], near: [], inside: []) { evaluator in
+                evaluator.presence(user: user, sightings: sightings, now: now)
+            }.events
+        }
         let update = evaluator.presence(user: user, sightings: sightings, now: clock.now())
         try await commit(update)
         return update.events

@@ -52,6 +52,19 @@ package struct FenceEvaluator: Sendable {
         }
     }
 
+    /// Replaces what this evaluator knows of `users` with what `other` knows (a decision made
+    /// on a fresher copy of their state, read from a store other processes write too).
+    package mutating func adopt(_ users: [UserID], from other: FenceEvaluator) {
+        for user in users {
+            for id in Array((inside[user] ?? [:]).keys) { removeState(user, id) }
+            for state in (other.inside[user] ?? [:]).values { setState(user, state) }
+            if let location = other.locations[user] {
+                locations[user] = location
+                grid.move(user, to: location.position)
+            }
+        }
+    }
+
     // MARK: Reading the state
 
     /// The beacons a user is inside, in id order.
@@ -202,11 +215,8 @@ package struct FenceEvaluator: Sendable {
     private mutating func reevaluate(_ beacon: Beacon, at t: Timestamp, reason: String, except: UserID?, now: Timestamp,
                                      into update: inout FenceUpdate) {
         let tester = PerimeterTester(location: beacon.location, perimeter: beacon.perimeter)
-        let boxes = beacon.perimeter.isCircle
-            ? Geodesy.boundingBoxes(center: beacon.location, radiusM: beacon.perimeter.radiusM ?? 0)
-            : beacon.perimeter.polygons.map { BoundingBox(of: $0.exterior) }
         var candidates = holders[beacon.id] ?? []
-        for box in boxes { candidates.formUnion(grid.users(in: box)) }
+        for box in Self.searchBoxes(of: beacon) { candidates.formUnion(grid.users(in: box)) }
         for user in candidates.sorted() where user != except && !(beacon.tracksOwner && user == beacon.owner) {
             let available = beacon.isVisible(to: .user(user), at: t) && beacon.isAlive(at: t)
             if let seen = inside[user]?[beacon.id]?.sightedAt, t.seconds(since: seen) < config.sightingExitSeconds {
@@ -239,6 +249,13 @@ package struct FenceEvaluator: Sendable {
                                                      accuracy: location.accuracyM, reason: reason, now: now))
             }
         }
+    }
+
+    /// Where users a beacon may now cover can stand: its perimeter's boxes.
+    package static func searchBoxes(of beacon: Beacon) -> [BoundingBox] {
+        beacon.perimeter.isCircle
+            ? Geodesy.boundingBoxes(center: beacon.location, radiusM: beacon.perimeter.radiusM ?? 0)
+            : beacon.perimeter.polygons.map { BoundingBox(of: $0.exterior) }
     }
 
     // MARK: Presence from sightings

@@ -21,10 +21,13 @@ package struct RemoteChangePoller: Service {
             while !Task.isCancelled {
                 do {
                     try await store.pollRemoteChanges()
+                } catch is CancellationError {
+                    break
                 } catch {
                     logger.error("polling for other processes' changes failed", metadata: ["error": "\(error)"])
                 }
-                try await Task.sleep(for: interval)
+                // Cancelled at shutdown: the loop ends, the service returns normally (exit status 0).
+                try? await Task.sleep(for: interval)
             }
         }
     }

@@ -114,37 +114,41 @@ extension SQLStore {
 
     package func applyFenceUpdates(_ updates: [FenceUpdate]) async throws {
         guard updates.contains(where: { !$0.isEmpty }) else { return }
-        try await write { db, log in
-            log.fencesChanged = updates.contains { !$0.locations.isEmpty || !$0.states.isEmpty || !$0.removed.isEmpty }
-            var events: [Event] = []
-            for update in updates {
-                for l in update.locations {
-                    try await db.rows("""
-                        INSERT INTO user_locations(user_id, lon, lat, accuracy_m, fix_at, received_at) VALUES ($1, $2, $3, $4, $5, $6)
-                        ON CONFLICT (user_id) DO UPDATE SET lon = excluded.lon, lat = excluded.lat, accuracy_m = excluded.accuracy_m,
-                            fix_at = excluded.fix_at, received_at = excluded.received_at
-                        """, [l.user.rawValue, l.position.lon, l.position.lat, l.accuracyM, l.fixAt.millis, l.receivedAt.millis])
-                }
-                for r in update.removed {
-                    try await db.rows("DELETE FROM fence_states WHERE user_id = $1 AND beacon_id = $2", [r.user.rawValue, r.beacon.rawValue])
-                }
-                for s in update.states {
-                    try await db.rows("""
-                        INSERT INTO fence_states(user_id, beacon_id, entered_at, dwelled, sighted_at)
-                        SELECT $1, $2, $3, $4, CAST($5 AS BIGINT) WHERE EXISTS (SELECT 1 FROM beacons WHERE id = $2)
-                        ON CONFLICT (user_id, beacon_id) DO UPDATE SET entered_at = excluded.entered_at, dwelled = excluded.dwelled,
-                            sighted_at = excluded.sighted_at
-                        """, [s.user.rawValue, s.state.beacon.rawValue, s.state.enteredAt.millis, s.state.dwelled,
-                              s.state.sightedAt?.millis])
-                }
-                for m in update.moves {
-                    try await Self.move(m.beacon, to: m.position, radiusM: m.radiusM, db: db)
-                    log.changes.append(.move(m.beacon, m.position))
-                }
-                events += update.events
-            }
-            try await Self.insertEvents(db, events)
+        try await write { db, log in try await Self.writeFenceUpdates(db, updates, log: &log) }
+    }
+
+    static func writeFenceUpdates(_ db: any SQLSession, _ updates: [FenceUpdate], log: inout SQLWriteLog) async throws {
+        if updates.contains(where: { !$0.locations.isEmpty || !$0.states.isEmpty || !$0.removed.isEmpty }) {
+            log.fencesChanged = true
         }
+        var events: [Event] = []
+        for update in updates {
+            for l in update.locations {
+                try await db.rows("""
+                    INSERT INTO user_locations(user_id, lon, lat, accuracy_m, fix_at, received_at) VALUES ($1, $2, $3, $4, $5, $6)
+                    ON CONFLICT (user_id) DO UPDATE SET lon = excluded.lon, lat = excluded.lat, accuracy_m = excluded.accuracy_m,
+                        fix_at = excluded.fix_at, received_at = excluded.received_at
+                    """, [l.user.rawValue, l.position.lon, l.position.lat, l.accuracyM, l.fixAt.millis, l.receivedAt.millis])
+            }
+            for r in update.removed {
+                try await db.rows("DELETE FROM fence_states WHERE user_id = $1 AND beacon_id = $2", [r.user.rawValue, r.beacon.rawValue])
+            }
+            for s in update.states {
+                try await db.rows("""
+                    INSERT INTO fence_states(user_id, beacon_id, entered_at, dwelled, sighted_at)
+                    SELECT $1, $2, $3, $4, CAST($5 AS BIGINT) WHERE EXISTS (SELECT 1 FROM beacons WHERE id = $2)
+                    ON CONFLICT (user_id, beacon_id) DO UPDATE SET entered_at = excluded.entered_at, dwelled = excluded.dwelled,
+                        sighted_at = excluded.sighted_at
+                    """, [s.user.rawValue, s.state.beacon.rawValue, s.state.enteredAt.millis, s.state.dwelled,
+                          s.state.sightedAt?.millis])
+            }
+            for m in update.moves {
+                try await move(m.beacon, to: m.position, radiusM: m.radiusM, db: db)
+                log.changes.append(.move(m.beacon, m.position))
+            }
+            events += update.events
+        }
+        try await insertEvents(db, events)
     }
 
     package func loadFenceSnapshot(locationsSince since: Timestamp) async throws -> (locations: [UserLocation], states: [UserID: [FenceState]]) {
@@ -152,12 +156,88 @@ extension SQLStore {
             let locations = try await db.rows("SELECT * FROM user_locations WHERE received_at >= $1", [since.millis]).map(Self.location(from:))
             var states: [UserID: [FenceState]] = [:]
             for row in try await db.rows("SELECT * FROM fence_states") {
-                states[UserID(uncheckedRawValue: try row.string("user_id")), default: []].append(
-                    FenceState(beacon: BeaconID(uncheckedRawValue: try row.string("beacon_id")), enteredAt: try row.timestamp("entered_at"),
-                               dwelled: try row.bool("dwelled"), sightedAt: try row.optionalTimestamp("sighted_at")))
+                states[UserID(uncheckedRawValue: try row.string("user_id")), default: []].append(try Self.fenceState(from: row))
             }
             return (locations, states)
         }
+    }
+
+    // MARK: Fence decisions shared by several processes
+
+    package var sharedFenceState: Bool { dialect == .postgres }
+
+    package func decideFence<T: Sendable>(lock users: [UserID], near boxes: [BoundingBox], inside beacons: [BeaconID],
+                                          _ decide: @escaping @Sendable (FenceSnapshot) async throws -> (FenceUpdate, T)) async throws -> T {
+        var attempt = 0
+        while true {
+            do {
+                return try await write { db, log in
+                    var locked = Set(users)
+                    try await Self.lockFenceUsers(db, locked)
+                    let others = Set(try await Self.fenceUsers(db, near: boxes, inside: beacons)).subtracting(locked)
+                    if !others.isEmpty {
+                        try await Self.lockFenceUsers(db, others)
+                        locked.formUnion(others)
+                    }
+                    let ids = locked.sorted().map(\.rawValue)
+                    let locations = try await db.rows("SELECT * FROM user_locations WHERE \(db.dialect.contains("user_id", "$1"))", [ids])
+                        .map(Self.location(from:))
+                    var states: [UserID: [FenceState]] = [:]
+                    for row in try await db.rows("SELECT * FROM fence_states WHERE \(db.dialect.contains("user_id", "$1"))", [ids]) {
+                        states[UserID(uncheckedRawValue: try row.string("user_id")), default: []].append(try Self.fenceState(from: row))
+                    }
+                    let (update, result) = try await decide(FenceSnapshot(users: locked.sorted(), locations: locations, states: states))
+                    try await Self.writeFenceUpdates(db, [update], log: &log)
+                    return result
+                }
+            } catch let error as DBeaconError where error.code == "database_busy" && attempt < 5 {
+                // Two decisions locked the same users in opposite orders; one was chosen to give way.
+                attempt += 1
+                try await Task.sleep(for: .milliseconds(Int64(5 << attempt)))
+            }
+        }
+    }
+
+    package func fenceUsersDue(enteredBefore: Timestamp, sightedBefore: Timestamp) async throws -> [UserID] {
+        try await read { db in
+            try await db.rows("""
+                SELECT DISTINCT user_id FROM fence_states
+                WHERE (NOT dwelled AND entered_at <= $1) OR (sighted_at IS NOT NULL AND sighted_at <= $2)
+                ORDER BY user_id
+                """, [enteredBefore.millis, sightedBefore.millis]).map { UserID(uncheckedRawValue: try $0.string("user_id")) }
+        }
+    }
+
+    /// Takes the cross-process fence lock of each user (in one order, so two decisions locking
+    /// the same set cannot deadlock); nothing on SQLite, whose write transaction is exclusive.
+    static func lockFenceUsers(_ db: any SQLSession, _ users: Set<UserID>) async throws {
+        guard db.dialect == .postgres, !users.isEmpty else { return }
+        try await db.rows("""
+            SELECT pg_advisory_xact_lock(k) FROM (
+                SELECT DISTINCT hashtextextended('fence:' || u, 0) AS k FROM unnest($1::text[]) AS u ORDER BY k) AS keys
+            """, [users.map(\.rawValue)])
+    }
+
+    /// Users located in any of `boxes` or inside any of `beacons`.
+    static func fenceUsers(_ db: any SQLSession, near boxes: [BoundingBox], inside beacons: [BeaconID]) async throws -> [UserID] {
+        guard !boxes.isEmpty || !beacons.isEmpty else { return [] }
+        var s = SQLStatement()
+        var parts: [String] = []
+        for box in boxes {
+            parts.append("""
+                SELECT user_id FROM user_locations
+                WHERE lat BETWEEN \(s.bind(box.south)) AND \(s.bind(box.north)) AND lon BETWEEN \(s.bind(box.west)) AND \(s.bind(box.east))
+                """)
+        }
+        if !beacons.isEmpty {
+            parts.append("SELECT user_id FROM fence_states WHERE \(db.dialect.contains("beacon_id", s.bind(beacons.map(\.rawValue))))")
+        }
+        return try await db.rows(parts.joined(separator: " UNION "), s.arguments).map { UserID(uncheckedRawValue: try $0.string("user_id")) }
+    }
+
+    static func fenceState(from row: SQLRow) throws -> FenceState {
+        FenceState(beacon: BeaconID(uncheckedRawValue: try row.string("beacon_id")), enteredAt: try row.timestamp("entered_at"),
+                   dwelled: try row.bool("dwelled"), sightedAt: try row.optionalTimestamp("sighted_at"))
     }
 
     static func location(from row: SQLRow) throws -> UserLocation {
