@@ -25,6 +25,26 @@ import Testing
         }
     }
 
+    /// `forEachBatch` streams every row once, in batches of at most the size asked for, and lets
+    /// the body run other statements between batches (the copier reads and writes that way).
+    @Test(arguments: Backend.all) func streamsRowsInBatches(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
+        let store = try #require(h.store as? any SQLStore)
+        let (sizes, values) = try await store.read { db in
+            var sizes: [Int] = [], values: [Int64] = []
+            try await db.forEachBatch("""
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2500) SELECT i FROM n
+                """, batch: 1000) { rows in
+                sizes.append(rows.count)
+                values += try rows.map { try $0.int64("i") }
+                #expect(try await db.row("SELECT 41 + 1 AS x")?.int64("x") == 42)
+            }
+            return (sizes, values)
+        }
+        #expect(sizes == [1000, 1000, 500])
+        #expect(values == Array(1...2500).map(Int64.init))
+    }
+
     @Test(arguments: Backend.all) func roundTripsEveryField(_ backend: Backend) async throws {
         let h = try await TestHarness.make(backend: backend)
         let (ann, _) = try await h.user("ann")

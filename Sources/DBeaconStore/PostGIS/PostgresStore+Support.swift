@@ -34,6 +34,17 @@ struct PostgresSession: SQLSession {
         }
     }
 
+    func forEachBatch(_ sql: String, batch: Int, _ body: ([SQLRow]) async throws -> Void) async throws {
+        let cursor = "dbeacon_cursor_\(UInt64.random(in: 0...UInt64.max))"
+        try await rows("DECLARE \(cursor) NO SCROLL CURSOR FOR \(sql)", [])
+        while true {
+            let page = try await rows("FETCH FORWARD \(max(batch, 1)) FROM \(cursor)", [])
+            if !page.isEmpty { try await body(page) }
+            if page.count < batch { break }
+        }
+        try await rows("CLOSE \(cursor)", [])
+    }
+
     private static func bind(_ value: SQLValue, to binds: inout PostgresBindings) throws {
         switch value {
         case .null: binds.appendNull()

@@ -4,8 +4,9 @@ package import Logging
 
 /// Copies a SpatiaLite deployment into an empty PostGIS database, table by table and value
 /// by value (ids, sequence numbers, token hashes, timestamps, perimeters as WKB, the outbox
-/// with its attempts), in one PostgreSQL transaction, then compares both sides: per table the
-/// row count and a checksum of the rows (normalised values, order-independent).
+/// with its attempts), streamed in pages of multi-row INSERTs within one PostgreSQL
+/// transaction, then compares both sides: per table the row count and a checksum of the rows
+/// (normalised values, order-independent).
 package enum StoreCopier {
     /// One table's figures on both sides.
     package struct TableReport: Sendable {
@@ -26,29 +27,38 @@ package enum StoreCopier {
         "group_members", "tour_followers", "tour_visits", "place_media", "user_interests", "promotion_interactions",
     ]
 
-    /// A normalised cell: the same text on both sides for the same value.
+    /// A normalised cell: the same value on both sides for the same stored value.
     enum Cell: Sendable {
         case null, int(Int64), double(Double), text(String), bytes([UInt8]), bool(Bool)
 
-        var normalised: String {
+        /// Feeds the cell to an FNV-1a hash: a type tag, then its bytes (a boolean as the
+        /// integer 0 or 1, as SQLite stores it).
+        func hash(into h: inout UInt64) {
+            func byte(_ b: UInt8) {
+                h ^= UInt64(b)
+                h = h &* 0x100_0000_01b3
+            }
+            func word(_ w: UInt64) { for i in 0..<8 { byte(UInt8(truncatingIfNeeded: w >> (8 * UInt64(i)))) } }
             switch self {
-            case .null: "∅"
-            case .int(let v): "i\(v)"
-            case .double(let v): "d\(v)"
-            case .text(let v): "t\(v)"
-            case .bytes(let v): "x" + v.map { String(format: "%02x", $0) }.joined()
-            case .bool(let v): v ? "i1" : "i0"
+            case .null: byte(0)
+            case .int(let v): byte(1); word(UInt64(bitPattern: v))
+            case .bool(let v): byte(1); word(v ? 1 : 0)
+            case .double(let v): byte(2); word(v.bitPattern)
+            case .text(let v): byte(3); word(UInt64(v.utf8.count)); for b in v.utf8 { byte(b) }
+            case .bytes(let v): byte(4); word(UInt64(v.count)); for b in v { byte(b) }
             }
         }
     }
 
     /// Copies `source` (a SpatiaLite file) into `target` (a `postgres://` URL) and reports.
-    package static func copy(from source: String, to target: String, logger: Logger) async throws -> [TableReport] {
+    /// `pageValues` bounds the values per page (and per INSERT statement).
+    package static func copy(from source: String, to target: String, logger: Logger,
+                             pageValues: Int = 20_000) async throws -> [TableReport] {
         guard FileManager.default.fileExists(atPath: source) else { throw DBeaconError.notFound("database file \(source)") }
         let sqlite = try SpatiaLiteStore(path: source)
         let postgres = try await PostgresStore.connect(url: target, listen: false, logger: logger)
         do {
-            let reports = try await copy(sqlite, postgres)
+            let reports = try await copy(sqlite, postgres, pageValues: pageValues)
             await postgres.shutdown()
             return reports
         } catch {
@@ -57,7 +67,7 @@ package enum StoreCopier {
         }
     }
 
-    private static func copy(_ sqlite: SpatiaLiteStore, _ postgres: PostgresStore) async throws -> [TableReport] {
+    private static func copy(_ sqlite: SpatiaLiteStore, _ postgres: PostgresStore, pageValues: Int) async throws -> [TableReport] {
         let pgTypes = try await postgres.read { db in
             var types: [String: [String: String]] = [:]
             for row in try await db.rows("""
@@ -67,61 +77,82 @@ package enum StoreCopier {
             }
             return types
         }
-        // Read everything first (one SQLite snapshot), then write in one PostgreSQL transaction.
-        let data: [(table: String, columns: [String], rows: [[Cell]])] = try await sqlite.read { db in
-            let present = Set(try await db.rows("SELECT name FROM sqlite_master WHERE type = 'table'").map { try $0.string("name") })
-            var data: [(table: String, columns: [String], rows: [[Cell]])] = []
-            for table in tables where present.contains(table) {
-                guard let types = pgTypes[table] else { continue }
-                let columns = try await db.rows("PRAGMA table_info(\(table))").map { try $0.string("name") }.filter { types[$0] != nil }
-                let select = columns.map { $0 == "area" ? "AsBinary(area) AS area" : "\"\($0)\"" }.joined(separator: ", ")
-                let rows = try await db.rows("SELECT \(select) FROM \(table)").map { row in
-                    try columns.map { column in cell(try row[column], as: types[column] ?? "text") }
+        // One SQLite snapshot streamed into one PostgreSQL transaction, a page at a time (pages
+        // of ~20,000 values, each one multi-row INSERT), so memory stays flat whatever the size.
+        let copied: [TableCopy] = try await sqlite.read { source in
+            let present = Set(try await source.rows("SELECT name FROM sqlite_master WHERE type = 'table'").map { try $0.string("name") })
+            return try await postgres.write { db, _ in
+                guard try await !db.exists("SELECT 1 FROM users"), try await !db.exists("SELECT 1 FROM beacons") else {
+                    throw DBeaconError.conflict("the target database is not empty; migrate into a new database or schema",
+                                                code: "target_not_empty")
                 }
-                data.append((table, columns, rows))
-            }
-            return data
-        }
-        try await postgres.write { db, _ in
-            guard try await !db.exists("SELECT 1 FROM users"), try await !db.exists("SELECT 1 FROM beacons") else {
-                throw DBeaconError.conflict("the target database is not empty; migrate into a new database or schema",
-                                            code: "target_not_empty")
-            }
-            try await db.rows("DELETE FROM settings")
-            for (table, columns, rows) in data where !rows.isEmpty {
-                let perRow = columns.count
-                let batch = max(1, 20_000 / max(perRow, 1))
-                var start = 0
-                while start < rows.count {
-                    var statement = SQLStatement()
-                    let values = rows[start..<min(start + batch, rows.count)].map { row in
-                        "(" + zip(columns, row).map { column, value in
-                            let mark = statement.bind(argument(value))
-                            return column == "area" ? "ST_GeomFromWKB(\(mark), 4326)" : mark
-                        }.joined(separator: ", ") + ")"
+                try await db.rows("DELETE FROM settings")
+                var copied: [TableCopy] = []
+                for table in tables where present.contains(table) {
+                    guard let types = pgTypes[table] else { continue }
+                    let columns = try await source.rows("PRAGMA table_info(\(table))").map { try $0.string("name") }.filter { types[$0] != nil }
+                    let select = columns.map { $0 == "area" ? "AsBinary(area) AS area" : "\"\($0)\"" }.joined(separator: ", ")
+                    var copy = TableCopy(table: table, columns: columns)
+                    try await source.forEachBatch("SELECT \(select) FROM \(table)", batch: pageRows(columns.count, pageValues)) { rows in
+                        let cells = try rows.map { row in try columns.map { cell(try row[$0], as: types[$0] ?? "text") } }
+                        for row in cells { copy.checksum.add(row) }
+                        try await insert(cells, into: table, columns: columns, db: db)
                     }
-                    let names = columns.map { "\"\($0)\"" }.joined(separator: ", ")
-                    try await db.rows("INSERT INTO \(table) (\(names)) VALUES \(values.joined(separator: ", "))", statement.arguments)
-                    start += batch
+                    if columns.contains("seq") && copy.checksum.rows > 0 {
+                        try await db.rows("SELECT setval(pg_get_serial_sequence('\(table)', 'seq'), (SELECT max(seq) FROM \(table)))")
+                    }
+                    copied.append(copy)
                 }
-                if columns.contains("seq") {
-                    try await db.rows("SELECT setval(pg_get_serial_sequence('\(table)', 'seq'), (SELECT max(seq) FROM \(table)))")
-                }
+                return copied
             }
         }
-        // Compare what is now on both sides.
+        // Compare what is now on both sides, streaming the target too.
         var reports: [TableReport] = []
-        for (table, columns, rows) in data {
-            let select = columns.map { $0 == "area" ? "ST_AsBinary(area, 'NDR') AS area" : "\"\($0)\"" }.joined(separator: ", ")
-            let targetRows: [[Cell]] = try await postgres.read { db in
-                try await db.rows("SELECT \(select) FROM \(table)").map { row in
-                    try columns.map { cell(try row[$0], as: pgTypes[table]?[$0] ?? "text") }
+        for copy in copied {
+            let select = copy.columns.map { $0 == "area" ? "ST_AsBinary(area, 'NDR') AS area" : "\"\($0)\"" }.joined(separator: ", ")
+            let target: RowSetChecksum = try await postgres.read { db in
+                var checksum = RowSetChecksum(table: copy.table)
+                try await db.forEachBatch("SELECT \(select) FROM \(copy.table)", batch: pageRows(copy.columns.count, pageValues)) { rows in
+                    for row in rows {
+                        checksum.add(try copy.columns.map { cell(try row[$0], as: pgTypes[copy.table]?[$0] ?? "text") })
+                    }
                 }
+                return checksum
             }
-            reports.append(TableReport(table: table, sourceRows: rows.count, targetRows: targetRows.count,
-                                       sourceChecksum: checksum(table, rows), targetChecksum: checksum(table, targetRows)))
+            reports.append(TableReport(table: copy.table, sourceRows: copy.checksum.rows, targetRows: target.rows,
+                                       sourceChecksum: copy.checksum.hex, targetChecksum: target.hex))
         }
         return reports
+    }
+
+    /// What was copied of one table: its columns and the checksum of the rows read.
+    struct TableCopy: Sendable {
+        let table: String
+        let columns: [String]
+        var checksum: RowSetChecksum
+
+        init(table: String, columns: [String]) {
+            self.table = table
+            self.columns = columns
+            checksum = RowSetChecksum(table: table)
+        }
+    }
+
+    /// Rows per page of about `values` values (PostgreSQL allows 65,535 parameters per statement).
+    static func pageRows(_ columns: Int, _ values: Int) -> Int { max(1, min(values, 60_000) / max(columns, 1)) }
+
+    /// One multi-row INSERT.
+    static func insert(_ rows: [[Cell]], into table: String, columns: [String], db: any SQLSession) async throws {
+        guard !rows.isEmpty else { return }
+        var statement = SQLStatement()
+        let values = rows.map { row in
+            "(" + zip(columns, row).map { column, value in
+                let mark = statement.bind(argument(value))
+                return column == "area" ? "ST_GeomFromWKB(\(mark), 4326)" : mark
+            }.joined(separator: ", ") + ")"
+        }
+        let names = columns.map { "\"\($0)\"" }.joined(separator: ", ")
+        try await db.rows("INSERT INTO \(table) (\(names)) VALUES \(values.joined(separator: ", "))", statement.arguments)
     }
 
     /// A value as the PostgreSQL column of `type` holds it.
@@ -148,16 +179,27 @@ package enum StoreCopier {
         }
     }
 
-    /// FNV-1a (64 bit) over the table's rows, sorted, so row order does not matter.
-    static func checksum(_ table: String, _ rows: [[Cell]]) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for line in [table] + rows.map({ $0.map(\.normalised).joined(separator: "\u{1f}") }).sorted() {
-            for byte in line.utf8 + [0x1e] {
-                hash ^= UInt64(byte)
-                hash = hash &* 0x100_0000_01b3
-            }
+    /// An order-independent checksum of a table's rows, computed as they stream by: the
+    /// wrapping sum of each row's FNV-1a (64 bit) hash of its normalised cells, with the count.
+    struct RowSetChecksum: Sendable {
+        private(set) var rows = 0
+        private var sum: UInt64 = 0
+        private let seed: UInt64
+
+        init(table: String) {
+            var h: UInt64 = 0xcbf2_9ce4_8422_2325
+            Cell.text(table).hash(into: &h)
+            seed = h
         }
-        return String(format: "%016llx", hash)
+
+        mutating func add(_ row: [Cell]) {
+            rows += 1
+            var h = seed
+            for cell in row { cell.hash(into: &h) }
+            sum = sum &+ h
+        }
+
+        var hex: String { String(format: "%016llx", sum) }
     }
 }
 

@@ -8,6 +8,10 @@ package protocol SQLSession: Sendable {
     /// Runs one statement and returns its rows (use `RETURNING` to learn what changed).
     @discardableResult
     func rows(_ sql: String, _ arguments: [any SQLArgument]) async throws -> [SQLRow]
+    /// Streams a query's rows to `body`, `batch` rows at a time, without holding them all
+    /// (SQLite: one statement stepped between batches; PostgreSQL: a cursor in the current
+    /// transaction, so the query takes no arguments there). `body` may run other statements.
+    func forEachBatch(_ sql: String, batch: Int, _ body: ([SQLRow]) async throws -> Void) async throws
 }
 
 extension SQLSession {

@@ -110,6 +110,34 @@ final class SQLiteConnection: @unchecked Sendable {
         return result
     }
 
+    /// Steps through a query's rows `batch` at a time. The statement is prepared for this call
+    /// (not the cached one), so `body` may run other statements on this connection meanwhile.
+    func forEachBatch(_ sql: String, batch: Int, _ body: ([SQLRow]) async throws -> Void) async throws {
+        var statement: OpaquePointer?
+        let rc = sqlite3_prepare_v3(handle, sql, -1, 0, &statement, nil)
+        guard rc == SQLITE_OK, let statement else {
+            throw Self.error(rc, String(cString: sqlite3_errmsg(handle)) + " in: " + sql)
+        }
+        let prepared = Prepared(statement: statement) // finalised when it goes
+        let count = sqlite3_column_count(statement)
+        var rows: [SQLRow] = []
+        while true {
+            let rc = sqlite3_step(statement)
+            if rc == SQLITE_DONE { break }
+            guard rc == SQLITE_ROW else { throw Self.error(rc, String(cString: sqlite3_errmsg(handle))) }
+            var values: [SQLValue] = []
+            values.reserveCapacity(Int(count))
+            for c in 0..<count { values.append(column(c, of: statement)) }
+            rows.append(SQLRow(columns: prepared.columns, values: values))
+            if rows.count >= batch {
+                try await body(rows)
+                rows = []
+            }
+        }
+        if !rows.isEmpty { try await body(rows) }
+        withExtendedLifetime(prepared) {}
+    }
+
     private func prepare(_ sql: String) throws -> Prepared {
         if let p = statements[sql] { return p }
         var statement: OpaquePointer?
@@ -175,5 +203,9 @@ struct SQLiteSession: SQLSession {
 
     func rows(_ sql: String, _ arguments: [any SQLArgument]) async throws -> [SQLRow] {
         try connection.rows(sql, arguments)
+    }
+
+    func forEachBatch(_ sql: String, batch: Int, _ body: ([SQLRow]) async throws -> Void) async throws {
+        try await connection.forEachBatch(sql, batch: batch, body)
     }
 }
