@@ -67,21 +67,23 @@ package actor FenceEngine {
     // MARK: Location fixes
 
     /// Processes a batch of fixes of one user; returns once the outcome is durable.
-    package func report(user: UserID, fixes: [LocationFix]) async throws -> FixReport {
-        if needsReload { try await reload() }
+    package nonisolated func report(user: UserID, fixes: [LocationFix]) async throws -> FixReport {
         let sorted = fixes.sorted { $0.timestamp < $1.timestamp }
-        if store.sharedFenceState { return try await reportShared(user: user, fixes: sorted) }
-
-        // Everything that needs I/O is fetched before the decision.
+        // The index lookups run off the actor, so the fixes of many users use every core; only
+        // the decision is serial.
         var coverage: [[Beacon]] = []
         for fix in sorted {
-            guard evaluator.accepts(user, at: fix.timestamp) else {
-                coverage.append([])
-                continue
-            }
             coverage.append(try await engine.covering(CoverQuery(point: fix.position, at: fix.timestamp, viewer: .user(user))))
         }
         let tracking = try await engine.trackingBeacons(owner: user)
+        return try await decide(user: user, fixes: sorted, coverage: coverage, tracking: tracking)
+    }
+
+    private func decide(user: UserID, fixes sorted: [LocationFix], coverage: [[Beacon]], tracking: [Beacon]) async throws -> FixReport {
+        if needsReload { try await reload() }
+        if store.sharedFenceState {
+            return try await reportShared(user: user, fixes: sorted, coverage: coverage, tracking: tracking)
+        }
         var known: [BeaconID: Beacon] = [:]
         for list in coverage { for b in list { known[b.id] = b } }
         for b in tracking { known[b.id] = b }
@@ -115,12 +117,7 @@ package actor FenceEngine {
 
     /// `report` on a shared store: coverage from the index, the decision on the stored state of
     /// the user (and of the users a moving beacon of theirs may now cover), under their locks.
-    private func reportShared(user: UserID, fixes sorted: [LocationFix]) async throws -> FixReport {
-        var coverage: [[Beacon]] = []
-        for fix in sorted {
-            coverage.append(try await engine.covering(CoverQuery(point: fix.position, at: fix.timestamp, viewer: .user(user))))
-        }
-        let tracking = try await engine.trackingBeacons(owner: user)
+    private func reportShared(user: UserID, fixes sorted: [LocationFix], coverage: [[Beacon]], tracking: [Beacon]) async throws -> FixReport {
         var known: [BeaconID: Beacon] = [:]
         for list in coverage { for b in list { known[b.id] = b } }
         for b in tracking { known[b.id] = b }

@@ -121,32 +121,62 @@ extension SQLStore {
         if updates.contains(where: { !$0.locations.isEmpty || !$0.states.isEmpty || !$0.removed.isEmpty }) {
             log.fencesChanged = true
         }
+        // The net effect of the updates, in order: the last location per user, and per
+        // (user, beacon) the last state or its removal. Then multi-row statements.
+        var locations: [UserID: UserLocation] = [:]
+        var locationOrder: [UserID] = []
+        var states: [FenceKey: FenceState?] = [:]
+        var stateOrder: [FenceKey] = []
         var events: [Event] = []
         for update in updates {
             for l in update.locations {
-                try await db.rows("""
-                    INSERT INTO user_locations(user_id, lon, lat, accuracy_m, fix_at, received_at) VALUES ($1, $2, $3, $4, $5, $6)
-                    ON CONFLICT (user_id) DO UPDATE SET lon = excluded.lon, lat = excluded.lat, accuracy_m = excluded.accuracy_m,
-                        fix_at = excluded.fix_at, received_at = excluded.received_at
-                    """, [l.user.rawValue, l.position.lon, l.position.lat, l.accuracyM, l.fixAt.millis, l.receivedAt.millis])
+                if locations.updateValue(l, forKey: l.user) == nil { locationOrder.append(l.user) }
             }
             for r in update.removed {
-                try await db.rows("DELETE FROM fence_states WHERE user_id = $1 AND beacon_id = $2", [r.user.rawValue, r.beacon.rawValue])
+                let key = FenceKey(user: r.user, beacon: r.beacon)
+                if states.updateValue(nil, forKey: key) == nil { stateOrder.append(key) }
             }
             for s in update.states {
-                try await db.rows("""
-                    INSERT INTO fence_states(user_id, beacon_id, entered_at, dwelled, sighted_at)
-                    SELECT $1, $2, $3, $4, CAST($5 AS BIGINT) WHERE EXISTS (SELECT 1 FROM beacons WHERE id = $2)
-                    ON CONFLICT (user_id, beacon_id) DO UPDATE SET entered_at = excluded.entered_at, dwelled = excluded.dwelled,
-                        sighted_at = excluded.sighted_at
-                    """, [s.user.rawValue, s.state.beacon.rawValue, s.state.enteredAt.millis, s.state.dwelled,
-                          s.state.sightedAt?.millis])
+                let key = FenceKey(user: s.user, beacon: s.state.beacon)
+                if states.updateValue(s.state, forKey: key) == nil { stateOrder.append(key) }
             }
             for m in update.moves {
                 try await move(m.beacon, to: m.position, radiusM: m.radiusM, db: db)
                 log.changes.append(.move(m.beacon, m.position))
             }
             events += update.events
+        }
+        for chunk in locationOrder.compactMap({ locations[$0] }).chunked(500) {
+            var s = SQLStatement()
+            let values = chunk.map { l in
+                "(\(s.bind(l.user.rawValue)), \(s.bind(l.position.lon)), \(s.bind(l.position.lat)), \(s.bind(l.accuracyM)), "
+                    + "\(s.bind(l.fixAt.millis)), \(s.bind(l.receivedAt.millis)))"
+            }
+            try await db.rows("""
+                INSERT INTO user_locations(user_id, lon, lat, accuracy_m, fix_at, received_at) VALUES \(values.joined(separator: ", "))
+                ON CONFLICT (user_id) DO UPDATE SET lon = excluded.lon, lat = excluded.lat, accuracy_m = excluded.accuracy_m,
+                    fix_at = excluded.fix_at, received_at = excluded.received_at
+                """, s.arguments)
+        }
+        for key in stateOrder where states[key] == .some(nil) {
+            try await db.rows("DELETE FROM fence_states WHERE user_id = $1 AND beacon_id = $2", [key.user.rawValue, key.beacon.rawValue])
+        }
+        let kept = stateOrder.compactMap { key in states[key].flatMap { $0 }.map { (key.user, $0) } }
+        for chunk in kept.chunked(500) {
+            var s = SQLStatement()
+            let values = chunk.map { user, state in
+                "(\(s.bind(user.rawValue)), \(s.bind(state.beacon.rawValue)), \(s.bind(state.enteredAt.millis)), \(s.bind(state.dwelled)), "
+                    + "CAST(\(s.bind(state.sightedAt?.millis)) AS BIGINT))"
+            }
+            // A state of a beacon deleted meanwhile is dropped (the cascade already ran).
+            try await db.rows("""
+                WITH v(user_id, beacon_id, entered_at, dwelled, sighted_at) AS (VALUES \(values.joined(separator: ", ")))
+                INSERT INTO fence_states(user_id, beacon_id, entered_at, dwelled, sighted_at)
+                SELECT v.user_id, v.beacon_id, v.entered_at, v.dwelled, v.sighted_at FROM v
+                WHERE EXISTS (SELECT 1 FROM beacons WHERE id = v.beacon_id)
+                ON CONFLICT (user_id, beacon_id) DO UPDATE SET entered_at = excluded.entered_at, dwelled = excluded.dwelled,
+                    sighted_at = excluded.sighted_at
+                """, s.arguments)
         }
         try await insertEvents(db, events)
     }
@@ -285,4 +315,10 @@ extension SQLStore {
 package enum StoreSetting {
     /// Up to when lifetime transitions were reported (milliseconds since the epoch).
     package static let lifetimeTick = "lifetime_ticker_at"
+}
+
+/// A (user, beacon) fence state key, for merging updates.
+private struct FenceKey: Hashable {
+    let user: UserID
+    let beacon: BeaconID
 }
