@@ -47,6 +47,7 @@ package func buildRouter(_ services: AppServices, metrics: AppMetrics = AppMetri
         .add(middleware: RateLimitMiddleware(limiter: limiter))
     let maxBody = services.config.maxBodyBytes
     UserController(auth: services.auth, maxBodyBytes: maxBody).addRoutes(to: v1)
+    TagController(beacons: services.beacons, maxBodyBytes: maxBody).addRoutes(to: v1)
     BeaconController(beacons: services.beacons, maxBodyBytes: maxBody, maxImportBytes: services.config.maxImportBytes).addRoutes(to: v1)
     LiveController(fences: services.fences, feed: services.feed, clock: services.clock, limiter: limiter,
                    maxBodyBytes: maxBody).addRoutes(to: v1)

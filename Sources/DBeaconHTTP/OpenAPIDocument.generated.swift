@@ -115,6 +115,8 @@ tags:
     description: Physical beacon (iBeacon, Eddystone-UID, AltBeacon) registry.
   - name: sightings
     description: Resolving physical beacon sightings to digital beacons.
+  - name: categories
+    description: Tags in use and the categories a user follows (`beacon.created` near them).
 
 paths:
   /healthz:
@@ -235,6 +237,176 @@ paths:
                   value: {"id": null, "admin": true}
         '401':
           $ref: '#/components/responses/Unauthorized'
+
+  /v1/me/tags:
+    get:
+      tags: [categories]
+      operationId: listFollowedTags
+      summary: The categories the caller follows
+      responses:
+        '200':
+          description: The followed categories, by tag.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [follows]
+                properties:
+                  follows:
+                    type: array
+                    items:
+                      $ref: '#/components/schemas/TagFollow'
+              example: {"follows": [{"tag": "food", "radius_m": 2000, "created_at": "2026-11-21T12:00:00Z"}]}
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+
+  /v1/me/tags/{tag}:
+    parameters:
+      - name: tag
+        in: path
+        required: true
+        description: The category (a tag; lower-cased; 422 `invalid_tag` when it is not one).
+        schema:
+          $ref: '#/components/schemas/Tag'
+        example: food
+    put:
+      tags: [categories]
+      operationId: followTag
+      summary: Follow a category
+      description: >-
+        From now on, each new beacon with this tag that the caller may see (public, or private
+        with the caller among its members; alive now; not the caller's own) and whose location
+        lies within `radius_m` of the caller's last reported location (`POST /v1/me/location`)
+        sends the caller a `beacon.created` event (in `GET /v1/events` and to their webhooks)
+        with `data` `{"beacon", "name", "tags" (the followed ones it has), "location",
+        "distance_m"}`. Following again changes the radius. The body is optional.
+      requestBody:
+        required: false
+        content:
+          application/json:
+            schema:
+              type: object
+              additionalProperties: false
+              properties:
+                radius_m:
+                  type: number
+                  exclusiveMinimum: 0
+                  maximum: 50000
+                  default: 2000
+                  description: Metres around the caller's last location (default 2,000; at most 50,000; 422 `out_of_range`).
+            example: {"radius_m": 1500}
+      responses:
+        '201':
+          description: Now following.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/TagFollow'
+        '200':
+          description: Followed already; the radius is updated.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/TagFollow'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '413':
+          $ref: '#/components/responses/PayloadTooLarge'
+        '415':
+          $ref: '#/components/responses/UnsupportedMediaType'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+    delete:
+      tags: [categories]
+      operationId: unfollowTag
+      summary: Stop following a category
+      responses:
+        '204':
+          description: No longer following.
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+
+  /v1/tags:
+    get:
+      tags: [categories]
+      operationId: listTags
+      summary: Categories in use, with counts
+      description: >-
+        The tags of the beacons the caller may see now (the same rule as every read: own beacons,
+        public and alive ones, private ones the caller is a member of; the admin token counts all),
+        most used first, then by name.
+      parameters:
+        - name: bbox
+          in: query
+          description: |
+            `west,south,east,north` in degrees: only beacons whose **location** lies in the box
+            (edges included). `west > east` means the box crosses the antimeridian. 400 when it
+            is not four numbers; 422 (`out_of_range`) when outside [-180, 180] × [-90, 90] or
+            south > north.
+          schema:
+            type: string
+            pattern: '^-?[0-9]{1,3}(\.[0-9]+)?(,-?[0-9]{1,3}(\.[0-9]+)?){3}$'
+          example: 9.1,48.7,9.3,48.85
+        - name: limit
+          in: query
+          description: At most this many tags, a positive integer (400 otherwise). Default 100; values above 1000 are capped.
+          schema:
+            type: integer
+            minimum: 1
+            default: 100
+      responses:
+        '200':
+          description: Tags with the number of visible beacons carrying each.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [tags]
+                properties:
+                  tags:
+                    type: array
+                    items:
+                      type: object
+                      required: [tag, count]
+                      properties:
+                        tag:
+                          type: string
+                        count:
+                          type: integer
+                          minimum: 1
+              example: {"tags": [{"tag": "food", "count": 12}, {"tag": "music", "count": 3}]}
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
 
   /v1/me/location:
     post:
@@ -3189,6 +3361,18 @@ components:
         lower-cased (so `Food` is stored and returned as `food`).
       pattern: '^ *[A-Za-z0-9_:-]{1,40} *$'
       examples: [food]
+    TagFollow:
+      type: object
+      description: A followed category.
+      required: [tag, radius_m, created_at]
+      properties:
+        tag:
+          type: string
+        radius_m:
+          type: number
+        created_at:
+          type: string
+          format: date-time
     TagList:
       type: string
       description: >-
@@ -3811,6 +3995,7 @@ components:
     EventType:
       type: string
       enum:
+        - beacon.created
         - beacon.entered
         - beacon.exited
         - beacon.dwelled
@@ -3820,6 +4005,8 @@ components:
         - beacon.ended
         - meeting.updated
         - meeting.cancelled
+        - meeting.invited
+        - meeting.uninvited
         - group.member_joined
         - group.member_left
         - group.member_out_of_range

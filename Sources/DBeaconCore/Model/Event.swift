@@ -40,6 +40,8 @@ package struct EventType: RawRepresentable, Sendable, Hashable, CustomStringConv
     package init(rawValue: String) { self.rawValue = rawValue }
     package var description: String { rawValue }
 
+    /// A new beacon with a category (tag) the recipient follows, near their last location.
+    package static let created = EventType(rawValue: "beacon.created")
     package static let entered = EventType(rawValue: "beacon.entered")
     package static let exited = EventType(rawValue: "beacon.exited")
     package static let dwelled = EventType(rawValue: "beacon.dwelled")
@@ -59,7 +61,7 @@ package struct EventType: RawRepresentable, Sendable, Hashable, CustomStringConv
     package static let memberBackInRange = EventType(rawValue: "group.member_back_in_range")
 
     package static let all: [EventType] = [
-        .entered, .exited, .dwelled, .updated, .deleted, .started, .ended, .meetingUpdated, .meetingCancelled,
+        .created, .entered, .exited, .dwelled, .updated, .deleted, .started, .ended, .meetingUpdated, .meetingCancelled,
         .meetingInvited, .meetingUninvited, .memberJoined, .memberLeft, .memberOutOfRange, .memberBackInRange,
     ]
 

@@ -51,6 +51,17 @@ extension Request {
         return try JSONParser.parse(buffer.readableBytesView)
     }
 
+    /// `jsonBody` for requests whose body is optional: nil when there is none.
+    package mutating func optionalJSONBody(limit: Int) async throws -> JSONValue? {
+        if headers[.contentLength] == "0" { return nil }
+        if headers[.contentLength] == nil && headers[.transferEncoding] == nil { return nil }
+        do {
+            return try await jsonBody(limit: limit)
+        } catch let error as DBeaconError where error.code == "missing_body" {
+            return nil
+        }
+    }
+
     static func isJSON(mediaType: String) -> Bool {
         let essence = mediaType.split(separator: ";", maxSplits: 1).first.map { $0.trimmingSpaces.lowercased() } ?? ""
         return essence == "application/json" || (essence.hasPrefix("application/") && essence.hasSuffix("+json"))

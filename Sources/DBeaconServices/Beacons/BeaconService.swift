@@ -205,7 +205,8 @@ package struct BeaconService: Sendable {
             perimeter: draft.perimeter, lifetime: draft.lifetime, members: draft.members, tags: draft.tags,
             relationships: draft.relationships, content: draft.content, tracksOwner: draft.tracksOwner,
             service: service, followersCount: 0, version: 1, createdAt: now, updatedAt: now)
-        try await store.insertBeacon(beacon, events: Self.invitationEvents(before: nil, after: beacon, at: now))
+        try await store.insertBeacon(beacon, events: Self.invitationEvents(before: nil, after: beacon, at: now)
+                                         + (try await categoryEvents(for: beacon, at: now)))
         return beacon
     }
 

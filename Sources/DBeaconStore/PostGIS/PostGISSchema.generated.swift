@@ -6,6 +6,7 @@ package enum PostGISSchema {
         ("v2", v2_events),
         ("v3", v3_registry),
         ("v4", v4_services),
+        ("v7", v7_tag_follows),
     ]
     package static let v1_core = #"""
 -- DBeacon PostGIS schema, migration v1: users, beacons and their context.
@@ -329,6 +330,21 @@ CREATE TABLE promotion_interactions (
 CREATE INDEX promotion_interactions_user ON promotion_interactions(user_id, promotion_id, type);
 CREATE INDEX promotion_interactions_picks ON promotion_interactions(user_id, created_at) WHERE source = 'pick';
 CREATE INDEX promotion_interactions_promotion ON promotion_interactions(promotion_id, type);
+
+"""#
+    package static let v7_tag_follows = #"""
+-- DBeacon PostGIS schema, migration v7: categories a user follows. A new beacon with the
+-- tag, visible to the user and alive, whose location lies within radius_m of the user's last
+-- location, sends the user `beacon.created`.
+
+CREATE TABLE tag_follows (
+    user_id    TEXT NOT NULL REFERENCES users(id),
+    tag        TEXT NOT NULL,
+    radius_m   DOUBLE PRECISION NOT NULL CHECK (radius_m > 0),
+    created_at BIGINT NOT NULL,
+    PRIMARY KEY (user_id, tag)
+);
+CREATE INDEX tag_follows_tag ON tag_follows(tag, user_id);
 
 """#
 }

@@ -8,6 +8,7 @@ package enum SpatiaLiteSchema {
         ("v4", v4_services),
         ("v5", v5_change_log),
         ("v6", v6_outbox_claims),
+        ("v7", v7_tag_follows),
     ]
     package static let v1_core = #"""
 -- DBeacon SpatiaLite schema, migration v1: users, beacons and their context.
@@ -350,6 +351,21 @@ CREATE INDEX beacon_changes_created ON beacon_changes(created_at);
 -- every delivery in flight is put back to pending when the server starts.
 
 ALTER TABLE outbox ADD COLUMN claimed_by TEXT;
+
+"""#
+    package static let v7_tag_follows = #"""
+-- DBeacon SpatiaLite schema, migration v7: categories a user follows. A new beacon with the
+-- tag, visible to the user and alive, whose location lies within radius_m of the user's last
+-- location, sends the user `beacon.created`.
+
+CREATE TABLE tag_follows (
+    user_id    TEXT NOT NULL REFERENCES users(id),
+    tag        TEXT NOT NULL,
+    radius_m   REAL NOT NULL CHECK (radius_m > 0),
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (user_id, tag)
+) WITHOUT ROWID;
+CREATE INDEX tag_follows_tag ON tag_follows(tag, user_id);
 
 """#
 }

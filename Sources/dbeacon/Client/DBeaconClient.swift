@@ -60,6 +60,24 @@ struct DBeaconClient: Sendable {
         return try await call(.POST, "/v1/me/location", body: .object(fix))
     }
 
+    func tags(bbox: String?, limit: Int) async throws -> JSONValue {
+        var query = [("limit", String(limit))]
+        if let bbox { query.append(("bbox", bbox)) }
+        return try await call(.GET, "/v1/tags", query: query)
+    }
+
+    func followedTags() async throws -> JSONValue {
+        try await call(.GET, "/v1/me/tags")
+    }
+
+    func followTag(_ tag: String, radius: Double?) async throws -> JSONValue {
+        try await call(.PUT, "/v1/me/tags/\(segment(tag))", body: radius.map { .object(["radius_m": .number($0)]) })
+    }
+
+    func unfollowTag(_ tag: String) async throws {
+        _ = try await call(.DELETE, "/v1/me/tags/\(segment(tag))")
+    }
+
     func events(after: String?, limit: Int) async throws -> JSONValue {
         var query = [("limit", String(limit))]
         if let after { query.append(("after", after)) }

@@ -1,0 +1,12 @@
+-- DBeacon SpatiaLite schema, migration v7: categories a user follows. A new beacon with the
+-- tag, visible to the user and alive, whose location lies within radius_m of the user's last
+-- location, sends the user `beacon.created`.
+
+CREATE TABLE tag_follows (
+    user_id    TEXT NOT NULL REFERENCES users(id),
+    tag        TEXT NOT NULL,
+    radius_m   REAL NOT NULL CHECK (radius_m > 0),
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (user_id, tag)
+) WITHOUT ROWID;
+CREATE INDEX tag_follows_tag ON tag_follows(tag, user_id);
