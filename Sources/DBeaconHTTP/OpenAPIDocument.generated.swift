@@ -2456,10 +2456,18 @@ paths:
           application/json:
             schema:
               $ref: '#/components/schemas/InteractionCreate'
-            example: {"type": "clicked"}
+            examples:
+              clicked:
+                value: {"type": "clicked"}
+              rated:
+                value: {"type": "rated", "rating": 4}
+              feedback:
+                value: {"type": "feedback", "text": "Great coffee, but the queue was long."}
       responses:
         '415':
           $ref: '#/components/responses/UnsupportedMediaType'
+        '409':
+          $ref: '#/components/responses/Conflict'
         '201':
           description: Recorded.
           content:
@@ -2478,6 +2486,108 @@ paths:
           $ref: '#/components/responses/PayloadTooLarge'
         '422':
           $ref: '#/components/responses/UnprocessableEntity'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+
+  /v1/promotions/{id}/feedback:
+    parameters:
+      - $ref: '#/components/parameters/PromotionId'
+    get:
+      tags: [promotions]
+      operationId: listPromotionFeedback
+      summary: Feedback texts (advertiser only)
+      description: Oldest first, without who wrote them (403 for others who may see the promotion).
+      parameters:
+        - $ref: '#/components/parameters/Limit'
+        - $ref: '#/components/parameters/Cursor'
+      responses:
+        '200':
+          description: A page of feedback.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [feedback, next_cursor]
+                properties:
+                  feedback:
+                    type: array
+                    items:
+                      type: object
+                      required: [text, created_at]
+                      properties:
+                        text:
+                          type: string
+                        created_at:
+                          $ref: '#/components/schemas/Timestamp'
+                  next_cursor:
+                    type: ['string', 'null']
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+
+  /v1/me/saved:
+    get:
+      tags: [promotions]
+      operationId: listSavedPromotions
+      summary: The caller's saved promotions
+      description: >-
+        Promotions the caller saved (`{"type":"saved"}` interaction) and may still see now, most
+        recently saved first.
+      responses:
+        '200':
+          description: The saved items.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [saved]
+                properties:
+                  saved:
+                    type: array
+                    items:
+                      type: object
+                      required: [promotion, name, saved_at]
+                      properties:
+                        promotion:
+                          $ref: '#/components/schemas/BeaconId'
+                        name:
+                          type: string
+                        saved_at:
+                          $ref: '#/components/schemas/Timestamp'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+
+  /v1/me/saved/{id}:
+    parameters:
+      - $ref: '#/components/parameters/PromotionId'
+    delete:
+      tags: [promotions]
+      operationId: deleteSavedPromotion
+      summary: Delete a saved item
+      responses:
+        '204':
+          description: No longer saved.
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
         '429':
           $ref: '#/components/responses/TooManyRequests'
 
@@ -4825,14 +4935,43 @@ components:
           description: With `capped`, seconds until the next pick is possible.
     InteractionType:
       type: string
-      enum: [shown, clicked, calendar_add]
+      enum: [shown, clicked, calendar_add, saved, rated, feedback]
     InteractionCreate:
-      type: object
-      additionalProperties: false
-      required: [type]
-      properties:
-        type:
-          $ref: '#/components/schemas/InteractionType'
+      description: >-
+        `shown`, `clicked`, `calendar_add` (the Noticon log), `saved` (save for later: listed in
+        `GET /v1/me/saved`, saving again keeps one), `rated` with `rating` 1–5 (once per
+        promotion: 409 `already_rated` after), `feedback` with `text` (read by the advertiser in
+        `GET /v1/promotions/{id}/feedback`, without the author).
+      oneOf:
+        - type: object
+          additionalProperties: false
+          required: [type]
+          properties:
+            type:
+              type: string
+              enum: [shown, clicked, calendar_add, saved]
+        - type: object
+          additionalProperties: false
+          required: [type, rating]
+          properties:
+            type:
+              type: string
+              const: rated
+            rating:
+              type: integer
+              minimum: 1
+              maximum: 5
+        - type: object
+          additionalProperties: false
+          required: [type, text]
+          properties:
+            type:
+              type: string
+              const: feedback
+            text:
+              type: string
+              minLength: 1
+              maxLength: 1000
     Interaction:
       type: object
       required: [promotion, user, type, created_at]
@@ -4845,9 +4984,17 @@ components:
           $ref: '#/components/schemas/InteractionType'
         created_at:
           $ref: '#/components/schemas/Timestamp'
+        rating:
+          type: integer
+          minimum: 1
+          maximum: 5
+          description: For `rated`.
+        text:
+          type: string
+          description: For `feedback`.
     PromotionStats:
       type: object
-      required: [promotion, shown, clicked, calendar_add, unique_users, click_through_rate]
+      required: [promotion, shown, clicked, calendar_add, unique_users, click_through_rate, saved, ratings, average_rating, feedback]
       properties:
         promotion:
           $ref: '#/components/schemas/BeaconId'
@@ -4866,6 +5013,20 @@ components:
         click_through_rate:
           type: ['number', 'null']
           description: clicked / shown; null when never shown.
+        saved:
+          type: integer
+          minimum: 0
+          description: Consumers who keep it saved now.
+        ratings:
+          type: integer
+          minimum: 0
+        average_rating:
+          type: ['number', 'null']
+          description: The mean rating (1–5); null when nobody rated.
+        feedback:
+          type: integer
+          minimum: 0
+          description: Feedback texts received.
 
     RegistryPosition:
       type: object

@@ -78,6 +78,19 @@ package protocol ServiceStore: Sendable {
     /// One user's counts for each of `promotions`.
     func interactionCounts(user: UserID, promotions: [BeaconID]) async throws -> [BeaconID: InteractionCounts]
     func promotionTotals(_ promotion: BeaconID) async throws -> PromotionTotals
+    /// Saves a promotion for later (keeps the first time when saved already).
+    func savePromotion(_ promotion: BeaconID, user: UserID, at: Timestamp) async throws
+    /// Deletes a saved item; false when it was not saved.
+    func unsavePromotion(_ promotion: BeaconID, user: UserID) async throws -> Bool
+    /// The user's saved promotions, most recently saved first.
+    func savedPromotions(user: UserID) async throws -> [(promotion: BeaconID, savedAt: Timestamp)]
+    /// Records the user's one rating; false when they rated the promotion before.
+    func ratePromotion(_ promotion: BeaconID, user: UserID, rating: Int, at: Timestamp) async throws -> Bool
+    func addPromotionFeedback(_ promotion: BeaconID, user: UserID, text: String, at: Timestamp) async throws
+    /// Feedback of one user on a promotion since `since` (rate limit).
+    func promotionFeedbackCount(_ promotion: BeaconID, user: UserID, since: Timestamp) async throws -> Int
+    /// Feedback on a promotion, oldest first.
+    func promotionFeedback(_ promotion: BeaconID, limit: Int, after: Int64?) async throws -> Page<PromotionFeedback>
 }
 
 /// Everything the services layer needs from one store.

@@ -88,6 +88,8 @@ import Testing
             #expect(badTag.status == .unprocessableContent && badTag.errorPath == "tag")
             let badRadius = try await client.call(.put, "/v1/me/tags/food", token: annToken, json: ["radius_m": 60000])
             #expect(badRadius.status == .unprocessableContent && badRadius.errorPath == "radius_m")
+            let null = try await client.call(.put, "/v1/me/tags/food", token: annToken, json: ["radius_m": .null])
+            #expect(null.status == .unprocessableContent && null.errorPath == "radius_m")
             let unknown = try await client.call(.put, "/v1/me/tags/food", token: annToken, json: ["radius": 10])
             #expect(unknown.status == .unprocessableContent && unknown.errorPath == "radius")
             #expect(try await client.call(.put, "/v1/me/tags/food", token: TestHarness.adminToken).status == .forbidden)

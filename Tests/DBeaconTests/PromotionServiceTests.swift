@@ -172,6 +172,68 @@ import Testing
     /// The reservoir rule itself, on a seeded generator: with 5 ties each wins 1/5 of 50 000
     /// draws (χ² with 4 degrees of freedom, 18.5 is p = 0.001), and Noticon's original
     /// 1/(k+1) rule would fail the same test.
+    /// Noticon's interaction set: save for later (and delete the saved item), rate 1–5 once,
+    /// feedback text; they show in the saved list, the advertiser's stats and feedback, and the
+    /// pick score.
+    @Test(arguments: Backend.all) func saveRateAndFeedback(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend) { $0.services.promotionPicksPerWindow = 1000 }
+        let (_, shop) = try await h.user("shop")
+        let (_, cleo) = try await h.user("cleo")
+        let (_, dan) = try await h.user("dan")
+        let here = Walk.schlossplatz
+        try await h.app().test(.router) { client in
+            let a = try #require(try await client.call(.post, "/v1/promotions", token: shop,
+                                                       json: Self.promotion("A", category: "food", at: here)).json?["id"]?.stringValue)
+            let b = try #require(try await client.call(.post, "/v1/promotions", token: shop,
+                                                       json: Self.promotion("B", category: "food", at: here)).json?["id"]?.stringValue)
+            func interact(_ id: String, _ token: String, _ body: JSONValue) async throws -> JSONResponse {
+                try await client.call(.post, "/v1/promotions/\(id)/interactions", token: token, json: body)
+            }
+            // Save A then B; saving A again keeps one item (and its first time).
+            #expect(try await interact(a, cleo, ["type": "saved"]).status == .created)
+            h.clock.advance(seconds: 1)
+            #expect(try await interact(b, cleo, ["type": "saved"]).status == .created)
+            #expect(try await interact(a, cleo, ["type": "saved"]).status == .created)
+            let saved = try await client.call(.get, "/v1/me/saved", token: cleo).json?["saved"]?.arrayValue ?? []
+            #expect(saved.compactMap { $0["promotion"]?.stringValue } == [b, a])
+            #expect(saved.first?["name"] == "B")
+            #expect(try await client.call(.get, "/v1/me/saved", token: dan).json?["saved"]?.arrayValue == [])
+
+            // The pick prefers the unsaved promotion: B saved → −30 each, then B deleted from the list.
+            #expect(try await client.call(.delete, "/v1/me/saved/\(b)", token: cleo).status == .noContent)
+            #expect(try await client.call(.delete, "/v1/me/saved/\(b)", token: cleo).status == .notFound)
+            let scores = Self.scores(try await client.call(.get, "/v1/promotions/nearby?lat=\(here.lat)&lon=\(here.lon)", token: cleo))
+            #expect(scores == ["A": -30, "B": 0])
+
+            // Rate once; a second rating is a 409; out of range or missing is a 422 naming the field.
+            let rated = try await interact(a, cleo, ["type": "rated", "rating": 5])
+            #expect(rated.status == .created && rated.json?["rating"] == 5)
+            let again = try await interact(a, cleo, ["type": "rated", "rating": 1])
+            #expect(again.status == .conflict && again.json?["error"]?["code"] == "already_rated")
+            #expect(try await interact(b, dan, ["type": "rated", "rating": 6]).errorPath == "rating")
+            #expect(try await interact(b, dan, ["type": "rated"]).errorPath == "rating")
+            #expect(try await interact(b, dan, ["type": "saved", "rating": 3]).errorPath == "rating")
+            #expect(try await interact(b, dan, ["type": "rated", "rating": 2]).status == .created)
+            let rescored = Self.scores(try await client.call(.get, "/v1/promotions/nearby?lat=\(here.lat)&lon=\(here.lon)", token: cleo))
+            #expect(rescored["A"] == -30 + 10)
+
+            // Feedback reaches the advertiser only, without its author.
+            #expect(try await interact(a, dan, ["type": "feedback", "text": "Queue too long"]).json?["text"] == "Queue too long")
+            #expect(try await interact(a, dan, ["type": "feedback", "text": ""]).errorPath == "text")
+            #expect(try await interact(a, dan, ["type": "feedback"]).errorPath == "text")
+            let feedback = try await client.call(.get, "/v1/promotions/\(a)/feedback", token: shop)
+            #expect(feedback.json?["feedback"]?.arrayValue?.map { $0["text"] } == ["Queue too long"])
+            #expect(feedback.json?["feedback"]?.arrayValue?.first?["user"] == nil)
+            #expect(try await client.call(.get, "/v1/promotions/\(a)/feedback", token: dan).status == .forbidden)
+
+            let stats = try await client.call(.get, "/v1/promotions/\(a)/stats", token: shop).json
+            #expect(stats?["saved"] == 1 && stats?["ratings"] == 1 && stats?["average_rating"] == 5 && stats?["feedback"] == 1)
+            #expect(stats?["unique_users"] == 2)
+            let statsB = try await client.call(.get, "/v1/promotions/\(b)/stats", token: shop).json
+            #expect(statsB?["saved"] == 0 && statsB?["average_rating"] == 2)
+        }
+    }
+
     @Test func reservoirChoiceIsUniform() {
         var rng = SeededGenerator(seed: 42)
         let scores = [3, 7, 7, 1, 7, 7, 2, 7]
@@ -203,6 +265,10 @@ import Testing
 
     @Test func score() {
         #expect(PromotionScoring.score(interest: 3, counts: InteractionCounts(shown: 4, clicked: 2, calendarAdds: 1)) == 30 - 4 - 10 - 100)
+        // Saved: −30; a rating r: +5·(r − 3).
+        #expect(PromotionScoring.score(interest: 0, counts: InteractionCounts(saved: 1)) == -30)
+        #expect(PromotionScoring.score(interest: 1, counts: InteractionCounts(rating: 5)) == 10 + 10)
+        #expect(PromotionScoring.score(interest: 1, counts: InteractionCounts(rating: 1)) == 10 - 10)
         #expect(PromotionScoring.interest(of: ["food", "promotion", "market"], in: ["market": 4, "food": 1]) == 4)
         #expect(PromotionScoring.interest(of: ["food"], in: ["music": 4]) == 0)
         #expect(PromotionScoring.interest(of: ["food", "beer"], in: ["food": -3]) == -3)

@@ -25,6 +25,10 @@ package enum TagEncoding {
         guard let body else { return nil }
         let reader = try ObjectReader(body)
         try RequestReader.checkKnownMembers(reader, ["radius_m"])
+        if reader.has("radius_m") && reader.value("radius_m") == nil {
+            throw DBeaconError.invalid(reader.path("radius_m"), "radius_m must be a number (leave it out for the default)",
+                                       code: "invalid_type")
+        }
         return try reader.optionalNumber("radius_m")
     }
 }

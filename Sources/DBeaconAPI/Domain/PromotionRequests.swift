@@ -74,3 +74,42 @@ package enum InterestsRequest {
         return result
     }
 }
+
+/// `POST /v1/promotions/{id}/interactions`: `{"type"}` for `shown`, `clicked`, `calendar_add`,
+/// `saved`; `{"type":"rated","rating":1…5}`; `{"type":"feedback","text":"…"}` (1–1,000
+/// characters, counted as Unicode code points as JSON Schema does).
+package struct InteractionRequest: Sendable {
+    package var type: InteractionType
+    package var rating: Int?
+    package var text: String?
+
+    package static let maxFeedbackLength = 1_000
+
+    package init(json body: JSONValue) throws(DBeaconError) {
+        let r = try ObjectReader(body)
+        let raw = try r.string("type", maxLength: 40)
+        guard let type = InteractionType(rawValue: raw) else {
+            throw DBeaconError.invalid("type", "type must be one of \(InteractionType.allCases.map(\.rawValue).joined(separator: ", "))",
+                                       code: "invalid_value")
+        }
+        self.type = type
+        switch type {
+        case .rated:
+            try RequestReader.checkKnownMembers(r, ["type", "rating"])
+            rating = try r.int("rating", range: 1...5)
+        case .feedback:
+            try RequestReader.checkKnownMembers(r, ["type", "text"])
+            guard let v = r.value("text") else {
+                throw DBeaconError.invalid("text", "feedback needs a text", code: "missing_field")
+            }
+            guard case .string(let s) = v else { throw DBeaconError.invalid("text", "text must be a string", code: "invalid_type") }
+            guard !s.isEmpty else { throw DBeaconError.invalid("text", "text must not be empty", code: "empty_value") }
+            guard s.unicodeScalars.count <= Self.maxFeedbackLength else {
+                throw DBeaconError.invalid("text", "text must be at most \(Self.maxFeedbackLength) characters", code: "too_long")
+            }
+            text = s
+        case .shown, .clicked, .calendarAdd, .saved:
+            try RequestReader.checkKnownMembers(r, ["type"])
+        }
+    }
+}

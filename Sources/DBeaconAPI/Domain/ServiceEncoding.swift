@@ -177,8 +177,27 @@ package enum ServiceEncoding {
     }
 
     package static func interaction(_ i: Interaction) -> JSONValue {
-        .object(JSONObject([("promotion", .string(i.promotion.rawValue)), ("user", .string(i.user.rawValue)),
-                            ("type", .string(i.type.rawValue)), ("created_at", .string(i.createdAt.rfc3339))]))
+        var o = JSONObject([("promotion", .string(i.promotion.rawValue)), ("user", .string(i.user.rawValue)),
+                            ("type", .string(i.type.rawValue)), ("created_at", .string(i.createdAt.rfc3339))])
+        if let rating = i.rating { o["rating"] = .int(rating) }
+        if let text = i.text { o["text"] = .string(text) }
+        return .object(o)
+    }
+
+    /// `{"saved": [{"promotion", "name", "saved_at"}]}`
+    package static func saved(_ items: [(promotion: Beacon, savedAt: Timestamp)]) -> JSONValue {
+        .object(["saved": .array(items.map { item in
+            .object(JSONObject([("promotion", .string(item.promotion.id.rawValue)), ("name", .string(item.promotion.name)),
+                                ("saved_at", .string(item.savedAt.rfc3339))]))
+        })])
+    }
+
+    /// `{"feedback": [{"text", "created_at"}], "next_cursor"}`
+    package static func feedback(_ page: Page<PromotionFeedback>, nextCursor: String?) -> JSONValue {
+        .object(JSONObject([
+            ("feedback", .array(page.items.map { .object(JSONObject([("text", .string($0.text)), ("created_at", .string($0.createdAt.rfc3339))])) })),
+            ("next_cursor", .optional(nextCursor)),
+        ]))
     }
 
     package static func stats(_ id: BeaconID, _ t: PromotionTotals) -> JSONValue {
@@ -186,6 +205,8 @@ package enum ServiceEncoding {
             ("promotion", .string(id.rawValue)), ("shown", .int(t.counts.shown)), ("clicked", .int(t.counts.clicked)),
             ("calendar_add", .int(t.counts.calendarAdds)), ("unique_users", .int(t.uniqueUsers)),
             ("click_through_rate", t.counts.shown > 0 ? .number(Double(t.counts.clicked) / Double(t.counts.shown)) : .null),
+            ("saved", .int(t.saves)), ("ratings", .int(t.ratings)), ("average_rating", t.averageRating.map(JSONValue.number) ?? .null),
+            ("feedback", .int(t.feedback)),
         ]))
     }
 }

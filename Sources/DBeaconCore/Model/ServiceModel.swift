@@ -32,4 +32,10 @@ package enum InteractionType: String, Sendable, Hashable, CaseIterable {
     case shown
     case clicked
     case calendarAdd = "calendar_add"
+    /// Saved for later (listed in `GET /v1/me/saved` until deleted there).
+    case saved
+    /// Rated 1–5, once per consumer and promotion.
+    case rated
+    /// Feedback text for the advertiser.
+    case feedback
 }

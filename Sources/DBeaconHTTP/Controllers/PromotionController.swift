@@ -16,6 +16,9 @@ struct PromotionController {
         group.get("promotions/:id", use: get)
         group.post("promotions/:id/interactions", use: interact)
         group.get("promotions/:id/stats", use: stats)
+        group.get("promotions/:id/feedback", use: feedback)
+        group.get("me/saved", use: saved)
+        group.delete("me/saved/:id", use: unsave)
         group.put("me/interests", use: setInterests)
         group.get("me/interests", use: interests)
     }
@@ -48,18 +51,29 @@ struct PromotionController {
         return response
     }
 
-    /// `{"type":"shown"|"clicked"|"calendar_add"}`.
+    /// See `InteractionRequest`.
     @Sendable func interact(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         var request = request
-        let body = try ObjectReader(try await request.jsonBody(limit: maxBodyBytes))
-        try RequestReader.checkKnownMembers(body, ["type"])
-        let raw = try body.string("type", maxLength: 40)
-        guard let type = InteractionType(rawValue: raw) else {
-            throw DBeaconError.invalid("type", "type must be one of \(InteractionType.allCases.map(\.rawValue).joined(separator: ", "))",
-                                       code: "invalid_value")
-        }
-        let interaction = try await promotions.record(try BeaconController.beaconID(context), type: type, by: context.principal)
+        let body = try InteractionRequest(json: try await request.jsonBody(limit: maxBodyBytes))
+        let interaction = try await promotions.record(try BeaconController.beaconID(context), type: body.type, rating: body.rating,
+                                                      text: body.text, by: context.principal)
         return .json(ServiceEncoding.interaction(interaction), status: .created)
+    }
+
+    @Sendable func feedback(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        let q = QueryReader(request)
+        let page = try await promotions.feedback(try BeaconController.beaconID(context), limit: try q.limit(), after: try q.cursor(),
+                                                 by: context.principal)
+        return .json(ServiceEncoding.feedback(page, nextCursor: Cursor.encode(page.next)))
+    }
+
+    @Sendable func saved(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        .json(ServiceEncoding.saved(try await promotions.saved(by: context.principal)))
+    }
+
+    @Sendable func unsave(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        try await promotions.unsave(try BeaconController.beaconID(context), by: context.principal)
+        return Response(status: .noContent)
     }
 
     @Sendable func stats(_ request: Request, context: AuthenticatedContext) async throws -> Response {

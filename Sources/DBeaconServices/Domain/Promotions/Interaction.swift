@@ -9,4 +9,8 @@ package struct Interaction: Sendable {
     package var user: UserID
     package var type: InteractionType
     package var createdAt: Timestamp
+    /// For `rated`: 1–5.
+    package var rating: Int?
+    /// For `feedback`: the text.
+    package var text: String?
 }

@@ -5,9 +5,13 @@ import Synchronization
 
 /// The Noticon ad choice (CUHK report, ch. 5.5.1), as a pure function.
 package enum PromotionScoring {
-    /// score = 10·interest − shown − 5·clicked − 100·calendar adds.
+    /// score = 10·interest − shown − 5·clicked − 100·calendar adds (Noticon), extended with the
+    /// rest of its interaction set: − 30 while the consumer keeps it saved (they have it; no
+    /// need to push it again) and + 5·(rating − 3) once rated (a 5 raises it by 10, a 1 lowers
+    /// it by 10). Feedback text does not change the score.
     package static func score(interest: Int, counts: InteractionCounts) -> Int {
-        10 * interest - counts.shown - 5 * counts.clicked - 100 * counts.calendarAdds
+        10 * interest - counts.shown - 5 * counts.clicked - 100 * counts.calendarAdds - 30 * counts.saved
+            + 5 * ((counts.rating ?? 3) - 3)
     }
 
     /// The interest score of a promotion's category for a consumer: the best score among its

@@ -165,18 +165,71 @@ package struct PromotionService: Sendable {
         return PromotionPick(chosen: nil, candidates: 0, tied: 0, capped: true, retryAfterSeconds: max(1, Int(wait.rounded(.up))))
     }
 
-    /// Records `shown`, `clicked` or `calendar_add` (now) for a promotion the caller can see.
-    package func record(_ id: BeaconID, type: InteractionType, by principal: Principal) async throws -> Interaction {
+    /// Records an interaction (now) with a promotion the caller can see: `shown`, `clicked`,
+    /// `calendar_add` (the log), `saved` (save for later; saving again keeps it once), `rated`
+    /// (`rating` 1–5, once: 409 `already_rated` after), `feedback` (`text` for the advertiser).
+    /// At most `maxInteractionsPerMinute` of each logged type and of feedback per minute.
+    package func record(_ id: BeaconID, type: InteractionType, rating: Int? = nil, text: String? = nil,
+                        by principal: Principal) async throws -> Interaction {
         guard let uid = principal.userID else { throw DBeaconError.forbidden("interactions are recorded for users") }
         _ = try await promotion(id, by: principal)
         let now = clock.now()
-        let recent = try await store.interactionCount(promotion: id, user: uid, type: type, since: now.adding(seconds: -60))
-        guard recent < config.maxInteractionsPerMinute else {
-            throw DBeaconError.tooManyRequests("at most \(config.maxInteractionsPerMinute) \(type.rawValue) interactions per minute",
-                                               retryAfter: 60)
+        let minuteAgo = now.adding(seconds: -60)
+        switch type {
+        case .shown, .clicked, .calendarAdd, .feedback:
+            let recent = type == .feedback
+                ? try await store.promotionFeedbackCount(id, user: uid, since: minuteAgo)
+                : try await store.interactionCount(promotion: id, user: uid, type: type, since: minuteAgo)
+            guard recent < config.maxInteractionsPerMinute else {
+                throw DBeaconError.tooManyRequests("at most \(config.maxInteractionsPerMinute) \(type.rawValue) interactions per minute",
+                                                   retryAfter: 60)
+            }
+        case .saved, .rated:
+            break
         }
-        try await store.recordInteraction(promotion: id, user: uid, type: type, at: now)
-        return Interaction(promotion: id, user: uid, type: type, createdAt: now)
+        switch type {
+        case .shown, .clicked, .calendarAdd:
+            try await store.recordInteraction(promotion: id, user: uid, type: type, at: now)
+        case .saved:
+            try await store.savePromotion(id, user: uid, at: now)
+        case .rated:
+            guard let rating, (1...5).contains(rating) else {
+                throw DBeaconError.invalid("rating", "a rating is an integer from 1 to 5", code: "out_of_range")
+            }
+            guard try await store.ratePromotion(id, user: uid, rating: rating, at: now) else {
+                throw DBeaconError.conflict("you rated this promotion already (a rating is given once)", code: "already_rated")
+            }
+        case .feedback:
+            guard let text, !text.isEmpty else { throw DBeaconError.invalid("text", "feedback needs a text", code: "missing_field") }
+            try await store.addPromotionFeedback(id, user: uid, text: text, at: now)
+        }
+        return Interaction(promotion: id, user: uid, type: type, createdAt: now, rating: type == .rated ? rating : nil,
+                           text: type == .feedback ? text : nil)
+    }
+
+    /// The caller's saved promotions that they may still see now, most recently saved first.
+    package func saved(by principal: Principal) async throws -> [(promotion: Beacon, savedAt: Timestamp)] {
+        guard let uid = principal.userID else { throw DBeaconError.forbidden("saved items belong to users") }
+        let saved = try await store.savedPromotions(user: uid)
+        let now = clock.now()
+        var byID: [BeaconID: Beacon] = [:]
+        for b in try await store.beacons(ids: saved.map(\.promotion)) where b.isVisible(to: principal, at: now) { byID[b.id] = b }
+        return saved.compactMap { item in byID[item.promotion].map { ($0, item.savedAt) } }
+    }
+
+    /// Deletes a saved item (404 when it is not among the caller's saved items).
+    package func unsave(_ id: BeaconID, by principal: Principal) async throws {
+        guard let uid = principal.userID else { throw DBeaconError.forbidden("saved items belong to users") }
+        guard try await store.unsavePromotion(id, user: uid) else { throw DBeaconError.notFound("saved item \(id)") }
+    }
+
+    /// Feedback on a promotion, for its advertiser (403 for others who see it), without authors.
+    package func feedback(_ id: BeaconID, limit: Int, after: Int64?, by principal: Principal) async throws -> Page<PromotionFeedback> {
+        let promotion = try await promotion(id, by: principal)
+        guard principal.isAdmin || principal.userID == promotion.owner else {
+            throw DBeaconError.forbidden("only the advertiser may read the feedback on this promotion")
+        }
+        return try await store.promotionFeedback(id, limit: limit, after: after)
     }
 }
 
