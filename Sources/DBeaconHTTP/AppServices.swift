@@ -97,6 +97,7 @@ package struct AppServices: Sendable {
         store.observeCommits { wake.signal() }
         var ticker = LifetimeTicker(store: store, fences: fences, clock: clock, logger: logger)
         ticker.retentionDays = config.eventRetentionDays
+        ticker.meetingReminderSeconds = config.services.meetingReminderSeconds
         let registry = RegistryService(store: store, beacons: beacons)
         let feed = EventFeed(store: store, beacons: beacons)
         let services = AppServices(

@@ -4117,6 +4117,7 @@ components:
         - meeting.cancelled
         - meeting.invited
         - meeting.uninvited
+        - meeting.starting
         - group.member_joined
         - group.member_left
         - group.member_out_of_range

@@ -30,6 +30,8 @@ package protocol EventStore: Sendable {
 
     /// Beacons whose lifetime started / ended in `(after, upTo]`.
     func lifetimeTransitions(after: Timestamp, upTo: Timestamp) async throws -> (started: [Beacon], ended: [Beacon])
+    /// Beacons of `service` whose lifetime starts in `(after, upTo]` (reminders ahead of a start).
+    func upcomingStarts(service: String, after: Timestamp, upTo: Timestamp) async throws -> [Beacon]
     /// Fans lifetime events out to followers and records that transitions up to `upTo` are done.
     func commitLifetimeTick(upTo: Timestamp, fanOuts: [(beacon: BeaconID, fanOut: FollowerFanOut)]) async throws
 }

@@ -8,11 +8,15 @@ package struct FollowerFanOut: Sendable {
     /// Whether followers must also see it alive at `at` (updates) or only be owner/member
     /// (lifetime start/end, deletion).
     package var requireAlive: Bool
+    /// Whether the members of a private beacon (a meeting's invitees) hear of it too, following
+    /// or not (meeting reminders).
+    package var alsoMembers: Bool
 
-    package init(type: EventType, data: JSONObject, at: Timestamp, requireAlive: Bool) {
+    package init(type: EventType, data: JSONObject, at: Timestamp, requireAlive: Bool, alsoMembers: Bool = false) {
         self.type = type
         self.data = data
         self.at = at
         self.requireAlive = requireAlive
+        self.alsoMembers = alsoMembers
     }
 }

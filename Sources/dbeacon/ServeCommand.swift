@@ -38,6 +38,9 @@ struct ServeCommand: AsyncParsableCommand {
     var groupStaleSeconds = 300.0
     @Option(name: .customLong("promotion-picks-per-hour"), help: "Frequency cap of promotion picks per user and hour.")
     var promotionPicksPerHour = 3
+    @Option(name: .customLong("meeting-reminder-minutes"),
+            help: "Send meeting.starting to invitees and attendees this long before a meeting starts (0: no reminders).")
+    var meetingReminderMinutes = 15.0
     @Option(name: .customLong("event-retention-days"), help: "Delete delivered events older than this (0 keeps them).")
     var eventRetentionDays = 30.0
     @Option(name: .customLong("max-vertices"), help: "Largest number of vertices in one perimeter.") var maxVertices = 10_000
@@ -71,6 +74,9 @@ struct ServeCommand: AsyncParsableCommand {
         guard maxVertices >= 4 else { throw ValidationError("--max-vertices must be at least 4") }
         guard groupStaleSeconds > 0, promotionPicksPerHour >= 1 else {
             throw ValidationError("--group-stale-seconds must be positive and --promotion-picks-per-hour at least 1")
+        }
+        guard meetingReminderMinutes >= 0, meetingReminderMinutes.isFinite else {
+            throw ValidationError("--meeting-reminder-minutes must not be negative")
         }
         guard dwellSeconds >= 0, exitCushionM >= 0, eventRetentionDays >= 0 else {
             throw ValidationError("--dwell-seconds, --exit-cushion-m and --event-retention-days must not be negative")
@@ -115,6 +121,7 @@ struct ServeCommand: AsyncParsableCommand {
         config.eventRetentionDays = eventRetentionDays > 0 ? eventRetentionDays : nil
         config.services.groupStaleSeconds = groupStaleSeconds
         config.services.promotionPicksPerWindow = promotionPicksPerHour
+        config.services.meetingReminderSeconds = meetingReminderMinutes * 60
         config.connections.headerTimeoutSeconds = headerTimeout
         config.connections.bodyTimeoutSeconds = bodyTimeout
         config.connections.maxConnections = maxConnections

@@ -116,6 +116,58 @@ import Testing
         }
     }
 
+    /// Invitations (issue 14.6): an invitee sees and joins an upcoming private meeting before it
+    /// starts (others, and nearby, only once it runs); invitees and attendees get
+    /// `meeting.starting` once, the reminder lead time before the start; un-invited ones do not.
+    @Test(arguments: Backend.all) func inviteesSeeUpcomingMeetingsAndAreReminded(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)  // now: 2026-11-21T12:00:00Z
+        let (_, ann) = try await h.user("ann")
+        let (bobID, bob) = try await h.user("bob")
+        let (cleoID, cleo) = try await h.user("cleo")
+        let (_, carl) = try await h.user("carl")
+        try await h.services.ticker.tickOnce()
+        try await h.app().test(.router) { client in
+            let created = try await client.call(.post, "/v1/meetings", token: ann, json: [
+                "name": "Dinner", "location": Walk.latLon(Walk.schlossplatz), "perimeter": ["type": "Circle", "radius_m": 300],
+                "start": "2026-11-21T13:00:00Z", "end": "2026-11-21T15:00:00Z",
+                "invitees": [.string(bobID.rawValue), .string(cleoID.rawValue)],
+            ])
+            let id = try #require(created.json?["id"]?.stringValue)
+            // Before the start: invitees read and join it; a stranger does not see it; nearby shows it to nobody but the organizer.
+            #expect(try await client.call(.get, "/v1/meetings/\(id)", token: bob).status == .ok)
+            #expect(try await client.call(.get, "/v1/beacons/\(id)", token: cleo).status == .ok)
+            #expect(try await client.call(.get, "/v1/beacons/\(id)", token: carl).status == .notFound)
+            #expect(try await client.call(.post, "/v1/meetings/\(id)/join", token: bob).status == .created)
+            #expect(try await client.call(.post, "/v1/meetings/\(id)/join", token: carl).status == .notFound)
+            let near = "/v1/nearby?lat=\(Walk.schlossplatz.lat)&lon=\(Walk.schlossplatz.lon)"
+            #expect(try await client.call(.get, near, token: bob).featureIDs == [])
+            #expect(try await client.call(.get, near + "&at=2026-11-21T13:30:00Z", token: bob).featureIDs == [],
+                    "at only narrows what the caller sees now: the meeting covers its place once it runs")
+            #expect(try await client.call(.get, "/v1/beacons?owner=\(try #require(created.json?["properties"]?["owner"]?.stringValue))",
+                                          token: cleo).featureIDs == [id])
+
+            // 12:44: not yet due (15 minutes ahead of 13:00 is 12:45).
+            h.clock.set(Timestamp(rfc3339: "2026-11-21T12:44:00Z")!)
+            try await h.services.ticker.tickOnce()
+            #expect(try await client.eventTypes(bob, prefix: "meeting.starting").isEmpty)
+            // Cleo is un-invited before the reminder.
+            #expect(try await client.call(.patch, "/v1/meetings/\(id)", token: ann,
+                                          json: ["invitees": [.string(bobID.rawValue)]]).status == .ok)
+            h.clock.set(Timestamp(rfc3339: "2026-11-21T12:46:00Z")!)
+            try await h.services.ticker.tickOnce()
+            try await h.services.ticker.tickOnce()  // a second tick (or node) sends nothing again
+            let reminders = try await client.eventList(bob).filter { $0["type"] == "meeting.starting" }
+            #expect(reminders.count == 1)
+            #expect(reminders.first?["data"]?["start"] == "2026-11-21T13:00:00Z" && reminders.first?["data"]?["starts_in_s"] == 900)
+            #expect(try await client.eventTypes(cleo, prefix: "meeting.starting").isEmpty)
+            #expect(try await client.eventTypes(carl).isEmpty)
+            #expect(try await client.eventTypes(ann, prefix: "meeting.starting").isEmpty)
+            // After the end, the invitee no longer sees it.
+            h.clock.set(Timestamp(rfc3339: "2026-11-21T15:00:00Z")!)
+            #expect(try await client.call(.get, "/v1/meetings/\(id)", token: bob).status == .notFound)
+        }
+    }
+
     @Test(arguments: Backend.all) func privateMeetingIsForInviteesOnly(_ backend: Backend) async throws {
         let h = try await TestHarness.make(backend: backend)
         let (_, ann) = try await h.user("ann")

@@ -207,7 +207,7 @@ import Testing
         let at = Timestamp(rfc3339: "2026-11-21T12:00:00Z")!
         let user = User(id: .generate(), name: "owner", createdAt: at)
         do {
-            #expect(try await old.appliedMigrations() == ["v1", "v2", "v4"])
+            #expect(try await old.appliedMigrations() == ["v1", "v2", "v4", "v7", "v8"])
             try await old.createUser(user, tokenHash: Array(repeating: 7, count: 32))
             await #expect(throws: DBeaconError.self) { _ = try await old.registryEntry(id: .generate()) }
         } catch {
@@ -218,7 +218,7 @@ import Testing
 
         let store = try await PostgresStore.connect(url: url, listen: false, logger: TestHarness.logger)
         do {
-            #expect(try await store.appliedMigrations() == ["v1", "v2", "v4", "v3"])
+            #expect(try await store.appliedMigrations() == ["v1", "v2", "v4", "v7", "v8", "v3"])
             #expect(try await store.user(id: user.id) == user)
             let draft = try BeaconFeatureCodec.decodeDraft(feature(name: "shop"))
             let beacon = Beacon(
@@ -232,7 +232,7 @@ import Testing
             #expect(try await store.registryEntry(id: entry.id) == entry)
             // Connecting again applies nothing twice.
             let again = try await PostgresStore.connect(url: url, listen: false, logger: TestHarness.logger)
-            #expect(try await again.appliedMigrations() == ["v1", "v2", "v4", "v3"])
+            #expect(try await again.appliedMigrations() == ["v1", "v2", "v4", "v7", "v8", "v3"])
             await again.shutdown()
         } catch {
             await store.shutdown()

@@ -55,6 +55,8 @@ package struct EventType: RawRepresentable, Sendable, Hashable, CustomStringConv
     package static let meetingInvited = EventType(rawValue: "meeting.invited")
     /// The recipient was taken off a private meeting's invitees (and no longer attends it).
     package static let meetingUninvited = EventType(rawValue: "meeting.uninvited")
+    /// A meeting the recipient is invited to or attends starts soon (the reminder lead time).
+    package static let meetingStarting = EventType(rawValue: "meeting.starting")
     package static let memberJoined = EventType(rawValue: "group.member_joined")
     package static let memberLeft = EventType(rawValue: "group.member_left")
     package static let memberOutOfRange = EventType(rawValue: "group.member_out_of_range")
@@ -62,7 +64,7 @@ package struct EventType: RawRepresentable, Sendable, Hashable, CustomStringConv
 
     package static let all: [EventType] = [
         .created, .entered, .exited, .dwelled, .updated, .deleted, .started, .ended, .meetingUpdated, .meetingCancelled,
-        .meetingInvited, .meetingUninvited, .memberJoined, .memberLeft, .memberOutOfRange, .memberBackInRange,
+        .meetingInvited, .meetingUninvited, .meetingStarting, .memberJoined, .memberLeft, .memberOutOfRange, .memberBackInRange,
     ]
 
     /// Whether a subscription filter (`*`, `beacon.*`, or an exact type) selects this type.

@@ -13,6 +13,8 @@ package struct ServiceConfig: Sendable {
     package var promotionPickWindowSeconds = 3600.0
     /// Interactions one user may record per promotion and type within a minute (429 beyond).
     package var maxInteractionsPerMinute = 30
+    /// `meeting.starting` goes to invitees and attendees this long before a meeting starts (0: never).
+    package var meetingReminderSeconds = 900.0
 
     package init() {}
 

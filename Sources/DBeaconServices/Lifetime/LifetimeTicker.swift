@@ -15,6 +15,9 @@ package struct LifetimeTicker: Service {
     package var interval: Duration = .seconds(1)
     /// Events older than this are deleted (once delivered); nil keeps them forever.
     package var retentionDays: Double? = 30
+    /// How long before a meeting starts its invitees and attendees get `meeting.starting`;
+    /// 0 sends no reminders.
+    package var meetingReminderSeconds: Double = 900
 
     package init(store: any DBeaconStore, fences: FenceEngine, clock: any WallClock, logger: Logger) {
         self.store = store
@@ -61,6 +64,21 @@ package struct LifetimeTicker: Service {
                 let at = b.lifetime?.end ?? now
                 fanOuts.append((b.id, FollowerFanOut(type: .ended, data: ["beacon": .string(b.id.rawValue), "name": .string(b.name),
                                                                           "at": .string(at.rfc3339)], at: at, requireAlive: false)))
+            }
+            if meetingReminderSeconds > 0 {
+                // Reminders fall due at start − lead; the same stored tick reports each once.
+                let lead = meetingReminderSeconds
+                for b in try await store.upcomingStarts(service: ServiceKind.meeting, after: last.adding(seconds: lead),
+                                                         upTo: now.adding(seconds: lead)) {
+                    guard let start = b.lifetime?.start else { continue }
+                    let data = JSONObject([
+                        ("beacon", .string(b.id.rawValue)), ("meeting", .string(b.id.rawValue)), ("name", .string(b.name)),
+                        ("organizer", .string(b.owner.rawValue)), ("start", .string(start.rfc3339)),
+                        ("end", .optional(b.lifetime?.end?.rfc3339)), ("starts_in_s", .number(lead)),
+                    ])
+                    fanOuts.append((b.id, FollowerFanOut(type: .meetingStarting, data: data, at: start.adding(seconds: -lead),
+                                                         requireAlive: false, alsoMembers: true)))
+                }
             }
             try await store.commitLifetimeTick(upTo: now, fanOuts: fanOuts)
             for b in started where b.isAlive(at: now) { try await fences.beaconChanged(b, reason: "started") }

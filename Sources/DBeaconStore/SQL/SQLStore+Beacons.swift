@@ -229,18 +229,24 @@ extension SQLStore {
     }
 
     /// SQL keeping the beacons `viewer` may see at `now`: the owner always; others while the
-    /// beacon is alive, and private beacons only for their members.
-    static func visibilityClause(_ viewer: Principal, now: Timestamp, _ s: inout SQLStatement) -> String {
+    /// beacon is alive, and private beacons only for their members (`Beacon.isVisible`). With
+    /// `upcomingInvitations`, also the private meetings the viewer is invited to that have not
+    /// ended (reads; coverage passes false: a meeting covers its place only while alive).
+    static func visibilityClause(_ viewer: Principal, now: Timestamp, _ s: inout SQLStatement,
+                                 upcomingInvitations: Bool = true) -> String {
         switch viewer {
         case .admin:
             return "true"
         case .user(let user):
             let uid = s.bind(user.rawValue), at = s.bind(now.millis)
+            let upcoming = upcomingInvitations
+                ? "OR (b.service = \(s.bind(ServiceKind.meeting)) AND b.is_private AND (b.lifetime_end IS NULL OR b.lifetime_end > \(at)))"
+                : ""
             return """
                 (b.owner = \(uid) OR ((NOT b.is_private OR EXISTS (SELECT 1 FROM beacon_members m
                     WHERE m.beacon_id = b.id AND m.user_id = \(uid)))
-                 AND (b.lifetime_start IS NULL OR b.lifetime_start <= \(at))
-                 AND (b.lifetime_end IS NULL OR b.lifetime_end > \(at))))
+                 AND (((b.lifetime_start IS NULL OR b.lifetime_start <= \(at))
+                       AND (b.lifetime_end IS NULL OR b.lifetime_end > \(at))) \(upcoming))))
                 """
         }
     }
@@ -288,7 +294,7 @@ extension SQLStore {
             dialect.areaBoxContains(lon: lon, lat: lat),
             "(b.lifetime_start IS NULL OR b.lifetime_start <= \(at))",
             "(b.lifetime_end IS NULL OR b.lifetime_end > \(at))",
-            Self.visibilityClause(query.viewer, now: query.visibleNow, &s),
+            Self.visibilityClause(query.viewer, now: query.visibleNow, &s, upcomingInvitations: false),
             Self.tagClause(query.tags, &s, dialect),
             "(b.perimeter_kind = 'circle' OR ST_Covers(b.area, \(point)))",
         ]

@@ -52,17 +52,26 @@ extension SQLStore {
                                            AND (b.lifetime_end IS NULL OR b.lifetime_end > $2)))
               """
             : "AND CAST($2 AS BIGINT) IS NOT NULL"
-        let recipients = try await db.rows("""
+        var recipients = try await db.rows("""
             SELECT f.user_id FROM followers f JOIN beacons b ON b.id = f.beacon_id
             WHERE f.beacon_id = $1
               AND (f.user_id = b.owner OR NOT b.is_private
                    OR EXISTS (SELECT 1 FROM beacon_members m WHERE m.beacon_id = b.id AND m.user_id = f.user_id))
               \(alive)
             ORDER BY f.seq
-            """, [beacon.rawValue, fanOut.at.millis])
-        let events = try recipients.map {
-            Event(type: fanOut.type, createdAt: fanOut.at, recipient: UserID(uncheckedRawValue: try $0.string("user_id")),
-                  beacon: beacon, data: fanOut.data)
+            """, [beacon.rawValue, fanOut.at.millis]).map { UserID(uncheckedRawValue: try $0.string("user_id")) }
+        if fanOut.alsoMembers {
+            let following = Set(recipients)
+            for row in try await db.rows("""
+                SELECT m.user_id FROM beacon_members m JOIN beacons b ON b.id = m.beacon_id
+                WHERE m.beacon_id = $1 AND b.is_private AND m.user_id <> b.owner ORDER BY m.user_id
+                """, [beacon.rawValue]) {
+                let user = UserID(uncheckedRawValue: try row.string("user_id"))
+                if !following.contains(user) { recipients.append(user) }
+            }
+        }
+        let events = recipients.map {
+            Event(type: fanOut.type, createdAt: fanOut.at, recipient: $0, beacon: beacon, data: fanOut.data)
         }
         try await insertEvents(db, events)
     }
@@ -290,6 +299,16 @@ extension SQLStore {
                 ORDER BY b.lifetime_end
                 """, [after.millis, upTo.millis])
             return (started, ended)
+        }
+    }
+
+    package func upcomingStarts(service: String, after: Timestamp, upTo: Timestamp) async throws -> [Beacon] {
+        try await read { db in
+            try await Self.fetchBeacons(db, """
+                SELECT \(Self.beaconColumns(db.dialect)) FROM beacons b
+                WHERE b.service = $3 AND b.lifetime_start > $1 AND b.lifetime_start <= $2
+                ORDER BY b.lifetime_start
+                """, [after.millis, upTo.millis, service])
         }
     }
 
