@@ -952,6 +952,96 @@ paths:
         '404':
           $ref: '#/components/responses/NotFound'
 
+  /v1/beacons/{id}/visits:
+    parameters:
+      - $ref: '#/components/parameters/BeaconId'
+    get:
+      tags: [beacons]
+      operationId: getBeaconVisits
+      summary: Visit statistics (owner only)
+      description: >-
+        Aggregates of the entries and exits of the beacon in the event log (kept for the event
+        retention period), for its owner or the operator (403 for others who may see it): visits
+        (entries), unique visitors, visits still open, dwell times of completed visits (mean,
+        median, histogram), entries per hour of the week (UTC, 168 counts from Monday 00:00), and
+        other beacons at least two of its visitors entered too (`also_visited`: suggestions for
+        `related` relationships, among those the caller may see and not related yet). Never
+        per-user trails.
+      responses:
+        '200':
+          description: The statistics.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [beacon, visits, unique_visitors, ongoing, dwell, hour_of_week, also_visited]
+                properties:
+                  beacon:
+                    $ref: '#/components/schemas/BeaconId'
+                  visits:
+                    type: integer
+                    minimum: 0
+                  unique_visitors:
+                    type: integer
+                    minimum: 0
+                  ongoing:
+                    type: integer
+                    minimum: 0
+                  dwell:
+                    type: object
+                    required: [completed, mean_s, median_s, histogram]
+                    properties:
+                      completed:
+                        type: integer
+                        minimum: 0
+                      mean_s:
+                        type: ['number', 'null']
+                      median_s:
+                        type: ['number', 'null']
+                      histogram:
+                        type: array
+                        items:
+                          type: object
+                          required: [from_s, to_s, visits]
+                          properties:
+                            from_s:
+                              type: number
+                            to_s:
+                              type: ['number', 'null']
+                            visits:
+                              type: integer
+                              minimum: 0
+                  hour_of_week:
+                    type: array
+                    minItems: 168
+                    maxItems: 168
+                    items:
+                      type: integer
+                      minimum: 0
+                  also_visited:
+                    type: array
+                    items:
+                      type: object
+                      required: [beacon, name, visitors]
+                      properties:
+                        beacon:
+                          $ref: '#/components/schemas/BeaconId'
+                        name:
+                          type: string
+                        visitors:
+                          type: integer
+                          minimum: 2
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+
   /v1/beacons/{id}/related:
     parameters:
       - $ref: '#/components/parameters/BeaconId'
@@ -2529,6 +2619,48 @@ paths:
           $ref: '#/components/responses/Forbidden'
         '404':
           $ref: '#/components/responses/NotFound'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+
+  /v1/me/interests/suggested:
+    get:
+      tags: [promotions]
+      operationId: listSuggestedInterests
+      summary: Interests inferred from where the caller went
+      description: >-
+        Tags of the beacons the caller entered (from their own event log) that are not among
+        their interests yet, most entered first, with a suggested score (10 per entry, at most
+        100). Only offered: accept one with `PUT /v1/me/interests`.
+      responses:
+        '200':
+          description: The suggestions.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [suggestions]
+                properties:
+                  suggestions:
+                    type: array
+                    items:
+                      type: object
+                      required: [category, entries, score]
+                      properties:
+                        category:
+                          type: string
+                        entries:
+                          type: integer
+                          minimum: 1
+                        score:
+                          type: integer
+                          minimum: 1
+                          maximum: 100
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
         '429':
           $ref: '#/components/responses/TooManyRequests'
 

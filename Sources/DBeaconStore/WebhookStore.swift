@@ -24,4 +24,4 @@ package protocol WebhookStore: Sendable {
 }
 
 /// Everything DBeacon stores.
-package typealias DBeaconStore = BeaconStore & EventStore & WebhookStore & TagStore
+package typealias DBeaconStore = BeaconStore & EventStore & WebhookStore & TagStore & VisitStore

@@ -26,6 +26,7 @@ struct BeaconController {
         group.get("beacons/:id/related", use: related)
         group.post("beacons/:id/content", use: addContent)
         group.get("beacons/:id/directions", use: directions)
+        group.get("beacons/:id/visits", use: visits)
         group.get("nearby", use: nearby)
     }
 
@@ -195,5 +196,11 @@ struct BeaconController {
             ("walking_eta_s", .int(d.walkingETASeconds)),
             ("geo_uri", .string(d.geoURI)),
         ]))
+    }
+
+    /// Visit statistics (owner only): aggregates, never per-user trails.
+    @Sendable func visits(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        let id = try Self.beaconID(context)
+        return .json(VisitEncoding.stats(id, try await beacons.visits(id, by: context.principal)))
     }
 }

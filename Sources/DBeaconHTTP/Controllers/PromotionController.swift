@@ -21,6 +21,7 @@ struct PromotionController {
         group.delete("me/saved/:id", use: unsave)
         group.put("me/interests", use: setInterests)
         group.get("me/interests", use: interests)
+        group.get("me/interests/suggested", use: suggestedInterests)
     }
 
     @Sendable func create(_ request: Request, context: AuthenticatedContext) async throws -> Response {
@@ -86,6 +87,10 @@ struct PromotionController {
         let interests = try InterestsRequest.decode(try await request.jsonBody(limit: maxBodyBytes))
         let stored = try await promotions.setInterests(interests, by: context.principal)
         return .json(ServiceEncoding.interests(stored))
+    }
+
+    @Sendable func suggestedInterests(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        .json(VisitEncoding.suggestedInterests(try await promotions.suggestedInterests(by: context.principal)))
     }
 
     @Sendable func interests(_ request: Request, context: AuthenticatedContext) async throws -> Response {

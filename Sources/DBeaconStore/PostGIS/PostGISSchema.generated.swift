@@ -8,6 +8,7 @@ package enum PostGISSchema {
         ("v4", v4_services),
         ("v7", v7_tag_follows),
         ("v8", v8_promotion_feedback),
+        ("v9", v9_visit_index),
     ]
     package static let v1_core = #"""
 -- DBeacon PostGIS schema, migration v1: users, beacons and their context.
@@ -377,6 +378,13 @@ CREATE TABLE promotion_feedback (
     created_at   BIGINT NOT NULL
 );
 CREATE INDEX promotion_feedback_promotion ON promotion_feedback(promotion_id, seq);
+
+"""#
+    package static let v9_visit_index = #"""
+-- DBeacon PostGIS schema, migration v9: visit analytics read a beacon's entries and exits from the
+-- event log (GET /v1/beacons/{id}/visits); this index finds them without scanning the log.
+
+CREATE INDEX events_beacon ON events(beacon_id, type, seq);
 
 """#
 }

@@ -10,6 +10,7 @@ package enum SpatiaLiteSchema {
         ("v6", v6_outbox_claims),
         ("v7", v7_tag_follows),
         ("v8", v8_promotion_feedback),
+        ("v9", v9_visit_index),
     ]
     package static let v1_core = #"""
 -- DBeacon SpatiaLite schema, migration v1: users, beacons and their context.
@@ -398,6 +399,13 @@ CREATE TABLE promotion_feedback (
     created_at   INTEGER NOT NULL
 );
 CREATE INDEX promotion_feedback_promotion ON promotion_feedback(promotion_id, seq);
+
+"""#
+    package static let v9_visit_index = #"""
+-- DBeacon SpatiaLite schema, migration v9: visit analytics read a beacon's entries and exits from the
+-- event log (GET /v1/beacons/{id}/visits); this index finds them without scanning the log.
+
+CREATE INDEX events_beacon ON events(beacon_id, type, seq);
 
 """#
 }

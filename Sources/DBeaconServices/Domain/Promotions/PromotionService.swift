@@ -82,6 +82,18 @@ package struct PromotionService: Sendable {
         return try await store.interests(uid)
     }
 
+    /// Interests inferred from where the caller went (tags of the beacons they entered, from
+    /// their own event log), not yet among their interests: offered, never set; the caller
+    /// accepts one with `PUT /v1/me/interests`. Suggested score: 10 per entry, at most 100.
+    package func suggestedInterests(by principal: Principal) async throws -> [(category: String, entries: Int, score: Int)] {
+        guard let uid = principal.userID else { throw DBeaconError.forbidden("interests belong to users") }
+        let known = Set(try await store.interests(uid).map(\.category))
+        return try await store.enteredTags(user: uid)
+            .filter { !known.contains($0.tag) && $0.tag != ServiceKind.promotion }
+            .prefix(20)
+            .map { ($0.tag, $0.entries, min(100, 10 * $0.entries)) }
+    }
+
     /// Promotions whose region covers the consumer (alive at `at`, visible), best score first
     /// (then nearest); and the promotions they relate to that are not listed (suggestions, even
     /// outside their own region), best first.
