@@ -2272,6 +2272,63 @@ paths:
         '409':
           $ref: '#/components/responses/Conflict'
 
+  /v1/tours/{id}/stops:
+    parameters:
+      - $ref: '#/components/parameters/TourId'
+    put:
+      tags: [tours]
+      operationId: setTourStops
+      summary: Add, remove and reorder stops (owner only)
+      description: >-
+        Replaces the tour's stops with the list given (each an existing beacon the owner may
+        see, or a new place, as in `POST /v1/tours`; `order` defaults to the position). The
+        tour's other relationships stay; places taken off remain beacons of their own. Followers
+        hear `beacon.updated` with `relationships`; progress is kept for the stops that remain.
+        `If-Match` is honoured (412 on another version).
+      parameters:
+        - $ref: '#/components/parameters/IfMatch'
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              additionalProperties: false
+              required: [stops]
+              properties:
+                stops:
+                  type: array
+                  minItems: 1
+                  maxItems: 200
+                  items:
+                    $ref: '#/components/schemas/TourStopInput'
+            example: {"stops": [{"beacon": "bcn_stiftskirche", "order": 1}, {"name": "Café", "location": {"lat": 48.7779, "lon": 9.1771}}]}
+      responses:
+        '200':
+          description: The tour with its new stops.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/Tour'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '412':
+          $ref: '#/components/responses/PreconditionFailed'
+        '413':
+          $ref: '#/components/responses/PayloadTooLarge'
+        '415':
+          $ref: '#/components/responses/UnsupportedMediaType'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+
   /v1/tours/{id}/progress:
     parameters:
       - $ref: '#/components/parameters/TourId'
@@ -2302,6 +2359,35 @@ paths:
             application/json:
               schema:
                 $ref: '#/components/schemas/Error'
+
+  /v1/places/{id}/media/{media}:
+    parameters:
+      - $ref: '#/components/parameters/BeaconId'
+      - name: media
+        in: path
+        required: true
+        description: The media's id (`med_…`); 404 for anything else.
+        schema:
+          type: string
+          pattern: '^med_[A-Za-z0-9_-]{1,64}$'
+    delete:
+      tags: [tours]
+      operationId: deletePlaceMedia
+      summary: Delete media shared at a place
+      description: Its author or the place's owner (or the admin token); 403 for others.
+      responses:
+        '204':
+          description: Deleted.
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
 
   /v1/places/{id}/media:
     parameters:

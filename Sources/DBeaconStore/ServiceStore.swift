@@ -61,6 +61,9 @@ package protocol ServiceStore: Sendable {
     func addPlaceMedia(_ media: PlaceMedia) async throws
     /// Media shared at a place, oldest first.
     func placeMedia(_ place: BeaconID, limit: Int, after: Int64?) async throws -> Page<PlaceMedia>
+    func placeMediaItem(_ id: MediaID) async throws -> PlaceMedia?
+    /// False when it was not there.
+    func deletePlaceMedia(_ id: MediaID) async throws -> Bool
 
     // MARK: Advertising
 

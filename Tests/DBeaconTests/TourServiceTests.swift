@@ -7,6 +7,63 @@ import HummingbirdTesting
 import Testing
 
 @Suite struct TourServiceTests {
+    /// Tours that grow (issue 14.7): the owner adds, removes and reorders stops (If-Match
+    /// honoured; others 403); media at a place is deleted by its author or the place's owner.
+    @Test(arguments: Backend.all) func stopsChangeAndMediaIsModerated(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
+        let (_, tina) = try await h.user("tina")
+        let (_, vic) = try await h.user("vic")
+        let (_, olga) = try await h.user("olga")
+        let start = Walk.schlossplatz
+        try await h.app().test(.router) { client in
+            let created = try await client.call(.post, "/v1/tours", token: tina, json: [
+                "name": "Two squares",
+                "stops": [["name": "A", "location": Walk.latLon(start)],
+                          ["name": "B", "location": Walk.latLon(Walk.offset(start, north: 300))]],
+            ])
+            let tourID = try #require(created.json?["tour"]?["id"]?.stringValue)
+            let version = try #require(created.json?["tour"]?["properties"]?["version"]?.numberValue)
+            let ids = (created.json?["stops"]?.arrayValue ?? []).compactMap { $0["beacon"]?["id"]?.stringValue }
+            // Reorder (B first), drop nothing, add a new place C at the end.
+            let body: JSONValue = ["stops": [["beacon": .string(ids[1]), "order": 1], ["beacon": .string(ids[0]), "order": 2],
+                                             ["name": "C", "location": Walk.latLon(Walk.offset(start, east: 300)), "order": 3]]]
+            #expect(try await client.call(.put, "/v1/tours/\(tourID)/stops", token: vic, json: body).status == .forbidden)
+            let stale = try await client.call(.put, "/v1/tours/\(tourID)/stops", token: tina, json: body,
+                                              headers: [.ifMatch: "\"\(Int(version) + 5)\""])
+            #expect(stale.status == .preconditionFailed)
+            let changed = try await client.call(.put, "/v1/tours/\(tourID)/stops", token: tina, json: body,
+                                                headers: [.ifMatch: "\"\(Int(version))\""])
+            #expect(changed.status == .ok, "\(changed.text)")
+            let names = (changed.json?["stops"]?.arrayValue ?? []).compactMap { $0["beacon"]?["properties"]?["name"]?.stringValue }
+            #expect(names == ["B", "A", "C"])
+            // Remove A: the tour has B and C; A stays a beacon of its own.
+            let cID = try #require(changed.json?["stops"]?.arrayValue?.last?["beacon"]?["id"]?.stringValue)
+            let removed = try await client.call(.put, "/v1/tours/\(tourID)/stops", token: tina,
+                                                json: ["stops": [["beacon": .string(ids[1])], ["beacon": .string(cID)]]])
+            #expect((removed.json?["stops"]?.arrayValue ?? []).compactMap { $0["beacon"]?["id"]?.stringValue } == [ids[1], cID])
+            #expect(try await client.call(.get, "/v1/beacons/\(ids[0])", token: tina).status == .ok)
+            // Bad bodies: a duplicate stop, an unknown beacon, no stops.
+            let dup = try await client.call(.put, "/v1/tours/\(tourID)/stops", token: tina,
+                                            json: ["stops": [["beacon": .string(cID)], ["beacon": .string(cID)]]])
+            #expect(dup.status == .unprocessableContent && dup.errorPath == "stops[1].beacon")
+            let ghost = try await client.call(.put, "/v1/tours/\(tourID)/stops", token: tina, json: ["stops": [["beacon": "bcn_ghost"]]])
+            #expect(ghost.status == .unprocessableContent && ghost.errorPath == "stops[0].beacon")
+            #expect(try await client.call(.put, "/v1/tours/\(tourID)/stops", token: tina, json: ["stops": []]).errorPath == "stops")
+
+            // Media at B: vic shares it; olga may not delete it; vic (author) and tina (owner) may.
+            try await client.report(vic, Walk.offset(start, north: 300), at: h.clock.tick(60))
+            let media: JSONValue = ["kind": "image", "url": "https://example.org/vic/1.jpg"]
+            let first = try #require(try await client.call(.post, "/v1/places/\(ids[1])/media", token: vic, json: media).json?["id"]?.stringValue)
+            let second = try #require(try await client.call(.post, "/v1/places/\(ids[1])/media", token: vic, json: media).json?["id"]?.stringValue)
+            #expect(try await client.call(.delete, "/v1/places/\(ids[1])/media/\(first)", token: olga).status == .forbidden)
+            #expect(try await client.call(.delete, "/v1/places/\(ids[1])/media/\(first)", token: vic).status == .noContent)
+            #expect(try await client.call(.delete, "/v1/places/\(ids[1])/media/\(second)", token: tina).status == .noContent)
+            #expect(try await client.call(.delete, "/v1/places/\(ids[1])/media/\(second)", token: tina).status == .notFound)
+            #expect(try await client.call(.delete, "/v1/places/\(cID)/media/\(first)", token: tina).status == .notFound)
+            #expect(try await client.call(.get, "/v1/places/\(ids[1])/media", token: tina).json?["media"]?.arrayValue == [])
+        }
+    }
+
     @Test(arguments: Backend.all) func tourWalkedInOrderWithProgressAndMediaGating(_ backend: Backend) async throws {
         let h = try await TestHarness.make(backend: backend)
         let (_, tina) = try await h.user("tina")   // creates the tour

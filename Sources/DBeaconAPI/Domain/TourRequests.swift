@@ -35,6 +35,18 @@ extension TourDraft {
                   lifetime: lifetime, members: members, membersPath: membersPath, tags: tags, content: content, stops: stops)
     }
 
+    /// `PUT /v1/tours/{id}/stops`: `{"stops":[…]}`, each stop as in `POST /v1/tours`.
+    package static func stops(json body: JSONValue, limits: GeoLimits) throws(DBeaconError) -> [TourStopDraft] {
+        let r = try ObjectReader(body)
+        try RequestReader.checkKnownMembers(r, ["stops"])
+        guard let values = try r.optionalArray("stops", maxCount: TourService.maxStops), !values.isEmpty else {
+            throw DBeaconError.invalid("stops", "a tour needs at least one stop", code: "missing_field")
+        }
+        var stops: [TourStopDraft] = []
+        for (i, value) in values.enumerated() { stops.append(try stop(value, index: i, limits: limits)) }
+        return stops
+    }
+
     private static func stop(_ value: JSONValue, index i: Int, limits: GeoLimits) throws(DBeaconError) -> TourStopDraft {
         let s = try ObjectReader(value, path: "stops[\(i)]")
         try RequestReader.checkKnownMembers(s, Self.stopFields)

@@ -17,6 +17,8 @@ struct TourController {
         group.post("tours/:id/follow", use: follow)
         group.delete("tours/:id/follow", use: unfollow)
         group.get("tours/:id/progress", use: progress)
+        group.put("tours/:id/stops", use: setStops)
+        group.delete("places/:id/media/:media", use: deleteMedia)
         group.post("places/:id/media", use: share)
         group.get("places/:id/media", use: media)
     }
@@ -84,5 +86,21 @@ struct TourController {
         let page = try await tours.media(try BeaconController.beaconID(context), limit: try q.limit(), after: try q.cursor(),
                                          by: context.principal)
         return .json(.object(["media": .array(page.items.map(ServiceEncoding.media)), "next_cursor": .optional(Cursor.encode(page.next))]))
+    }
+
+    /// Replaces the stops (owner only; `If-Match` honoured): add, remove, reorder.
+    @Sendable func setStops(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        var request = request
+        let stops = try TourDraft.stops(json: try await request.jsonBody(limit: maxBodyBytes), limits: tours.beacons.limits)
+        let view = try await tours.setStops(try BeaconController.beaconID(context), stops: stops, ifMatch: try request.ifMatchVersions(),
+                                            by: context.principal)
+        return .json(ServiceEncoding.tour(view))
+    }
+
+    @Sendable func deleteMedia(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        let raw = try context.parameters.require("media")
+        guard let media = MediaID(raw) else { throw DBeaconError.notFound("media \(raw)") }
+        try await tours.deleteMedia(try BeaconController.beaconID(context), media: media, by: context.principal)
+        return Response(status: .noContent)
     }
 }

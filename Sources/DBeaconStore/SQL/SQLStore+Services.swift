@@ -304,15 +304,26 @@ extension SQLStore {
             let rows = try await db.rows("SELECT * FROM place_media WHERE place_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
                                          [place.rawValue, after ?? 0, limit + 1])
             let page = rows.prefix(limit)
-            return Page(items: try page.map { row in
-                let user = UserID(uncheckedRawValue: try row.string("user_id"))
-                let at = try row.timestamp("created_at")
-                return PlaceMedia(id: MediaID(uncheckedRawValue: try row.string("id")), place: place, user: user,
-                                  content: ContentRef(kind: try row.string("kind"), url: try row.string("url"),
-                                                      title: try row.optionalString("title"), addedBy: user, createdAt: at),
-                                  createdAt: at)
-            }, next: rows.count > limit ? try page.last?.int64("seq") : nil)
+            return Page(items: try page.map(Self.placeMedia(from:)), next: rows.count > limit ? try page.last?.int64("seq") : nil)
         }
+    }
+
+    package func placeMediaItem(_ id: MediaID) async throws -> PlaceMedia? {
+        try await read { db in try await db.row("SELECT * FROM place_media WHERE id = $1", [id.rawValue]).map(Self.placeMedia(from:)) }
+    }
+
+    package func deletePlaceMedia(_ id: MediaID) async throws -> Bool {
+        try await write { db, _ in try await !db.rows("DELETE FROM place_media WHERE id = $1 RETURNING id", [id.rawValue]).isEmpty }
+    }
+
+    static func placeMedia(from row: SQLRow) throws -> PlaceMedia {
+        let user = UserID(uncheckedRawValue: try row.string("user_id"))
+        let at = try row.timestamp("created_at")
+        return PlaceMedia(id: MediaID(uncheckedRawValue: try row.string("id")), place: BeaconID(uncheckedRawValue: try row.string("place_id")),
+                          user: user,
+                          content: ContentRef(kind: try row.string("kind"), url: try row.string("url"),
+                                              title: try row.optionalString("title"), addedBy: user, createdAt: at),
+                          createdAt: at)
     }
 
     // MARK: Advertising

@@ -39,37 +39,8 @@ package struct TourService: LocationListener {
         var tags = [ServiceKind.tour]
         for t in draft.tags where !tags.contains(t) { tags.append(t) }
         let now = clock.now()
-        var newPlaces: [Beacon] = []
-        var stops: [(order: Int, beacon: Beacon, path: String)] = []
-        var existing: [(Int, BeaconID, String)] = []
-        for stop in draft.stops {
-            switch stop {
-            case .existing(let id, let order, let path):
-                existing.append((order, id, path))
-            case .place(let p):
-                var placeTags = [ServiceKind.place]
-                for t in p.tags where !placeTags.contains(t) { placeTags.append(t) }
-                let place = Beacon(
-                    id: .generate(), name: p.name, description: p.description, owner: owner, location: p.location,
-                    perimeter: p.perimeter ?? .circle(radiusM: BeaconLimits.defaultRadiusM),
-                    lifetime: draft.lifetime, members: draft.members, tags: Array(placeTags.prefix(BeaconLimits.maxTags)),
-                    content: p.content, service: ServiceKind.place, createdAt: now, updatedAt: now)
-                newPlaces.append(place)
-                stops.append((p.order, place, p.path))
-            }
-        }
-        if !existing.isEmpty {
-            var found: [BeaconID: Beacon] = [:]
-            for b in try await store.beacons(ids: existing.map(\.1)) where b.isVisible(to: principal, at: now) { found[b.id] = b }
-            for (order, id, path) in existing {
-                guard let b = found[id] else { throw DBeaconError.invalid(path, "beacon \(id) not found", code: "unknown_target") }
-                stops.append((order, b, path))
-            }
-        }
-        var seen = Set<BeaconID>()
-        for s in stops where !seen.insert(s.beacon.id).inserted {
-            throw DBeaconError.invalid(s.path, "beacon \(s.beacon.id) is already a stop of this tour", code: "duplicate")
-        }
+        var (newPlaces, stops) = try await resolve(draft.stops, owner: owner, lifetime: draft.lifetime, members: draft.members,
+                                                  by: principal, at: now)
         stops.sort { $0.order < $1.order }
         let perimeter = draft.perimeter ?? coveringCircle(stops.map(\.beacon))
         let tour = Beacon(
@@ -95,6 +66,74 @@ package struct TourService: LocationListener {
             radius = max(radius, extent)
         }
         return .circle(radiusM: min(radius.rounded(.up), beacons.limits.maxRadiusM))
+    }
+
+    /// The stops of a tour: new places (owned by `owner`, with the tour's lifetime and
+    /// members) and existing beacons the caller may see; no beacon twice.
+    private func resolve(_ drafts: [TourStopDraft], owner: UserID, lifetime: Lifetime?, members: [UserID]?, by principal: Principal,
+                         at now: Timestamp) async throws -> (newPlaces: [Beacon], stops: [(order: Int, beacon: Beacon, path: String)]) {
+        var newPlaces: [Beacon] = []
+        var stops: [(order: Int, beacon: Beacon, path: String)] = []
+        var existing: [(Int, BeaconID, String)] = []
+        for stop in drafts {
+            switch stop {
+            case .existing(let id, let order, let path):
+                existing.append((order, id, path))
+            case .place(let p):
+                var placeTags = [ServiceKind.place]
+                for t in p.tags where !placeTags.contains(t) { placeTags.append(t) }
+                let place = Beacon(
+                    id: .generate(), name: p.name, description: p.description, owner: owner, location: p.location,
+                    perimeter: p.perimeter ?? .circle(radiusM: BeaconLimits.defaultRadiusM),
+                    lifetime: lifetime, members: members, tags: Array(placeTags.prefix(BeaconLimits.maxTags)),
+                    content: p.content, service: ServiceKind.place, createdAt: now, updatedAt: now)
+                newPlaces.append(place)
+                stops.append((p.order, place, p.path))
+            }
+        }
+        if !existing.isEmpty {
+            var found: [BeaconID: Beacon] = [:]
+            for b in try await store.beacons(ids: existing.map(\.1)) where b.isVisible(to: principal, at: now) { found[b.id] = b }
+            for (order, id, path) in existing {
+                guard let b = found[id] else { throw DBeaconError.invalid(path, "beacon \(id) not found", code: "unknown_target") }
+                stops.append((order, b, path))
+            }
+        }
+        var seen = Set<BeaconID>()
+        for s in stops where !seen.insert(s.beacon.id).inserted {
+            throw DBeaconError.invalid(s.path, "beacon \(s.beacon.id) is already a stop of this tour", code: "duplicate")
+        }
+        stops.sort { $0.order < $1.order }
+        return (newPlaces, stops)
+    }
+
+    // MARK: Changing the stops
+
+    /// Replaces a tour's stops (the owner only): add places or existing beacons, remove stops,
+    /// reorder them; the tour's other relationships stay. Places taken off the tour remain
+    /// beacons of their own. Followers hear `beacon.updated` (`relationships`); progress is kept
+    /// for the stops that remain. `ifMatch` is checked before anything is written.
+    package func setStops(_ id: BeaconID, stops drafts: [TourStopDraft], ifMatch: Set<Int>?,
+                          by principal: Principal) async throws -> TourView {
+        guard let owner = principal.userID else { throw DBeaconError.forbidden("only the tour's owner changes its stops") }
+        let current = try await tour(id, by: principal)
+        guard current.owner == owner else { throw DBeaconError.forbidden("only the tour's owner changes its stops") }
+        guard !drafts.isEmpty else { throw DBeaconError.invalid("stops", "a tour needs at least one stop", code: "missing_field") }
+        guard drafts.count <= Self.maxStops else { throw DBeaconError.invalid("stops", "at most \(Self.maxStops) stops", code: "too_many") }
+        let (newPlaces, stops) = try await resolve(drafts, owner: owner, lifetime: current.lifetime, members: current.members,
+                                                   by: principal, at: clock.now())
+        if let ifMatch, !ifMatch.contains(current.version) {
+            throw DBeaconError(.preconditionFailed, code: "version_mismatch", message: "the tour is at version \(current.version)")
+        }
+        try await beacons.checkQuota(owner, adding: newPlaces.count)
+        if !newPlaces.isEmpty { try await store.insertBeacons(newPlaces) }
+        let relationships = stops.map { Relationship(type: "tour", target: $0.beacon.id, order: $0.order) }
+        _ = try await beacons.update(id, ifMatch: ifMatch, by: principal) { beacon in
+            var draft = BeaconDraft(beacon)
+            draft.relationships = beacon.relationships.filter { $0.type != "tour" } + relationships
+            return draft
+        }
+        return try await view(id, by: principal)
     }
 
     // MARK: Reading
@@ -276,5 +315,16 @@ package struct TourService: LocationListener {
                                message: "media shared at a place is seen from inside its perimeter")
         }
         return try await store.placeMedia(id, limit: limit, after: after)
+    }
+
+    /// Deletes media shared at a place: its author or the place's owner (or the operator);
+    /// 403 for others, 404 when the place or the media is not there for the caller.
+    package func deleteMedia(_ id: BeaconID, media: MediaID, by principal: Principal) async throws {
+        let place = try await place(id, by: principal)
+        guard let item = try await store.placeMediaItem(media), item.place == id else { throw DBeaconError.notFound("media \(media)") }
+        guard principal.isAdmin || principal.userID == item.user || principal.userID == place.owner else {
+            throw DBeaconError.forbidden("only its author or the place's owner may delete this media")
+        }
+        _ = try await store.deletePlaceMedia(media)
     }
 }
