@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Embeds the files under schema/ into Swift sources, so the binary needs no resource bundle.
 # Run after editing schema/; the test suite fails if the embedded copies are out of date.
+# Migrations are embedded in version order (v9 before v10), the order they are applied in.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,11 +18,11 @@ emit() { # emit NAME FILE
     echo "package enum SpatiaLiteSchema {"
     echo "    /// Migrations in order: (name, SQL)."
     printf '    package static let migrations: [(String, String)] = ['
-    for f in schema/spatialite/v*.sql; do
+    for f in $(ls schema/spatialite/v*.sql | sort -V); do
         n=$(basename "$f" .sql); printf '\n        ("%s", %s),' "${n%%_*}" "$n"
     done
     printf '\n    ]\n'
-    for f in schema/spatialite/v*.sql; do emit "$(basename "$f" .sql)" "$f"; done
+    for f in $(ls schema/spatialite/v*.sql | sort -V); do emit "$(basename "$f" .sql)" "$f"; done
     echo "}"
 } > Sources/DBeaconStore/SpatiaLite/SpatiaLiteSchema.generated.swift
 
@@ -30,11 +31,11 @@ emit() { # emit NAME FILE
     echo "package enum PostGISSchema {"
     echo "    /// Migrations in order: (name, SQL)."
     printf '    package static let migrations: [(String, String)] = ['
-    for f in schema/postgis/v*.sql; do
+    for f in $(ls schema/postgis/v*.sql | sort -V); do
         n=$(basename "$f" .sql); printf '\n        ("%s", %s),' "${n%%_*}" "$n"
     done
     printf '\n    ]\n'
-    for f in schema/postgis/v*.sql; do emit "$(basename "$f" .sql)" "$f"; done
+    for f in $(ls schema/postgis/v*.sql | sort -V); do emit "$(basename "$f" .sql)" "$f"; done
     echo "}"
 } > Sources/DBeaconStore/PostGIS/PostGISSchema.generated.swift
 

@@ -1089,11 +1089,12 @@ paths:
     post:
       tags: [beacons]
       operationId: addBeaconContent
-      summary: Add a content reference (owner only)
+      summary: Add a content reference
       description: >-
-        Appends a content reference (at most 100 per beacon: 422 `too_many`). The
-        server sets `added_by` and `created_at`; the beacon's `version` increments and
-        followers receive `beacon.updated`.
+        Appends a content reference (at most 100 per beacon: 422 `too_many`): the owner
+        always; others as the beacon's `content_policy` allows (`followers`: those who follow
+        it; `anyone`: whoever may see it; 403 otherwise). The server sets `added_by` and
+        `created_at`; the beacon's `version` increments and followers receive `beacon.updated`.
       requestBody:
         required: true
         content:
@@ -1127,6 +1128,44 @@ paths:
           $ref: '#/components/responses/PayloadTooLarge'
         '422':
           $ref: '#/components/responses/UnprocessableEntity'
+
+  /v1/beacons/{id}/content/{index}:
+    parameters:
+      - $ref: '#/components/parameters/BeaconId'
+      - name: index
+        in: path
+        required: true
+        description: The item's position in `properties.content` (0-based); 404 when there is none.
+        schema:
+          type: integer
+          minimum: 0
+          maximum: 99
+    delete:
+      tags: [beacons]
+      operationId: deleteBeaconContent
+      summary: Delete a content item (owner, or its author)
+      description: >-
+        The owner moderates any item; whoever added an item (`added_by`) may delete it; 403 for
+        others. The beacon's `version` increments and followers receive `beacon.updated`.
+      responses:
+        '200':
+          description: The beacon without the item.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/BeaconFeature'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '409':
+          $ref: '#/components/responses/Conflict'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
 
   /v1/beacons/{id}/directions:
     parameters:
@@ -3933,7 +3972,7 @@ components:
         The properties of a beacon, where `perimeter` may be left out (nearby answers with
         `perimeter=none`).
       required: [name, description, owner, lifetime, visibility, tags, relationships,
-        content, tracks_owner, followers_count, version, created_at, updated_at]
+        content, tracks_owner, content_policy, followers_count, version, created_at, updated_at]
       properties:
         name:
           type: string
@@ -3973,6 +4012,12 @@ components:
         tracks_owner:
           type: boolean
           description: When true the location follows the owner's live location.
+        content_policy:
+          type: string
+          enum: [owner, followers, anyone]
+          description: >-
+            Who besides the owner may add content (`POST /v1/beacons/{id}/content`): nobody,
+            its followers, or anyone who may see it. The owner may delete any item.
         service:
           type: string
           description: >-
@@ -4051,6 +4096,11 @@ components:
         tracks_owner:
           type: ['boolean', 'null']
           default: false
+        content_policy:
+          type: ['string', 'null']
+          enum: [owner, followers, anyone, null]
+          default: owner
+          description: Who besides the owner may add content (422 `invalid_value` otherwise).
         owner:
           readOnly: true
           description: Set by the server to the creating user; may only repeat it.

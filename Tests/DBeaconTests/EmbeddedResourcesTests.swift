@@ -16,7 +16,10 @@ import Testing
     @Test(arguments: ["spatialite", "postgis"]) func migrationsAreCurrent(_ store: String) throws {
         let dir = Self.schema.appendingPathComponent(store)
         let migrations = store == "postgis" ? PostGISSchema.migrations : SpatiaLiteSchema.migrations
-        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".sql") }.sorted()
+        // In version order (v9 before v10), the order they are applied in.
+        func version(_ file: String) -> Int { Int(file.dropFirst().prefix { $0.isNumber }) ?? 0 }
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".sql") }
+            .sorted { version($0) < version($1) }
         #expect(files.count == migrations.count, "run scripts/embed-resources.sh")
         for (file, (name, sql)) in zip(files, migrations) {
             #expect(file.hasPrefix(name + "_"))

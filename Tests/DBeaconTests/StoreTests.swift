@@ -54,12 +54,13 @@ import Testing
         let f = feature(name: "full", perimeter: polygon([outer, hole]), tags: ["food", "event"],
                         lifetime: ("2026-11-21T12:00:00Z", "2026-11-21T14:00:00Z"), members: [ben],
                         relationships: [.object(["type": "tour", "target": .string(target.id.rawValue), "order": 2])],
-                        extra: [("description", "desc"), ("tracks_owner", true),
+                        extra: [("description", "desc"), ("tracks_owner", true), ("content_policy", "followers"),
                                 ("content", [.object(["kind": "image", "url": "https://example.com/a.jpg", "title": "A"])])])
         let created = try await h.beacon(f, owner: ann)
         let loaded = try #require(try await h.store.beacon(id: created.id))
         #expect(loaded == created)
         #expect(loaded.members == [ben])
+        #expect(loaded.contentPolicy == .followers)
         #expect(loaded.relationships == [Relationship(type: "tour", target: target.id, order: 2)])
     }
 

@@ -64,9 +64,21 @@ package enum BeaconFeatureCodec {
             relationships: try decodeRelationships(properties),
             content: try decodeContent(properties),
             tracksOwner: try properties.optionalBool("tracks_owner") ?? false,
+            contentPolicy: try decodeContentPolicy(properties),
             claimedOwner: try properties.optionalString("owner", maxLength: 100),
             claimedService: try properties.optionalString("service", maxLength: 100)
         )
+    }
+
+    /// `content_policy`: `owner` (default), `followers` or `anyone`.
+    static func decodeContentPolicy(_ properties: ObjectReader) throws(DBeaconError) -> ContentPolicy {
+        guard let raw = try properties.optionalString("content_policy", maxLength: 40) else { return .owner }
+        guard let policy = ContentPolicy(rawValue: raw) else {
+            throw DBeaconError.invalid(properties.path("content_policy"),
+                                       "content_policy must be one of \(ContentPolicy.allCases.map(\.rawValue).joined(separator: ", "))",
+                                       code: "invalid_value")
+        }
+        return policy
     }
 
     package static func decodeLifetime(_ properties: ObjectReader, key: String = "lifetime") throws(DBeaconError) -> Lifetime? {
@@ -227,6 +239,7 @@ package enum BeaconFeatureCodec {
         })
         p["content"] = .array(beacon.content.map(encodeContent))
         p["tracks_owner"] = .bool(beacon.tracksOwner)
+        p["content_policy"] = .string(beacon.contentPolicy.rawValue)
         if let service = beacon.service { p["service"] = .string(service) }
         p["followers_count"] = .int(beacon.followersCount)
         p["version"] = .int(beacon.version)

@@ -68,13 +68,15 @@ package struct Beacon: Sendable, Hashable {
         var relationships: [Relationship]
         var content: [ContentRef]
         var tracksOwner: Bool
+        var contentPolicy: ContentPolicy
         var service: String?
         var followersCount: Int
         var version: Int
         var createdAt: Timestamp
         var updatedAt: Timestamp
 
-        init(id: BeaconID, name: String, description: String?, owner: UserID, location: Position, perimeter: Perimeter, lifetime: Lifetime?, members: [UserID]?, tags: [String], relationships: [Relationship], content: [ContentRef], tracksOwner: Bool, service: String?, followersCount: Int, version: Int, createdAt: Timestamp, updatedAt: Timestamp) {
+        init(id: BeaconID, name: String, description: String?, owner: UserID, location: Position, perimeter: Perimeter, lifetime: Lifetime?, members: [UserID]?, tags: [String], relationships: [Relationship], content: [ContentRef], tracksOwner: Bool, contentPolicy: ContentPolicy, service: String?, followersCount: Int, version: Int, createdAt: Timestamp, updatedAt: Timestamp) {
+            self.contentPolicy = contentPolicy
             self.id = id
             self.name = name
             self.description = description
@@ -95,7 +97,7 @@ package struct Beacon: Sendable, Hashable {
         }
 
         func copy() -> Storage {
-            Storage(id: id, name: name, description: description, owner: owner, location: location, perimeter: perimeter, lifetime: lifetime, members: members, tags: tags, relationships: relationships, content: content, tracksOwner: tracksOwner, service: service, followersCount: followersCount, version: version, createdAt: createdAt, updatedAt: updatedAt)
+            Storage(id: id, name: name, description: description, owner: owner, location: location, perimeter: perimeter, lifetime: lifetime, members: members, tags: tags, relationships: relationships, content: content, tracksOwner: tracksOwner, contentPolicy: contentPolicy, service: service, followersCount: followersCount, version: version, createdAt: createdAt, updatedAt: updatedAt)
         }
     }
 
@@ -157,6 +159,11 @@ package struct Beacon: Sendable, Hashable {
         get { storage.tracksOwner }
         set { mutate { $0.tracksOwner = newValue } }
     }
+    /// Who besides the owner may add content (`POST /v1/beacons/{id}/content`).
+    package var contentPolicy: ContentPolicy {
+        get { storage.contentPolicy }
+        set { mutate { $0.contentPolicy = newValue } }
+    }
     /// The service that manages this beacon (`meeting`, `group`, `tour`, `place`, `promotion`), if any.
     package var service: String? {
         get { storage.service }
@@ -183,15 +190,16 @@ package struct Beacon: Sendable, Hashable {
         id: BeaconID, name: String, description: String? = nil, owner: UserID, location: Position,
         perimeter: Perimeter, lifetime: Lifetime? = nil, members: [UserID]? = nil, tags: [String] = [],
         relationships: [Relationship] = [], content: [ContentRef] = [], tracksOwner: Bool = false,
+        contentPolicy: ContentPolicy = .owner,
         service: String? = nil, followersCount: Int = 0, version: Int = 1, createdAt: Timestamp, updatedAt: Timestamp
     ) {
-        storage = Storage(id: id, name: name, description: description, owner: owner, location: location, perimeter: perimeter, lifetime: lifetime, members: members, tags: tags, relationships: relationships, content: content, tracksOwner: tracksOwner, service: service, followersCount: followersCount, version: version, createdAt: createdAt, updatedAt: updatedAt)
+        storage = Storage(id: id, name: name, description: description, owner: owner, location: location, perimeter: perimeter, lifetime: lifetime, members: members, tags: tags, relationships: relationships, content: content, tracksOwner: tracksOwner, contentPolicy: contentPolicy, service: service, followersCount: followersCount, version: version, createdAt: createdAt, updatedAt: updatedAt)
     }
 
     package static func == (a: Beacon, b: Beacon) -> Bool {
         if a.storage === b.storage { return true }
         let x = a.storage, y = b.storage
-        return x.id == y.id && x.name == y.name && x.description == y.description && x.owner == y.owner && x.location == y.location && x.perimeter == y.perimeter && x.lifetime == y.lifetime && x.members == y.members && x.tags == y.tags && x.relationships == y.relationships && x.content == y.content && x.tracksOwner == y.tracksOwner && x.service == y.service && x.followersCount == y.followersCount && x.version == y.version && x.createdAt == y.createdAt && x.updatedAt == y.updatedAt
+        return x.id == y.id && x.name == y.name && x.description == y.description && x.owner == y.owner && x.location == y.location && x.perimeter == y.perimeter && x.lifetime == y.lifetime && x.members == y.members && x.tags == y.tags && x.relationships == y.relationships && x.content == y.content && x.tracksOwner == y.tracksOwner && x.contentPolicy == y.contentPolicy && x.service == y.service && x.followersCount == y.followersCount && x.version == y.version && x.createdAt == y.createdAt && x.updatedAt == y.updatedAt
     }
 
     package func hash(into hasher: inout Hasher) {
@@ -204,4 +212,14 @@ package struct Beacon: Sendable, Hashable {
 
     /// True when the beacon is alive at `t` (no lifetime means always).
     package func isAlive(at t: Timestamp) -> Bool { lifetime?.contains(t) ?? true }
+}
+
+/// Who besides the owner may add content to a beacon; the owner may always add, and delete
+/// (moderate) any item.
+package enum ContentPolicy: String, Sendable, Hashable, CaseIterable {
+    case owner
+    /// Its followers (who may see it).
+    case followers
+    /// Anyone who may see it.
+    case anyone
 }

@@ -11,6 +11,7 @@ package struct BeaconDraft: Sendable, Hashable {
     package var relationships: [Relationship]
     package var content: [ContentRef]
     package var tracksOwner: Bool
+    package var contentPolicy: ContentPolicy
     /// `properties.owner` as sent, if any: it may only repeat the true owner.
     package var claimedOwner: String?
     /// `properties.service` as sent, if any: set only by the services, so a client may only
@@ -20,8 +21,10 @@ package struct BeaconDraft: Sendable, Hashable {
     package init(
         id: BeaconID? = nil, name: String, description: String? = nil, location: Position, perimeter: Perimeter,
         lifetime: Lifetime? = nil, members: [UserID]? = nil, tags: [String] = [], relationships: [Relationship] = [],
-        content: [ContentRef] = [], tracksOwner: Bool = false, claimedOwner: String? = nil, claimedService: String? = nil
+        content: [ContentRef] = [], tracksOwner: Bool = false, contentPolicy: ContentPolicy = .owner, claimedOwner: String? = nil,
+        claimedService: String? = nil
     ) {
+        self.contentPolicy = contentPolicy
         self.id = id
         self.name = name
         self.description = description
@@ -58,6 +61,6 @@ extension BeaconDraft {
         self.init(id: beacon.id, name: beacon.name, description: beacon.description, location: beacon.location,
                   perimeter: beacon.perimeter, lifetime: beacon.lifetime, members: beacon.members, tags: beacon.tags,
                   relationships: beacon.relationships, content: beacon.content, tracksOwner: beacon.tracksOwner,
-                  claimedOwner: beacon.owner.rawValue, claimedService: beacon.service)
+                  contentPolicy: beacon.contentPolicy, claimedOwner: beacon.owner.rawValue, claimedService: beacon.service)
     }
 }

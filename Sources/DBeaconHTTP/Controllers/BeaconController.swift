@@ -25,6 +25,7 @@ struct BeaconController {
         group.delete("beacons/:id/followers/me", use: unfollow)
         group.get("beacons/:id/related", use: related)
         group.post("beacons/:id/content", use: addContent)
+        group.delete("beacons/:id/content/:index", use: removeContent)
         group.get("beacons/:id/directions", use: directions)
         group.get("beacons/:id/visits", use: visits)
         group.get("nearby", use: nearby)
@@ -177,6 +178,15 @@ struct BeaconController {
         let content = try BeaconFeatureCodec.decodeContentRef(try ObjectReader(body))
         let beacon = try await beacons.addContent(try Self.beaconID(context), content, by: context.principal)
         return .feature(beacon, status: .created)
+    }
+
+    /// Deletes one content item (0-based index): the owner moderates, an author removes their own.
+    @Sendable func removeContent(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        let raw = try context.parameters.require("index")
+        guard raw.count <= 6, raw.allSatisfy(\.isASCII), let index = Int(raw), index >= 0, String(index) == raw else {
+            throw DBeaconError.notFound("content item \(raw.prefix(20))")
+        }
+        return .feature(try await beacons.removeContent(try Self.beaconID(context), at: index, by: context.principal))
     }
 
     @Sendable func directions(_ request: Request, context: AuthenticatedContext) async throws -> Response {

@@ -203,7 +203,7 @@ package struct BeaconService: Sendable {
         let beacon = Beacon(
             id: id, name: draft.name, description: draft.description, owner: owner, location: draft.location,
             perimeter: draft.perimeter, lifetime: draft.lifetime, members: draft.members, tags: draft.tags,
-            relationships: draft.relationships, content: draft.content, tracksOwner: draft.tracksOwner,
+            relationships: draft.relationships, content: draft.content, tracksOwner: draft.tracksOwner, contentPolicy: draft.contentPolicy,
             service: service, followersCount: 0, version: 1, createdAt: now, updatedAt: now)
         try await store.insertBeacon(beacon, events: Self.invitationEvents(before: nil, after: beacon, at: now)
                                          + (try await categoryEvents(for: beacon, at: now)))
@@ -318,6 +318,7 @@ package struct BeaconService: Sendable {
         updated.relationships = draft.relationships
         updated.content = draft.content
         updated.tracksOwner = draft.tracksOwner
+        updated.contentPolicy = draft.contentPolicy
         updated.version = current.version + 1
         updated.updatedAt = clock.now()
         return updated
@@ -355,6 +356,7 @@ package struct BeaconService: Sendable {
         if a.relationships != b.relationships { fields.append("relationships") }
         if a.content != b.content { fields.append("content") }
         if a.tracksOwner != b.tracksOwner { fields.append("tracks_owner") }
+        if a.contentPolicy != b.contentPolicy { fields.append("content_policy") }
         return fields
     }
 
@@ -382,12 +384,40 @@ package struct BeaconService: Sendable {
     }
 
     /// Adds a content reference (owner only) and returns the updated beacon.
+    /// Adds a content reference: the owner always; others as the beacon's `content_policy`
+    /// allows (`followers`: those who follow it; `anyone`: whoever may see it).
     package func addContent(_ id: BeaconID, _ content: ContentRef, by principal: Principal) async throws -> Beacon {
         let current = try await visible(id, by: principal)
-        guard let uid = principal.userID, uid == current.owner else {
-            throw DBeaconError.forbidden("only the owner may add content to this beacon")
+        guard let uid = principal.userID else { throw DBeaconError.forbidden("content is added by users") }
+        switch current.contentPolicy {
+        case _ where uid == current.owner, .anyone:
+            break
+        case .followers:
+            guard try await store.isFollowing(beacon: id, user: uid) else {
+                throw DBeaconError.forbidden("only followers may add content to this beacon (content_policy followers): follow it first")
+            }
+        case .owner:
+            throw DBeaconError.forbidden("only the owner may add content to this beacon (content_policy owner)")
         }
         return try await appendContent(content, to: current, by: uid)
+    }
+
+    /// Deletes the content item at `index` (0-based): the owner moderates any item, an author
+    /// may delete their own; 404 when there is no such item.
+    package func removeContent(_ id: BeaconID, at index: Int, by principal: Principal) async throws -> Beacon {
+        let current = try await visible(id, by: principal)
+        guard current.content.indices.contains(index) else { throw DBeaconError.notFound("content item \(index) of beacon \(id)") }
+        let item = current.content[index]
+        guard principal.isAdmin || principal.userID == current.owner || (item.addedBy != nil && principal.userID == item.addedBy) else {
+            throw DBeaconError.forbidden("only the owner or the item's author may delete this content")
+        }
+        var updated = current
+        updated.content.remove(at: index)
+        updated.version += 1
+        updated.updatedAt = clock.now()
+        try await store.updateBeacon(updated, expectedVersion: current.version,
+                                     fanOut: updatedFanOut(updated, changed: ["content"], at: updated.updatedAt))
+        return updated
     }
 
     /// Appends content on behalf of `uid` (the owner, or a visitor where a service allows it).
@@ -498,7 +528,7 @@ extension BeaconService {
                 beacons.append(Beacon(
                     id: id, name: draft.name, description: draft.description, owner: beaconOwner, location: draft.location,
                     perimeter: draft.perimeter, lifetime: draft.lifetime, members: draft.members, tags: draft.tags,
-                    relationships: draft.relationships, content: draft.content, tracksOwner: draft.tracksOwner,
+                    relationships: draft.relationships, content: draft.content, tracksOwner: draft.tracksOwner, contentPolicy: draft.contentPolicy,
                     service: ownersFromItems ? draft.claimedService : nil, version: 1, createdAt: now, updatedAt: now))
             } catch var error as DBeaconError {
                 error.path = item.path + (error.path ?? "")

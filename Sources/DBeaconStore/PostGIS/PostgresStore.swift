@@ -119,7 +119,7 @@ package final class PostgresStore: SQLStore {
     /// The names of the applied migrations, in the order they were applied.
     package func appliedMigrations() async throws -> [String] {
         try await read { db in
-            try await db.rows("SELECT name FROM dbeacon_migrations ORDER BY applied_at, name").map { try $0.string("name") }
+            try await db.rows("SELECT name FROM dbeacon_migrations ORDER BY applied_at, CAST(substr(name, 2) AS INTEGER)").map { try $0.string("name") }
         }
     }
 

@@ -117,9 +117,10 @@ extension SQLStore {
     static func insertRow(_ b: Beacon, db: any SQLSession) async throws {
         let inserted = try await db.rows("""
             INSERT INTO beacons(id, owner, name, description, lon, lat, perimeter_kind, radius_m, lifetime_start,
-                lifetime_end, is_private, tracks_owner, service, content, followers_count, version, created_at,
+                lifetime_end, is_private, tracks_owner, service, content, content_policy, followers_count, version, created_at,
                 updated_at, area)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \(db.dialect.geometry(fromWKB: "$19")))
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
+                    \(db.dialect.geometry(fromWKB: "$20")))
             ON CONFLICT (id) DO NOTHING RETURNING seq
             """, columnValues(b) + [b.followersCount, b.version, b.createdAt.millis, b.updatedAt.millis, SQLBlob(StoredBeacon.areaWKB(b))])
         if inserted.isEmpty {
@@ -131,8 +132,8 @@ extension SQLStore {
         try await db.rows("""
             UPDATE beacons SET id = $1, owner = $2, name = $3, description = $4, lon = $5, lat = $6, perimeter_kind = $7,
                 radius_m = $8, lifetime_start = $9, lifetime_end = $10, is_private = $11, tracks_owner = $12, service = $13,
-                content = $14, version = $15, updated_at = $16, area = \(db.dialect.geometry(fromWKB: "$17"))
-            WHERE id = $18
+                content = $14, content_policy = $15, version = $16, updated_at = $17, area = \(db.dialect.geometry(fromWKB: "$18"))
+            WHERE id = $19
             """, columnValues(b) + [b.version, b.updatedAt.millis, SQLBlob(StoredBeacon.areaWKB(b)), b.id.rawValue])
         try await writeChildren(b, db: db, replacing: true)
     }
@@ -153,7 +154,7 @@ extension SQLStore {
         return [
             b.id.rawValue, b.owner.rawValue, b.name, b.description, b.location.lon, b.location.lat, kind,
             b.perimeter.radiusM, b.lifetime?.start?.millis, b.lifetime?.end?.millis, b.isPrivate, b.tracksOwner,
-            b.service, StoredBeacon.contentColumn(b.content),
+            b.service, StoredBeacon.contentColumn(b.content), b.contentPolicy.rawValue,
         ]
     }
 
@@ -192,7 +193,7 @@ extension SQLStore {
     static func beaconColumns(_ dialect: SQLDialect) -> String {
         """
         b.seq, b.id, b.owner, b.name, b.description, b.lon, b.lat, b.perimeter_kind, b.radius_m, b.lifetime_start,
-        b.lifetime_end, b.is_private, b.tracks_owner, b.service, b.content, b.followers_count, b.version,
+        b.lifetime_end, b.is_private, b.tracks_owner, b.service, b.content, b.content_policy, b.followers_count, b.version,
         b.created_at, b.updated_at, CASE WHEN b.perimeter_kind = 'circle' THEN NULL ELSE \(dialect.wkb("b.area")) END AS area_wkb
         """
     }
@@ -382,6 +383,7 @@ extension SQLStore {
                 relationships: relationships[id] ?? [],
                 content: StoredBeacon.content(fromColumn: try row.string("content")),
                 tracksOwner: try row.bool("tracks_owner"),
+                contentPolicy: ContentPolicy(rawValue: try row.string("content_policy")) ?? .owner,
                 service: try row.optionalString("service"),
                 followersCount: try row.int("followers_count"),
                 version: try row.int("version"),

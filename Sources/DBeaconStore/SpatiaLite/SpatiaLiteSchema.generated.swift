@@ -11,6 +11,7 @@ package enum SpatiaLiteSchema {
         ("v7", v7_tag_follows),
         ("v8", v8_promotion_feedback),
         ("v9", v9_visit_index),
+        ("v10", v10_content_policy),
     ]
     package static let v1_core = #"""
 -- DBeacon SpatiaLite schema, migration v1: users, beacons and their context.
@@ -406,6 +407,14 @@ CREATE INDEX promotion_feedback_promotion ON promotion_feedback(promotion_id, se
 -- event log (GET /v1/beacons/{id}/visits); this index finds them without scanning the log.
 
 CREATE INDEX events_beacon ON events(beacon_id, type, seq);
+
+"""#
+    package static let v10_content_policy = #"""
+-- DBeacon SpatiaLite schema, migration v10: who besides the owner may add content to a beacon
+-- (`properties.content_policy`: owner, followers or anyone).
+
+ALTER TABLE beacons ADD COLUMN content_policy TEXT NOT NULL DEFAULT 'owner'
+    CHECK (content_policy IN ('owner', 'followers', 'anyone'));
 
 """#
 }
