@@ -238,6 +238,79 @@ paths:
         '401':
           $ref: '#/components/responses/Unauthorized'
 
+  /v1/me/region-events:
+    post:
+      tags: [location]
+      operationId: postMyRegionEvents
+      summary: Report region entries and exits decided on the phone
+      description: >-
+        The privacy-friendly alternative to a stream of fixes: the phone monitors the regions of
+        `GET /v1/regions` and reports only when it enters or leaves one (`region`: the beacon
+        id of a circle region, or the registry entry id of an iBeacon region). An entry for a
+        region the caller is not inside produces `beacon.entered` (`data.reason`: `region`), an
+        exit for one they are inside `beacon.exited`; repeats change nothing; dwell times run as
+        for any entry. They go to the event log and webhooks like every fence event. No location
+        is stored. A region the caller may not see is 422 `unknown_region`.
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              additionalProperties: false
+              required: [events]
+              properties:
+                events:
+                  type: array
+                  minItems: 1
+                  maxItems: 100
+                  items:
+                    type: object
+                    additionalProperties: false
+                    required: [region, type]
+                    properties:
+                      region:
+                        type: string
+                        minLength: 1
+                        maxLength: 100
+                      type:
+                        type: string
+                        enum: [enter, exit]
+                      at:
+                        $ref: '#/components/schemas/Timestamp'
+            example: {"events": [{"region": "bcn_markthalle", "type": "enter", "at": "2026-11-21T12:05:00Z"}]}
+      responses:
+        '200':
+          description: The beacons the caller is inside now and the events the report produced.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [inside, events]
+                properties:
+                  inside:
+                    type: array
+                    items:
+                      $ref: '#/components/schemas/BeaconId'
+                  events:
+                    type: array
+                    items:
+                      $ref: '#/components/schemas/Event'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '413':
+          $ref: '#/components/responses/PayloadTooLarge'
+        '415':
+          $ref: '#/components/responses/UnsupportedMediaType'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+
   /v1/me/tags:
     get:
       tags: [categories]
@@ -343,6 +416,91 @@ paths:
           $ref: '#/components/responses/Forbidden'
         '404':
           $ref: '#/components/responses/NotFound'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+
+  /v1/regions:
+    get:
+      tags: [nearby]
+      operationId: listMonitoredRegions
+      summary: Regions for the phone to monitor near the caller
+      description: >-
+        Apple's region monitoring lets an app watch at most 20 regions, so it should register
+        those near the user and swap them as the user moves. This answers at most `max`
+        regions: the beacons nearest by distance to their perimeter (visible to the caller and
+        alive now, not moving with their owner, with any of the `tag`s), each as a circle (a
+        polygon as its smallest enclosing circle, `approximate: true`) followed by the active
+        iBeacon registry entries of that beacon (`uuid`, `major`, `minor`), and last one
+        `refresh` circle around the caller: when the phone leaves it, it asks again. Its radius
+        is half the margin between the last region listed and the nearest left out (at least
+        50 m), or half the searched radius (1, 3 or 10 km) when none was left out. The same
+        input gives the same regions in the same order.
+      parameters:
+        - $ref: '#/components/parameters/Lat'
+        - $ref: '#/components/parameters/Lon'
+        - $ref: '#/components/parameters/Tag'
+        - name: max
+          in: query
+          description: At most this many regions, refresh circle included (2–100; default 20).
+          schema:
+            type: integer
+            minimum: 2
+            maximum: 100
+            default: 20
+      responses:
+        '200':
+          description: The regions, nearest first, the refresh circle last.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [regions, max]
+                properties:
+                  max:
+                    type: integer
+                  regions:
+                    type: array
+                    items:
+                      type: object
+                      required: [type, id]
+                      properties:
+                        type:
+                          type: string
+                          enum: [circle, ibeacon, refresh]
+                        id:
+                          type: string
+                          description: The beacon id (circle), the registry entry id (ibeacon), or `refresh`.
+                        beacon:
+                          $ref: '#/components/schemas/BeaconId'
+                        name:
+                          type: string
+                        center:
+                          $ref: '#/components/schemas/LatLon'
+                        radius_m:
+                          type: number
+                        approximate:
+                          type: boolean
+                        uuid:
+                          type: string
+                        major:
+                          type: integer
+                        minor:
+                          type: integer
+                        distance_m:
+                          type: number
+                          description: From the caller to the beacon's perimeter (0 inside).
+              example: {"max": 3, "regions": [
+                {"type": "circle", "id": "bcn_markthalle", "center": {"lat": 48.7764, "lon": 9.1793}, "radius_m": 60, "approximate": false, "beacon": "bcn_markthalle", "name": "Markthalle", "distance_m": 0},
+                {"type": "ibeacon", "id": "reg_x1", "uuid": "f7826da6-4fa2-4e98-8024-bc5b71e0893e", "major": 100, "minor": 1, "beacon": "bcn_markthalle", "name": "Markthalle", "distance_m": 0},
+                {"type": "refresh", "id": "refresh", "center": {"lat": 48.7764, "lon": 9.1793}, "radius_m": 120}]}
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
         '422':
           $ref: '#/components/responses/UnprocessableEntity'
         '429':

@@ -1,5 +1,5 @@
 package import DBeaconCore
-package import Logging
+import Logging
 
 /// Where committed beacon changes are reported, so in-memory indexes stay exact.
 package protocol BeaconChangeFeed: Sendable {

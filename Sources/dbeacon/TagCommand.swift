@@ -99,3 +99,45 @@ struct TagCommand: AsyncParsableCommand {
         }
     }
 }
+
+struct RegionsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "regions",
+        abstract: "The regions a phone at a point should monitor (nearest beacons, their iBeacons, a refresh circle).",
+        discussion: """
+            Example:
+              dbeacon regions --lat 48.7784 --lon 9.18 --max 5
+            """
+    )
+    @Option(help: "Latitude in degrees.") var lat: Double
+    @Option(help: "Longitude in degrees.") var lon: Double
+    @Option(help: "At most this many regions, the refresh circle included (2–100).") var max = 20
+    @Option(name: .long, parsing: .singleValue, help: "Only beacons with this tag (repeatable: any of).") var tag: [String] = []
+    @Option(name: .customLong("as"), help: "On the local database: for this user.") var asUser: String?
+    @OptionGroup var target: TargetOptions
+
+    func validate() throws {
+        try checkPosition(lat, lon)
+        guard (2...100).contains(max) else { throw ValidationError("--max must be between 2 and 100") }
+    }
+
+    func run() async throws {
+        try await reportingErrors {
+            let result = try await target.client(as: asUser).regions(lat: lat, lon: lon, max: max, tags: tag)
+            if target.json { print(result.jsonString); return }
+            let rows: [[String]] = (result["regions"]?.arrayValue ?? []).map { r in
+                let type = r["type"]?.stringValue ?? ""
+                let what: String
+                if type == "ibeacon" {
+                    what = [r["uuid"]?.stringValue, r["major"].map { JSONWriter.string($0) }, r["minor"].map { JSONWriter.string($0) }]
+                        .compactMap { $0 }.joined(separator: " ")
+                } else {
+                    what = "r=\(r["radius_m"].map { JSONWriter.string($0) } ?? "") m" + (r["approximate"]?.boolValue == true ? " (approx.)" : "")
+                }
+                return [type, r["id"]?.stringValue ?? "", r["name"]?.stringValue ?? "", what,
+                        r["distance_m"].map { JSONWriter.string($0) } ?? ""]
+            }
+            print(Output.table(["TYPE", "ID", "NAME", "REGION", "DISTANCE (m)"], rows))
+        }
+    }
+}

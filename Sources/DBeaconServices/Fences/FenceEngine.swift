@@ -220,6 +220,24 @@ package actor FenceEngine {
         return update.events
     }
 
+    // MARK: Region crossings
+
+    /// Applies entries and exits the phone reported (see `FenceEvaluator.regionCrossings`);
+    /// returns the events once durable, and the beacons the user is inside.
+    package func reportRegions(user: UserID, crossings: [RegionCrossing]) async throws -> (events: [Event], inside: [BeaconID]) {
+        if needsReload { try await reload() }
+        let now = clock.now()
+        if store.sharedFenceState {
+            let events = try await decideShared(lock: [user], near: [], inside: []) { evaluator in
+                evaluator.regionCrossings(user: user, crossings, now: now)
+            }.events
+            return (events, evaluator.insideBeacons(of: user))
+        }
+        let update = evaluator.regionCrossings(user: user, crossings, now: now)
+        try await commit(update)
+        return (update.events, evaluator.insideBeacons(of: user))
+    }
+
     private func commit(_ update: FenceUpdate) async throws {
         guard !update.isEmpty else { return }
         let ticket = committer.enqueue(update)

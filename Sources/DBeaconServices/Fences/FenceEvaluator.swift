@@ -291,6 +291,34 @@ package struct FenceEvaluator: Sendable {
         return update
     }
 
+    // MARK: Region crossings reported by the phone
+
+    /// Entries and exits the phone decided itself (region monitoring, `POST /v1/me/region-events`):
+    /// applied in time order, an entry for a region the user is not inside enters them, an exit
+    /// for one they are inside exits them (reason `region`); repeats change nothing. No location
+    /// is stored: this is the privacy-friendly mode. Dwell times then run as for any entry.
+    package mutating func regionCrossings(user: UserID, _ crossings: [RegionCrossing], now: Timestamp) -> FenceUpdate {
+        var update = FenceUpdate()
+        for c in crossings.sorted(by: { ($0.at, $0.beacon.id) < ($1.at, $1.beacon.id) }) {
+            guard !(c.beacon.tracksOwner && c.beacon.owner == user) else { continue }
+            var data: JSONObject = ["reason": "region"]
+            if let region = c.region { data["region"] = .string(region) }
+            if c.entered {
+                guard inside[user]?[c.beacon.id] == nil, c.beacon.isVisible(to: .user(user), at: c.at), c.beacon.isAlive(at: c.at) else { continue }
+                let state = FenceState(beacon: c.beacon.id, enteredAt: c.at, dwelled: false)
+                setState(user, state)
+                update.states.append((user, state))
+                update.events.append(Self.presenceEvent(.entered, user: user, beacon: c.beacon, at: c.at, data: data, now: now))
+            } else {
+                guard inside[user]?[c.beacon.id] != nil else { continue }
+                removeState(user, c.beacon.id)
+                update.removed.append((user, c.beacon.id))
+                update.events.append(Self.presenceEvent(.exited, user: user, beacon: c.beacon, at: c.at, data: data, now: now))
+            }
+        }
+        return update
+    }
+
     // MARK: Time passing
 
     /// Dwell events for users inside long enough, and exits (or hand-overs to the geofence) of

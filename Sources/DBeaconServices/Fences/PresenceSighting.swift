@@ -21,3 +21,20 @@ package struct PresenceSighting: Sendable {
         self.registryEntry = registryEntry
     }
 }
+
+/// An entry or exit the phone reported for a monitored region (`POST /v1/me/region-events`),
+/// resolved to the beacon it stands for.
+package struct RegionCrossing: Sendable {
+    package var beacon: Beacon
+    package var entered: Bool
+    package var at: Timestamp
+    /// The region as the phone named it when it was not the beacon id (a registry entry, `reg_…`).
+    package var region: String?
+
+    package init(beacon: Beacon, entered: Bool, at: Timestamp, region: String? = nil) {
+        self.beacon = beacon
+        self.entered = entered
+        self.at = at
+        self.region = region
+    }
+}

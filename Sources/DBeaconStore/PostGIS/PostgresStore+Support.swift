@@ -48,11 +48,11 @@ struct PostgresSession: SQLSession {
     private static func bind(_ value: SQLValue, to binds: inout PostgresBindings) throws {
         switch value {
         case .null: binds.appendNull()
-        case .integer(let v): try binds.append(v)
-        case .real(let v): try binds.append(v)
-        case .bool(let v): try binds.append(v)
-        case .text(let v): try binds.append(v)
-        case .blob(let v): try binds.append(ByteBuffer(bytes: v))
+        case .integer(let v): binds.append(v)
+        case .real(let v): binds.append(v)
+        case .bool(let v): binds.append(v)
+        case .text(let v): binds.append(v)
+        case .blob(let v): binds.append(ByteBuffer(bytes: v))
         case .textArray(let v): try binds.append(v)
         case .integerArray(let v): try binds.append(v)
         }

@@ -20,7 +20,7 @@ extension SQLStore {
     }
 
     package func setSetting(_ key: String, value: String) async throws {
-        try await write { db, _ in
+        _ = try await write { db, _ in
             try await db.rows("INSERT INTO settings(key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                               [key, value])
         }

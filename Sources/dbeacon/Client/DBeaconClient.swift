@@ -60,6 +60,12 @@ struct DBeaconClient: Sendable {
         return try await call(.POST, "/v1/me/location", body: .object(fix))
     }
 
+    func regions(lat: Double, lon: Double, max: Int, tags: [String]) async throws -> JSONValue {
+        var query = [("lat", String(lat)), ("lon", String(lon)), ("max", String(max))]
+        for t in tags { query.append(("tag", t)) }
+        return try await call(.GET, "/v1/regions", query: query)
+    }
+
     func tags(bbox: String?, limit: Int) async throws -> JSONValue {
         var query = [("limit", String(limit))]
         if let bbox { query.append(("bbox", bbox)) }

@@ -1,0 +1,31 @@
+package import DBeaconCore
+package import DBeaconServices
+
+/// The wire form of `GET /v1/regions`.
+package enum RegionEncoding {
+    package static func regions(_ regions: [MonitoredRegion], max: Int) -> JSONValue {
+        .object(JSONObject([("regions", .array(regions.map(region))), ("max", .int(max))]))
+    }
+
+    static func latLon(_ p: Position) -> JSONValue { .object(["lat": .number(p.lat), "lon": .number(p.lon)]) }
+
+    static func region(_ r: MonitoredRegion) -> JSONValue {
+        var o = JSONObject()
+        switch r.kind {
+        case .circle(let center, let radius, let approximate):
+            o = JSONObject([("type", "circle"), ("id", .optional(r.beacon?.id.rawValue)), ("center", latLon(center)),
+                            ("radius_m", .number(radius)), ("approximate", .bool(approximate))])
+        case .iBeacon(let entry, let identity):
+            o = JSONObject([("type", "ibeacon"), ("id", .string(entry.rawValue))])
+            for (k, v) in RegistryCodec.encodeIdentity(identity).members where k != "type" { o[k] = v }
+        case .refresh(let center, let radius):
+            return .object(JSONObject([("type", "refresh"), ("id", "refresh"), ("center", latLon(center)), ("radius_m", .number(radius))]))
+        }
+        if let b = r.beacon {
+            o["beacon"] = .string(b.id.rawValue)
+            o["name"] = .string(b.name)
+        }
+        o["distance_m"] = .number((r.distanceM * 10).rounded() / 10)
+        return .object(o)
+    }
+}

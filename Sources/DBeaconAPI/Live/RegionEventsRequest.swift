@@ -1,0 +1,39 @@
+package import DBeaconCore
+package import DBeaconServices
+
+/// `POST /v1/me/region-events`: `{"events":[{"region":"bcn_…"|"reg_…","type":"enter"|"exit","at"?}]}`
+/// (at most 100; `at` defaults to now and may be at most the fix skew in the future).
+package struct RegionEventRequest: Sendable {
+    package var region: String
+    package var entered: Bool
+    package var at: Timestamp
+    /// The JSON path of `region`, for errors about it.
+    package var path: String
+
+    package static let maxEvents = 100
+
+    package static func decode(_ body: JSONValue, now: Timestamp, config: FenceConfig) throws(DBeaconError) -> [RegionEventRequest] {
+        let r = try ObjectReader(body)
+        try RequestReader.checkKnownMembers(r, ["events"])
+        guard let items = try r.optionalArray("events", maxCount: maxEvents), !items.isEmpty else {
+            throw DBeaconError.invalid("events", "events must list at least one region event", code: "missing_field")
+        }
+        var result: [RegionEventRequest] = []
+        for (i, item) in items.enumerated() {
+            let e = try ObjectReader(item, path: "events[\(i)]")
+            try RequestReader.checkKnownMembers(e, ["region", "type", "at"])
+            let region = try e.string("region", maxLength: 100)
+            let type = try e.string("type", maxLength: 10)
+            guard type == "enter" || type == "exit" else {
+                throw DBeaconError.invalid(e.path("type"), "type is enter or exit", code: "invalid_value")
+            }
+            let at = try e.optionalTimestamp("at") ?? now
+            guard at.seconds(since: now) <= config.maxFutureSkewSeconds else {
+                throw DBeaconError.invalid(e.path("at"), "at is more than \(Int(config.maxFutureSkewSeconds)) s in the future",
+                                           code: "future_timestamp")
+            }
+            result.append(RegionEventRequest(region: region, entered: type == "enter", at: at, path: e.path("region")))
+        }
+        return result
+    }
+}

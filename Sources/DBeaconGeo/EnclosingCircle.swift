@@ -1,0 +1,49 @@
+package import DBeaconCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The smallest circle enclosing a set of points (Welzl's algorithm, iteratively, on a local
+/// tangent plane at `origin`): apps that can monitor only circles (Apple's region monitoring)
+/// watch a polygon perimeter through it.
+package enum EnclosingCircle {
+    /// Center and radius (metres) of the smallest circle containing every point, with
+    /// `marginM` added for the plane approximation. Deterministic: the points are visited in a
+    /// fixed pseudo-random order (expected linear time).
+    package static func of(_ points: [Position], origin: Position, marginM: Double = 0.5) -> (center: Position, radiusM: Double) {
+        let frame = LocalFrame(origin: origin)
+        var p = points.map { frame.project($0) }
+        guard !p.isEmpty else { return (origin, 0) }
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        if p.count > 1 {
+            for i in stride(from: p.count - 1, to: 0, by: -1) {
+                state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                p.swapAt(i, Int((state >> 33) % UInt64(i + 1)))
+            }
+        }
+        var c = (x: p[0].0, y: p[0].1, r: 0.0)
+        func inside(_ q: (Double, Double)) -> Bool { hypot(q.0 - c.x, q.1 - c.y) <= c.r * (1 + 1e-12) + 1e-9 }
+        for i in 1..<p.count where !inside(p[i]) {
+            c = (p[i].0, p[i].1, 0)
+            for j in 0..<i where !inside(p[j]) {
+                c = ((p[i].0 + p[j].0) / 2, (p[i].1 + p[j].1) / 2, hypot(p[i].0 - p[j].0, p[i].1 - p[j].1) / 2)
+                for k in 0..<j where !inside(p[k]) {
+                    c = circumcircle(p[i], p[j], p[k]) ?? c
+                }
+            }
+        }
+        return (frame.unproject(c.x, c.y), c.r + marginM)
+    }
+
+    private static func circumcircle(_ a: (Double, Double), _ b: (Double, Double), _ c: (Double, Double)) -> (x: Double, y: Double, r: Double)? {
+        let d = 2 * (a.0 * (b.1 - c.1) + b.0 * (c.1 - a.1) + c.0 * (a.1 - b.1))
+        guard abs(d) > 1e-12 else { return nil }
+        let a2 = a.0 * a.0 + a.1 * a.1, b2 = b.0 * b.0 + b.1 * b.1, c2 = c.0 * c.0 + c.1 * c.1
+        let x = (a2 * (b.1 - c.1) + b2 * (c.1 - a.1) + c2 * (a.1 - b.1)) / d
+        let y = (a2 * (c.0 - b.0) + b2 * (a.0 - c.0) + c2 * (b.0 - a.0)) / d
+        return (x, y, hypot(a.0 - x, a.1 - y))
+    }
+}

@@ -1,0 +1,113 @@
+import DBeaconCore
+import DBeaconGeo
+import Foundation
+import Testing
+
+/// Regions to monitor on the phone (issue 14.1): the nearest visible, alive beacons as circles
+/// (polygons as their smallest enclosing circle), their iBeacon entries, and a refresh circle;
+/// at most `max`, stable for the same input.
+@Suite struct RegionTests {
+    @Test(arguments: Backend.all) func nearestRegionsThenARefreshCircle(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
+        let (owner, ownerToken) = try await h.user("owner")
+        let (other, _) = try await h.user("other")
+        let (_, ann) = try await h.user("ann")
+        let here = Walk.schlossplatz
+        let north = Walk.offset(here, north: 200), east = Walk.offset(here, east: 500), near = Walk.offset(here, north: 100)
+        let a = try await h.beacon(feature(name: "A", lat: here.lat, lon: here.lon, perimeter: circle(50), tags: ["food"]), owner: owner)
+        let b = try await h.beacon(feature(name: "B", lat: north.lat, lon: north.lon, perimeter: circle(30)), owner: owner)
+        // C: a 100 m × 60 m rectangle 500 m east; its smallest enclosing circle has the diagonal as diameter.
+        let sw = Walk.offset(east, north: -30, east: -50), ne = Walk.offset(east, north: 30, east: 50)
+        let c = try await h.beacon(feature(name: "C", lat: east.lat, lon: east.lon, perimeter: polygon([box(sw.lon, sw.lat, ne.lon, ne.lat)])),
+                                   owner: owner)
+        try await h.beacon(feature(name: "private", lat: near.lat, lon: near.lon, members: [other]), owner: owner)
+        try await h.beacon(feature(name: "over", lat: near.lat, lon: near.lon, lifetime: (nil, "2026-11-21T11:00:00Z")), owner: owner)
+        try await h.app().test(.router) { client in
+            let entry = try await client.call(.post, "/v1/registry", token: ownerToken, json: registration(a, major: 100, minor: 7))
+            #expect(entry.status == .created, "\(entry.text)")
+            let url = "/v1/regions?lat=\(here.lat)&lon=\(here.lon)"
+            let all = try await client.call(.get, url, token: ann)
+            #expect(all.status == .ok, "\(all.text)")
+            let regions = try #require(all.json?["regions"]?.arrayValue)
+            #expect(regions.map { $0["type"]?.stringValue ?? "" } == ["circle", "ibeacon", "circle", "circle", "refresh"])
+            #expect(regions.compactMap { $0["beacon"]?.stringValue } == [a.id, a.id, b.id, c.id].map(\.rawValue))
+            #expect(regions[0]["distance_m"] == 0 && regions[0]["approximate"] == false && regions[0]["radius_m"] == 50)
+            #expect(regions[1]["uuid"] != nil && regions[1]["major"] == 100 && regions[1]["minor"] == 7)
+            #expect(abs((regions[2]["distance_m"]?.numberValue ?? 0) - 170) < 1)
+            // The polygon: approximate, centred on the rectangle, radius half its diagonal (+ 0.5 m margin).
+            #expect(regions[3]["approximate"] == true)
+            let radius = regions[3]["radius_m"]?.numberValue ?? 0
+            #expect(abs(radius - ((100.0 * 100 + 60 * 60).squareRoot() / 2 + 0.5)) < 1, "\(radius)")
+            let center = Position(lon: regions[3]["center"]?["lon"]?.numberValue ?? 0, lat: regions[3]["center"]?["lat"]?.numberValue ?? 0)
+            #expect(Geodesy.distance(center, east) < 1)
+            // Fewer than 20 beacons within 1 and 3 km, so 10 km was searched; nothing left out:
+            // the refresh circle is half the searched radius.
+            #expect(regions[4]["radius_m"] == 5000 && regions[4]["id"] == "refresh")
+
+            // max=3: A and its iBeacon, then the refresh circle: half the margin to B (170 m − 0) = 85 m.
+            let few = try await client.call(.get, url + "&max=3", token: ann).json?["regions"]?.arrayValue ?? []
+            #expect(few.map { $0["type"]?.stringValue ?? "" } == ["circle", "ibeacon", "refresh"])
+            #expect(abs((few.last?["radius_m"]?.numberValue ?? 0) - 85) < 1)
+            // The same input gives the same answer; tags filter; bad max.
+            #expect(try await client.call(.get, url, token: ann).json == all.json)
+            let food = try await client.call(.get, url + "&tag=food", token: ann).json?["regions"]?.arrayValue ?? []
+            #expect(food.compactMap { $0["beacon"]?.stringValue } == [a.id.rawValue, a.id.rawValue])
+            #expect(try await client.call(.get, url + "&max=1", token: ann).errorPath == "max")
+            #expect(try await client.call(.get, url + "&max=x", token: ann).status == .badRequest)
+            #expect(try await client.call(.get, "/v1/regions?lat=95&lon=9", token: ann).errorPath == "lat")
+        }
+    }
+
+    /// The phone reports enters and exits of the monitored regions; they become the same
+    /// `beacon.entered` / `beacon.exited` events as fixes would (reason `region`), once each,
+    /// and no location is stored.
+    @Test(arguments: Backend.all) func regionEventsGoThroughTheFenceMachinery(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
+        let (owner, ownerToken) = try await h.user("owner")
+        let (other, _) = try await h.user("other")
+        let (annID, ann) = try await h.user("ann")
+        let a = try await h.beacon(feature(name: "A", perimeter: circle(50)), owner: owner)
+        let hidden = try await h.beacon(feature(name: "hidden", members: [other]), owner: owner)
+        try await h.app().test(.router) { client in
+            let entry = try await client.call(.post, "/v1/registry", token: ownerToken, json: registration(a, major: 1, minor: 2))
+            let entryID = try #require(entry.json?["id"]?.stringValue)
+            func report(_ events: [JSONValue]) async throws -> JSONResponse {
+                try await client.call(.post, "/v1/me/region-events", token: ann, json: ["events": .array(events)])
+            }
+            let entered = try await report([["region": .string(a.id.rawValue), "type": "enter", "at": "2026-11-21T11:59:00Z"]])
+            #expect(entered.status == .ok, "\(entered.text)")
+            #expect(entered.json?["inside"] == [.string(a.id.rawValue)])
+            #expect(entered.json?["events"]?.arrayValue?.map { $0["type"] } == ["beacon.entered"])
+            #expect(entered.json?["events"]?.arrayValue?.first?["data"]?["reason"] == "region")
+            // The iBeacon region of the same beacon: already inside, nothing new; then exit through it.
+            #expect(try await report([["region": .string(entryID), "type": "enter"]]).json?["events"] == [])
+            let exited = try await report([["region": .string(entryID), "type": "exit"]])
+            #expect(exited.json?["inside"] == [] && exited.json?["events"]?.arrayValue?.first?["data"]?["region"] == .string(entryID))
+            #expect(try await report([["region": .string(a.id.rawValue), "type": "exit"]]).json?["events"] == [])
+            // In the log like any fence event; no location stored.
+            #expect(try await client.eventTypes(ann) == ["beacon.entered", "beacon.exited"])
+            #expect(try await h.store.userLocations([annID]).isEmpty)
+            // A hidden or unknown region is the same 422; bad bodies name the member.
+            let hiddenAnswer = try await report([["region": .string(hidden.id.rawValue), "type": "enter"]])
+            let unknownAnswer = try await report([["region": "bcn_nothing_here", "type": "enter"]])
+            #expect(hiddenAnswer.status == .unprocessableContent && hiddenAnswer.errorCode == "unknown_region")
+            #expect(unknownAnswer.errorCode == "unknown_region" && unknownAnswer.errorPath == "events[0].region")
+            #expect(try await report([["region": .string(a.id.rawValue), "type": "inside"]]).errorPath == "events[0].type")
+            #expect(try await report([["region": .string(a.id.rawValue), "type": "enter", "at": "2027-01-01T00:00:00Z"]])
+                .errorPath == "events[0].at")
+            #expect(try await report([]).errorPath == "events")
+        }
+    }
+
+    @Test func enclosingCircleOfATriangleAndOfPoints() {
+        let o = Walk.schlossplatz
+        // An obtuse triangle: the circle has the longest side as diameter.
+        let pts = [Walk.offset(o, east: -100), Walk.offset(o, east: 100), Walk.offset(o, north: 10)]
+        let (c, r) = EnclosingCircle.of(pts, origin: o, marginM: 0)
+        #expect(abs(r - 100) < 0.1 && Geodesy.distance(c, o) < 0.1)
+        // Many points on a 300 m circle plus inner ones: radius 300.
+        let ring = (0..<360).map { i in Walk.offset(o, north: 300 * cos(Double(i) * .pi / 180), east: 300 * sin(Double(i) * .pi / 180)) }
+        let (c2, r2) = EnclosingCircle.of(ring + [o, Walk.offset(o, north: 50)], origin: o, marginM: 0)
+        #expect(abs(r2 - 300) < 0.5 && Geodesy.distance(c2, o) < 0.5)
+    }
+}
