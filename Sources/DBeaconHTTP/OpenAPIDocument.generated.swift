@@ -485,9 +485,11 @@ paths:
                         uuid:
                           type: string
                         major:
-                          type: integer
+                          type: ['integer', 'null']
+                          description: null when the entry matches any major.
                         minor:
-                          type: integer
+                          type: ['integer', 'null']
+                          description: null when the entry matches any minor.
                         distance_m:
                           type: number
                           description: From the caller to the beacon's perimeter (0 inside).
