@@ -51,6 +51,7 @@ package func buildRouter(_ services: AppServices, metrics: AppMetrics = AppMetri
     BeaconController(beacons: services.beacons, maxBodyBytes: maxBody, maxImportBytes: services.config.maxImportBytes).addRoutes(to: v1)
     LiveController(fences: services.fences, feed: services.feed, clock: services.clock, limiter: limiter,
                    maxBodyBytes: maxBody).addRoutes(to: v1)
+    EventStreamController(feed: services.feed).addRoutes(to: v1)
     RegionController(regions: RegionService(beacons: services.beacons, registry: services.store), fences: services.fences,
                      clock: services.clock, limiter: limiter, maxBodyBytes: maxBody).addRoutes(to: v1)
     WebhookController(webhooks: services.webhooks, maxBodyBytes: maxBody).addRoutes(to: v1)

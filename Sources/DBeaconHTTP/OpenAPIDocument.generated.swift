@@ -1474,6 +1474,64 @@ paths:
         '401':
           $ref: '#/components/responses/Unauthorized'
 
+  /v1/events/stream:
+    get:
+      tags: [events]
+      operationId: streamEvents
+      summary: The caller's events, live (Server-Sent Events)
+      description: >-
+        For apps and browsers (`EventSource`): each new event addressed to the caller arrives as
+        `id: evt_…`, `event: <type>`, `data: <the event as in GET /v1/events>`, with the same
+        visibility rule applied as of its delivery. A comment line every 15 s keeps proxies from
+        closing an idle stream; the server ends a stream after 60 s (and at shutdown) with
+        `retry: 2000`, and `EventSource` reconnects sending `Last-Event-ID`, which resumes from
+        the event log (so nothing is lost); `?after=` does the same. Without either the stream
+        starts with the next event. At most 5 open streams per user (429 `too_many_streams`).
+        Content negotiation: a request whose `Accept` does not include `text/event-stream` gets
+        one page of events as JSON instead, as `GET /v1/events` answers.
+      parameters:
+        - $ref: '#/components/parameters/Limit'
+        - name: after
+          in: query
+          description: Resume after this event id (`evt_…`, the caller's; 404 otherwise) or cursor.
+          schema:
+            type: string
+            pattern: '^(c[0-9A-Za-z]{1,12}|evt_[A-Za-z0-9_-]{1,64})$'
+        - name: Last-Event-ID
+          in: header
+          description: What `EventSource` sends when it reconnects; as `after`.
+          schema:
+            type: string
+            pattern: '^(c[0-9A-Za-z]{1,12}|evt_[A-Za-z0-9_-]{1,64})$'
+      responses:
+        '200':
+          description: The stream; or, when `text/event-stream` is not accepted, one page of events.
+          content:
+            text/event-stream:
+              schema:
+                type: string
+            application/json:
+              schema:
+                type: object
+                required: [events, next_cursor]
+                properties:
+                  events:
+                    type: array
+                    items:
+                      $ref: '#/components/schemas/Event'
+                  next_cursor:
+                    type: ['string', 'null']
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+
   /v1/webhooks:
     post:
       tags: [webhooks]

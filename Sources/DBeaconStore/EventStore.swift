@@ -23,6 +23,8 @@ package protocol EventStore: Sendable {
     func appendEvents(_ events: [Event]) async throws
     /// Events addressed to `recipient` (all when nil), oldest first, after a log position.
     func events(recipient: UserID?, after: Int64?, limit: Int) async throws -> Page<Event>
+    /// The position of the newest event in the log (0 when empty): a stream starts after it.
+    func latestEventPosition() async throws -> Int64
     /// Log position of an event, to resume after it.
     func eventPosition(id: EventID) async throws -> Int64?
     /// Deletes events older than `before` (retention); returns how many.

@@ -24,6 +24,11 @@ package struct EventFeed: Sendable {
         return page.items.first?.id == id ? position : nil
     }
 
+    /// Where a live stream without a resume point starts: after the newest event.
+    package func latestPosition() async throws -> Int64 {
+        try await store.latestEventPosition()
+    }
+
     /// The caller's events after `after` (every event for the operator), oldest first. A page
     /// may hold fewer than `limit` events when some were withheld; `next` is then still set.
     package func events(by principal: Principal, after: Int64?, limit: Int) async throws -> Page<Event> {

@@ -97,6 +97,10 @@ extension SQLStore {
         }
     }
 
+    package func latestEventPosition() async throws -> Int64 {
+        try await read { db in try await db.row("SELECT COALESCE(max(seq), 0) AS n FROM events")?.int64("n") ?? 0 }
+    }
+
     package func eventPosition(id: EventID) async throws -> Int64? {
         try await read { db in try await db.row("SELECT seq FROM events WHERE id = $1", [id.rawValue])?.int64("seq") }
     }

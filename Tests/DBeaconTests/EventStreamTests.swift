@@ -1,0 +1,80 @@
+import AsyncHTTPClient
+import DBeaconCore
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Testing
+
+/// Live events for apps (issue 14.2): `GET /v1/events/stream` as Server-Sent Events over a
+/// real HTTP connection: new events arrive as they are written, `Last-Event-ID` resumes from
+/// the log, visibility applies, and open streams per user are bounded.
+@Suite struct EventStreamTests {
+    /// Reads an open stream until `count` events arrived (or the deadline); returns (id, type) pairs.
+    static func read(_ response: HTTPClientResponse, events count: Int) async throws -> [(id: String, type: String)] {
+        var text = ""
+        var found: [(String, String)] = []
+        for try await chunk in response.body {
+            text += String(buffer: chunk)
+            while let end = text.range(of: "\n\n") {
+                let block = String(text[..<end.lowerBound])
+                text.removeSubrange(..<end.upperBound)
+                var id = "", type = ""
+                for line in block.split(separator: "\n") {
+                    if line.hasPrefix("id: ") { id = String(line.dropFirst(4)) }
+                    if line.hasPrefix("event: ") { type = String(line.dropFirst(7)) }
+                }
+                if !id.isEmpty { found.append((id, type)) }
+            }
+            if found.count >= count { break }
+        }
+        return found
+    }
+
+    static func open(_ port: Int, token: String, lastEventID: String? = nil, accept: String = "text/event-stream") async throws
+        -> HTTPClientResponse {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/events/stream")
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        request.headers.add(name: "Accept", value: accept)
+        if let lastEventID { request.headers.add(name: "Last-Event-ID", value: lastEventID) }
+        return try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+    }
+
+    @Test(arguments: Backend.all) func eventsArriveLiveAndResume(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
+        let (owner, ownerToken) = try await h.user("owner")
+        let (_, ann) = try await h.user("ann")
+        let (_, bob) = try await h.user("bob")
+        let kiosk = try await h.beacon(feature(name: "kiosk"), owner: owner)
+        try await h.app().test(.live) { client in
+            let port = try #require(client.port)
+            _ = try await client.call(.post, "/v1/beacons/\(kiosk.id)/followers", token: ann)
+            // Without Accept: text/event-stream, content negotiation gives one page of JSON (none yet).
+            let plain = try await client.call(.get, "/v1/events/stream", token: ann)
+            #expect(plain.status == .ok && plain.json?["events"] == [])
+
+            let stream = try await Self.open(port, token: ann)
+            #expect(stream.status == .ok && stream.headers["Content-Type"].first == "text/event-stream")
+            // Two edits after the stream opened arrive on it, in order, with their ids.
+            for name in ["kiosk 1", "kiosk 2"] {
+                #expect(try await client.call(.patch, "/v1/beacons/\(kiosk.id)", token: ownerToken,
+                                              json: ["properties": ["name": .string(name)]]).status == .ok)
+            }
+            let live = try await Self.read(stream, events: 2)
+            #expect(live.map(\.type) == ["beacon.updated", "beacon.updated"])
+            #expect(live.allSatisfy { $0.id.hasPrefix("evt_") })
+            // Reconnecting with Last-Event-ID of the first resumes after it: the second arrives again.
+            let resumed = try await Self.read(try await Self.open(port, token: ann, lastEventID: live[0].id), events: 1)
+            #expect(resumed.map(\.id) == [live[1].id])
+            // Someone else's event id is not a resume point (as GET /v1/events?after=).
+            let owners = try await Self.open(port, token: ownerToken, lastEventID: live[0].id)
+            #expect(owners.status == .notFound)
+
+            // At most five open streams per user (bob has none open yet).
+            var open: [HTTPClientResponse] = []
+            for _ in 0..<5 { open.append(try await Self.open(port, token: bob)) }
+            #expect(open.allSatisfy { $0.status == .ok })
+            let sixth = try await Self.open(port, token: bob)
+            #expect(sixth.status == .tooManyRequests && sixth.headers["Retry-After"].first != nil)
+        }
+    }
+}
