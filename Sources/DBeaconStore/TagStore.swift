@@ -39,8 +39,9 @@ package protocol TagStore: Sendable {
     /// Tags of the beacons `viewer` may see at `now` (in `bbox` when given), most used first,
     /// then by name; at most `limit`.
     func tagCounts(viewer: Principal, now: Timestamp, bbox: BoundingBox?, limit: Int) async throws -> [TagCount]
-    /// Follows (or changes the radius of) a category; true when it was not followed before.
-    func followTag(_ follow: TagFollow) async throws -> Bool
+    /// Follows (or changes the radius of) a category: the stored follow (its first
+    /// `createdAt` is kept), and whether it was not followed before.
+    func followTag(_ follow: TagFollow) async throws -> (follow: TagFollow, created: Bool)
     /// Stops following a category; false when it was not followed.
     func unfollowTag(user: UserID, tag: String) async throws -> Bool
     /// The categories a user follows, by tag.

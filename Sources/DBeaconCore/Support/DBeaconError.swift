@@ -20,8 +20,6 @@ package struct DBeaconError: Error, Sendable, CustomStringConvertible {
         case payloadTooLarge
         /// The body is not JSON by its `Content-Type` (HTTP 415).
         case unsupportedMediaType
-        /// The answer cannot be given in a type the `Accept` header allows (HTTP 406).
-        case notAcceptable
         /// Well-formed but invalid input (HTTP 422).
         case unprocessable
         /// Rate or frequency limit reached (HTTP 429).

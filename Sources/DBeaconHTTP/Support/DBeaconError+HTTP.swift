@@ -15,7 +15,6 @@ extension DBeaconError.Kind {
         case .preconditionFailed: .preconditionFailed
         case .payloadTooLarge: .contentTooLarge
         case .unsupportedMediaType: .unsupportedMediaType
-        case .notAcceptable: .notAcceptable
         case .unprocessable: .unprocessableContent
         case .tooManyRequests: .tooManyRequests
         case .unavailable: .serviceUnavailable

@@ -24,10 +24,7 @@ extension BeaconService {
             throw DBeaconError.invalid("radius_m", "radius_m must be more than 0 and at most \(Int(Self.maxTagFollowRadiusM)) m",
                                        code: "out_of_range")
         }
-        let follow = TagFollow(user: user, tag: tag, radiusM: radius, createdAt: clock.now())
-        let created = try await store.followTag(follow)
-        let stored = try await store.tagFollows(of: user).first { $0.tag == tag } ?? follow
-        return (stored, created)
+        return try await store.followTag(TagFollow(user: user, tag: tag, radiusM: radius, createdAt: clock.now()))
     }
 
     /// Stops following a category (404 when it was not followed).

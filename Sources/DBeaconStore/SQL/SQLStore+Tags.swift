@@ -21,15 +21,18 @@ extension SQLStore {
         }
     }
 
-    package func followTag(_ follow: TagFollow) async throws -> Bool {
+    package func followTag(_ follow: TagFollow) async throws -> (follow: TagFollow, created: Bool) {
         try await write { db, _ in
             let existed = try await db.exists("SELECT 1 FROM tag_follows WHERE user_id = $1 AND tag = $2",
                                               [follow.user.rawValue, follow.tag])
-            try await db.rows("""
+            let row = try await db.row("""
                 INSERT INTO tag_follows(user_id, tag, radius_m, created_at) VALUES ($1, $2, $3, $4)
                 ON CONFLICT (user_id, tag) DO UPDATE SET radius_m = excluded.radius_m
+                RETURNING created_at
                 """, [follow.user.rawValue, follow.tag, follow.radiusM, follow.createdAt.millis])
-            return !existed
+            var stored = follow
+            if let row { stored.createdAt = try row.timestamp("created_at") }
+            return (stored, !existed)
         }
     }
 

@@ -32,7 +32,6 @@ extension DBeaconError.Kind {
         case 412: self = .preconditionFailed
         case 413: self = .payloadTooLarge
         case 415: self = .unsupportedMediaType
-        case 406: self = .notAcceptable
         case 422: self = .unprocessable
         case 429: self = .tooManyRequests
         case 503: self = .unavailable
