@@ -40,7 +40,7 @@ struct CLI {
 
 /// Two temporary files standing in for a child process's stdout and stderr.
 struct CapturedOutput {
-    let base = FileManager.default.temporaryDirectory.appendingPathComponent("dbeacon-out-\(UUID().uuidString)")
+    let base = Scratch.root.appendingPathComponent("dbeacon-out-\(UUID().uuidString)")
     var outURL: URL { base.appendingPathExtension("out") }
     var errURL: URL { base.appendingPathExtension("err") }
 
@@ -65,8 +65,7 @@ struct CapturedOutput {
 @Suite struct CLITests {
     /// A new database for the CLI's `--db`: a SpatiaLite file, or a fresh PostGIS schema.
     func tempDB(_ backend: Backend) throws -> String {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dbeacon-cli-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let dir = try Scratch.directory("dbeacon-cli")
         return try backend.freshDatabase(in: dir)
     }
 
@@ -86,7 +85,7 @@ struct CapturedOutput {
         #expect(created["id"]?.stringValue?.hasPrefix("usr_") == true)
         #expect(created["token"]?.stringValue?.isEmpty == false)
 
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("import-\(UUID().uuidString).geojson")
+        let file = Scratch.file("import", ext: "geojson")
         let collection: JSONValue = .object(["type": "FeatureCollection", "features": [
             feature(name: "Currywurst stand", lat: 48.7786, lon: 9.1802, perimeter: circle(200), tags: ["food"]),
             feature(name: "Bakery", lat: 48.7790, lon: 9.1790, perimeter: circle(300), tags: ["food", "cafe"],
@@ -132,7 +131,7 @@ struct CapturedOutput {
         let bad = try CLI.run(["nearby", "--lat", "95", "--lon", "9", "--db", db])
         #expect(bad.status != 0)
         #expect(bad.err.contains("--lat"))
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString).geojson")
+        let file = Scratch.file("bad", ext: "geojson")
         try Data(#"{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Point","coordinates":[9,48]},"properties":{}}]}"#.utf8).write(to: file)
         _ = try CLI.run(["user", "add", "ann", "--db", db])
         let imported = try CLI.run(["import", file.path, "--owner", "ann", "--db", db])

@@ -7,8 +7,7 @@ import Testing
 /// while it probes /healthz from 127.0.0.1.
 @Suite(.serialized) struct ConnectionLimitTests {
     @Test func idleAndSlowConnectionsAreClosedAndHealthStaysUp() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dbeacon-flood-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try Scratch.directory("dbeacon-flood")
         let server = try await ServerProcess.start(db: directory.appendingPathComponent("f.sqlite").path,
                                                    log: directory.appendingPathComponent("serve.log"),
                                                    extra: ["--header-timeout", "1", "--body-timeout", "1",

@@ -13,8 +13,7 @@ import Testing
 
     @Test(.enabled(if: Backend.postgresURL != nil, "needs DBEACON_POSTGRES_URL"))
     func twoServersShareOneDatabase() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dbeacon-mp-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try Scratch.directory("dbeacon-mp")
         let db = try Backend.postgis.freshDatabase(in: directory)
         let receiver = try await WebhookReceiver.start()
         let a = try await ServerProcess.start(db: db, log: directory.appendingPathComponent("a.log"))
@@ -81,8 +80,7 @@ extension PostgresMultiProcessTests {
     /// receive the user's last fix still enters the standing user, once.
     @Test(.enabled(if: Backend.postgresURL != nil, "needs DBEACON_POSTGRES_URL"))
     func fencesNeedNoStickyRouting() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dbeacon-mpf-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try Scratch.directory("dbeacon-mpf")
         let db = try Backend.postgis.freshDatabase(in: directory)
         let a = try await ServerProcess.start(db: db, log: directory.appendingPathComponent("a.log"))
         defer { a.stop() }

@@ -17,8 +17,7 @@ extension CLI {
 /// `dbeacon registry add/list/resolve` and `dbeacon sighting`, locally and through the API.
 @Suite struct RegistryCLITests {
     @Test(arguments: Backend.all) func registersResolvesAndSightsOnTheLocalDatabase(_ backend: Backend) throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dbeacon-cli-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let dir = try Scratch.directory("dbeacon-cli")
         let db = try backend.freshDatabase(in: dir)
         #expect(try CLI.run(["user", "add", "ann", "--db", db]).status == 0)
         let made = try CLI.run(["beacon", "create", "--name", "Museum shop", "--lat", "48.7784", "--lon", "9.18", "--owner", "ann",

@@ -204,7 +204,7 @@ import Testing
     /// the next start and keeps its data; the registry then works on it.
     @Test(.enabled(if: Backend.postgresURL != nil, "needs DBEACON_POSTGRES_URL"))
     func aPostGISDatabaseFromBeforeV3GetsTheRegistry() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dbeacon-test-\(UUID().uuidString)")
+        let directory = try Scratch.directory("dbeacon-test")
         let url = try Backend.postgis.freshDatabase(in: directory)
         let old = try await PostgresStore.connect(url: url, listen: false, logger: TestHarness.logger,
                                                   migrations: PostGISSchema.migrations.filter { $0.0 != "v3" })

@@ -8,8 +8,7 @@ import Testing
 /// vanish and enter nobody any more, within a second, without a restart.
 @Suite(.serialized) struct SpatiaLiteMultiProcessTests {
     @Test func theServerPicksUpTheCLIsWritesToItsFile() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dbeacon-sl-mp-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try Scratch.directory("dbeacon-sl-mp")
         let db = directory.appendingPathComponent("served.sqlite").path
         let server = try await ServerProcess.start(db: db, log: directory.appendingPathComponent("serve.log"))
         defer { server.stop() }
@@ -60,8 +59,7 @@ import Testing
     /// SIGTERM is a graceful shutdown: every background service (deliverer, tickers, the poller
     /// for other processes' writes) stops without an error and the process exits with status 0.
     @Test func sigtermShutsDownCleanly() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dbeacon-term-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try Scratch.directory("dbeacon-term")
         defer { try? FileManager.default.removeItem(at: directory) }
         let log = directory.appendingPathComponent("serve.log")
         let server = try await ServerProcess.start(db: directory.appendingPathComponent("db.sqlite").path, log: log)

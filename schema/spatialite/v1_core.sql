@@ -1,6 +1,6 @@
 -- DBeacon SpatiaLite schema, migration v1: users, beacons and their context.
 -- Append-only: never edit a migration that has landed; add v2, v3, … instead.
--- Runs after SELECT InitSpatialMetaData(1), which must happen outside a transaction.
+-- Runs after SELECT InitSpatialMetaData(1, 'WGS84'), which must happen outside a transaction.
 -- Timestamps are INTEGER milliseconds since the Unix epoch (UTC).
 
 CREATE TABLE settings (

@@ -126,13 +126,14 @@ package final class SpatiaLiteStore: SQLStore {
 
     // MARK: Schema
 
-    /// Initialises SpatiaLite's metadata (outside any transaction, as `InitSpatialMetaData(1)`
-    /// requires) and then applies, each in its own transaction, the append-only migrations of
+    /// Initialises SpatiaLite's metadata (outside any transaction, as `InitSpatialMetaData`
+    /// requires; with only the WGS84 reference systems: DBeacon stores SRID 4326 only, and the
+    /// full EPSG table would add 6 MB to every database) and then applies, each in its own transaction, the append-only migrations of
     /// `schema/spatialite/` not yet recorded. (`grdb_migrations` is where the releases built
     /// on GRDB recorded them; files they created open unchanged.)
     static func migrate(_ db: SQLiteConnection) throws {
         if try db.rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'spatial_ref_sys'", []).isEmpty {
-            try db.execute("SELECT InitSpatialMetaData(1)")
+            try db.execute("SELECT InitSpatialMetaData(1, 'WGS84')")
         }
         try db.execute("CREATE TABLE IF NOT EXISTS grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY)")
         let applied = Set(try db.rows("SELECT identifier FROM grdb_migrations", []).map { try $0.string("identifier") })

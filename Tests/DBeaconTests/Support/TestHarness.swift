@@ -22,8 +22,7 @@ struct TestHarness {
     static func make(backend: Backend = .spatialite, engine: AppConfig.Engine = .memory,
                      start: Timestamp = Timestamp(rfc3339: "2026-11-21T12:00:00Z")!,
                      configure: (inout AppConfig) -> Void = { _ in }) async throws -> TestHarness {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dbeacon-test-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try Scratch.directory("dbeacon-test")
         var config = AppConfig()
         config.databasePath = try backend.freshDatabase(in: directory)
         config.adminToken = adminToken
