@@ -14,9 +14,10 @@ apt_install() {
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
-# The system libraries DBeacon builds and runs with.
+# The system libraries DBeacon builds and runs with (and Leaflet, which the map console at /
+# serves from Debian's libjs-leaflet).
 install_build_dependencies() {
-    apt_install libsqlite3-dev libspatialite-dev libgeos-dev libsqlite3-mod-spatialite
+    apt_install libsqlite3-dev libspatialite-dev libgeos-dev libsqlite3-mod-spatialite libjs-leaflet
 }
 
 # A virtualenv with the independent references the tests compare against (shapely,

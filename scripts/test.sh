@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Sets up everything the tests need (Debian libraries, the Python reference libraries and
-# schemathesis in a virtualenv) and runs the whole test suite: the Swift tests, then
-# schemathesis against schema/openapi.yaml with every check (scripts/schemathesis.sh), then the
-# README's tour as written (scripts/readme-tour.py).
+# Sets up everything the tests need (Debian libraries and chromium, the Python reference
+# libraries and schemathesis in a virtualenv) and runs the whole test suite: the Swift tests,
+# then schemathesis against schema/openapi.yaml with every check (scripts/schemathesis.sh), the
+# README's tour as written (scripts/readme-tour.py) and the map console in headless chromium
+# (scripts/console-test.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 install_build_dependencies
+apt_install chromium fonts-liberation
 install_test_references
 # Everything the run writes to the temporary folder (test databases, logs, servers' files) goes
 # to one folder removed at the end, even when a test process crashes.
@@ -16,3 +18,4 @@ trap 'rm -rf "$TMPDIR"' EXIT
 swift test "$@"
 ./scripts/schemathesis.sh
 ./scripts/readme-tour.py
+.venv-test/bin/python scripts/console-test.py

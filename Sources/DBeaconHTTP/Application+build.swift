@@ -31,7 +31,8 @@ package func buildApplication(_ config: AppConfig, logger: Logger) async throws 
     return buildApplication(services, logger: logger)
 }
 
-/// All routes: operations at the root, the API under `/v1` behind bearer authentication.
+/// All routes: operations and the map console at the root, the API under `/v1` behind bearer
+/// authentication.
 package func buildRouter(_ services: AppServices, metrics: AppMetrics = AppMetrics()) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
     let limiter = RateLimiter(services.config.rateLimits, refused: { metrics.rateLimited($0) })
@@ -40,6 +41,7 @@ package func buildRouter(_ services: AppServices, metrics: AppMetrics = AppMetri
     router.add(middleware: MetricsMiddleware(metrics: metrics))
     router.add(middleware: RequestLogMiddleware())
     OperationsController(store: services.store, metrics: metrics).addRoutes(to: router)
+    ConsoleController(config: services.config.console, logger: Logger(label: "dbeacon.console")).addRoutes(to: router)
 
     let v1 = router.group("v1")
         .add(middleware: AuthMiddleware(auth: services.auth, limiter: limiter))

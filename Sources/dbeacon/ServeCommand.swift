@@ -10,7 +10,8 @@ struct ServeCommand: AsyncParsableCommand {
         abstract: "Run the DBeacon HTTP server.",
         discussion: """
             Opens (or creates) the SpatiaLite database and serves the JSON API under /v1, plus /healthz,
-            /metrics and /openapi.yaml. On first start without --admin-token or $DBEACON_ADMIN_TOKEN an admin
+            /metrics, /openapi.yaml and the map console at / (open http://127.0.0.1:8080/ in a browser and sign
+            in with a token; it needs Debian's libjs-leaflet). On first start without --admin-token or $DBEACON_ADMIN_TOKEN an admin
             token is generated and printed once. SIGINT/SIGTERM shut down gracefully.
             Example: dbeacon serve --samples samples
             """
@@ -66,6 +67,16 @@ struct ServeCommand: AsyncParsableCommand {
     var authFailureRate = 2.0
     @Option(name: .customLong("max-beacons-per-user"), help: "Beacons one user may own (0: no limit).")
     var maxBeaconsPerUser = 10_000
+    @Option(name: .customLong("map-tiles"), help: """
+        The map console's background: a tile URL template with {z}, {x}, {y} (and optionally {s}), or none \
+        (offline: no background).
+        """)
+    var mapTiles = ConsoleConfig.openStreetMap
+    @Option(name: .customLong("map-attribution"), help: "The attribution shown for --map-tiles.")
+    var mapAttribution = "© OpenStreetMap contributors"
+    @Option(name: .customLong("leaflet-dir"), help: "Where Leaflet's files are (Debian's libjs-leaflet).")
+    var leafletDir = "/usr/share/javascript/leaflet"
+    @Flag(name: .customLong("no-console"), help: "Do not serve the map console at /.") var noConsole = false
     @Option(name: .customLong("log-level"), help: "Log level.") var logLevel: Logger.Level = .info
     @Flag(name: .customLong("log-json"), help: "Write logs as one JSON object per line.") var logJSON = false
 
@@ -92,6 +103,9 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--write-rate, --location-rate, --fixes-per-minute and --auth-failure-rate must not be negative")
         }
         _ = try parseSchedule()
+        if mapTiles != "none", let problem = ConsoleConfig.validateTiles(mapTiles) {
+            throw ValidationError("--map-tiles \(problem)")
+        }
     }
 
     func parseSchedule() throws -> [Double] {
@@ -131,6 +145,10 @@ struct ServeCommand: AsyncParsableCommand {
         config.rateLimits.fixesPerMinute = fixesPerMinute
         config.rateLimits.authFailuresPerSecond = authFailureRate
         config.maxBeaconsPerUser = maxBeaconsPerUser
+        config.console.enabled = !noConsole
+        config.console.tiles = mapTiles == "none" ? nil : mapTiles
+        config.console.attribution = mapAttribution
+        config.console.leafletDirectory = leafletDir
         config.logLevel = logLevel
         let level = config.logLevel
         let json = logJSON

@@ -3,7 +3,7 @@ import DBeaconStore
 import Foundation
 import Testing
 
-/// The binary embeds schema/ (no resource bundle to lose); these copies must be current.
+/// The binary embeds schema/ and web/console/ (no resource bundle to lose); these copies must be current.
 @Suite struct EmbeddedResourcesTests {
     static let schema = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("schema")
@@ -24,6 +24,14 @@ import Testing
         for (file, (name, sql)) in zip(files, migrations) {
             #expect(file.hasPrefix(name + "_"))
             #expect(try String(contentsOf: dir.appendingPathComponent(file), encoding: .utf8) == sql, "run scripts/embed-resources.sh")
+        }
+    }
+
+    @Test func consoleIsCurrent() throws {
+        let dir = Self.schema.deletingLastPathComponent().appendingPathComponent("web/console")
+        for (file, embedded) in [("index.html", ConsoleAssets.indexHTML), ("console.js", ConsoleAssets.consoleJS),
+                                 ("console.css", ConsoleAssets.consoleCSS)] {
+            #expect(try String(contentsOf: dir.appendingPathComponent(file), encoding: .utf8) == embedded, "run scripts/embed-resources.sh")
         }
     }
 }
