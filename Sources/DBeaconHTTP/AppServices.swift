@@ -78,11 +78,23 @@ package struct AppServices: Sendable {
                     }
                 }
             }
-            let started = ContinuousClock.now
-            try await memory.load(from: store)
+            // Polygons' exact tests (edge indexes, GEOS preparation) are built after the server
+            // is up; until each is, it is answered by the unindexed edge test (same answers).
+            let load = try await memory.load(from: store, prepare: false)
+            func s(_ x: Double) -> Logger.MetadataValue { "\((x * 10).rounded() / 10)" }
             logger.info("in-memory index loaded", metadata: [
-                "beacons": "\(memory.count)", "seconds": "\((ContinuousClock.now - started).components.seconds)",
+                "beacons": "\(load.beacons)", "seconds": s(load.seconds), "read_s": s(load.readSeconds),
+                "install_s": s(load.installSeconds),
             ])
+            let warmLogger = logger
+            Task.detached(priority: .utility) {
+                let started = ContinuousClock.now
+                let prepared = await memory.warm()
+                let d = (ContinuousClock.now - started).components
+                warmLogger.info("in-memory index prepared", metadata: [
+                    "polygons": "\(prepared)", "seconds": s(Double(d.seconds) + Double(d.attoseconds) / 1e18),
+                ])
+            }
             engine = memory
         }
         var beacons = BeaconService(store: store, engine: engine, clock: clock, limits: config.limits,

@@ -115,6 +115,31 @@ package struct IndexedPolygon: Sendable {
         }
     }
 
+    /// The same test over every edge, without an index: for a polygon whose index is not
+    /// built yet. Same rules, same answers (boundary included), in time linear in its size.
+    package static func covers(_ polygon: Polygon, lon x: Double, lat y: Double) -> Bool {
+        var crossings = 0
+        for ring in polygon.rings where ring.count > 1 {
+            for i in 0..<(ring.count - 1) {
+                let p1 = ring[i], p2 = ring[i + 1]
+                if p1.lon < x && p2.lon < x { continue }
+                if x == p2.lon && y == p2.lat { return true }
+                if p1.lat == y && p2.lat == y {
+                    let lo = min(p1.lon, p2.lon), hi = max(p1.lon, p2.lon)
+                    if x >= lo && x <= hi { return true }
+                    continue
+                }
+                if (p1.lat > y && p2.lat <= y) || (p2.lat > y && p1.lat <= y) {
+                    var sign = Orientation.index(p1.lon, p1.lat, p2.lon, p2.lat, x, y)
+                    if sign == 0 { return true }
+                    if p2.lat < p1.lat { sign = -sign }
+                    if sign > 0 { crossings += 1 }
+                }
+            }
+        }
+        return crossings & 1 == 1
+    }
+
     /// Number of edge references (memory accounting).
     package var edgeReferences: Int { edges.count }
 }

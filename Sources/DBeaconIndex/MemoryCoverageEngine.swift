@@ -44,7 +44,9 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         var overflowTags = false
     }
 
-    enum Kind: UInt8 { case free, circle, prepared, indexed }
+    /// `pending`: a polygon whose exact test is not prepared yet (a fast start-up loads
+    /// without preparing; `warm` prepares in the background): tested edge by edge meanwhile.
+    enum Kind: UInt8 { case free, circle, prepared, indexed, pending }
 
     /// Everything else about a slot (a class: reading it from a query copies one reference).
     final class Cold {
@@ -94,10 +96,34 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
 
     // MARK: Loading and changes
 
+    /// Where a load's time went: reading and decoding rows, preparing the exact tests (GEOS,
+    /// edge indexes, rasters), and installing slots in the grid.
+    package struct LoadReport: Sendable {
+        package var beacons = 0
+        package var seconds = 0.0
+        package var prepareSeconds = 0.0
+        package var installSeconds = 0.0
+        package var readSeconds: Double { max(0, seconds - prepareSeconds - installSeconds) }
+    }
+
     /// Bulk-loads every stored beacon. Register `apply` with the store before calling this:
     /// changes committed while loading win over the loader's (older) copy.
-    package func load(from store: any BeaconStore, batchSize: Int = 20_000) async throws {
-        _ = try await loadAll(from: store, batchSize: batchSize)
+    ///
+    /// With `prepare: false` polygons are indexed by box only and answered by an unindexed
+    /// edge test (the same rules) until `warm()` has prepared them: the server starts
+    /// answering in about half the time and prepares in the background.
+    @discardableResult
+    package func load(from store: any BeaconStore, batchSize: Int = 20_000, prepare: Bool = true) async throws -> LoadReport {
+        let started = ContinuousClock.now
+        let report = ReportBox()
+        _ = try await loadAll(from: store, batchSize: batchSize, prepare: prepare, report: report)
+        report.value.seconds = Self.seconds(ContinuousClock.now - started)
+        report.value.beacons = count
+        return report.value
+    }
+
+    static func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
     }
 
     /// Brings the index back in line with the store after changes may have been missed (a
@@ -114,24 +140,41 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
 
     /// Loads everything; `finish` runs under the write lock with the ids loaded and the ids
     /// changed through `apply` meanwhile, before loading mode ends.
-    private func loadAll(from store: any BeaconStore, batchSize: Int,
+    private func loadAll(from store: any BeaconStore, batchSize: Int, prepare: Bool = true, report: ReportBox? = nil,
                          finish: ((Set<BeaconID>, Set<BeaconID>) -> Void)? = nil) async throws -> Set<BeaconID> {
         let loading = UncheckedSendable(LoadProgress())
         lock.write { beginLoad() }
+        // Batches are prepared and installed on a queue of their own while the store reads the
+        // next one (at most two batches in flight), so reading overlaps indexing.
+        let installer = DispatchQueue(label: "dbeacon.index.load")
+        let inFlight = DispatchSemaphore(value: 2)
+        let drained: @Sendable () async -> Void = {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in installer.async { done.resume() } }
+        }
         do {
             try await store.forEachBeacon(batchSize: batchSize) { [self] batch in
-                let prepared = Self.prepareConcurrently(batch)
-                lock.write {
-                    for (beacon, prep) in zip(batch, prepared) {
-                        loading.value.seen.insert(beacon.id)
-                        if !(touchedDuringLoad?.contains(beacon.id) ?? false) { install(beacon, prep) }
+                inFlight.wait()
+                installer.async { [self] in
+                    defer { inFlight.signal() }
+                    let t0 = ContinuousClock.now
+                    let prepared = prepare ? Self.prepareConcurrently(batch) : batch.map(Self.pending)
+                    let t1 = ContinuousClock.now
+                    lock.write {
+                        for (beacon, prep) in zip(batch, prepared) {
+                            loading.value.seen.insert(beacon.id)
+                            if !(touchedDuringLoad?.contains(beacon.id) ?? false) { install(beacon, prep) }
+                        }
                     }
+                    report?.value.prepareSeconds += Self.seconds(t1 - t0)
+                    report?.value.installSeconds += Self.seconds(ContinuousClock.now - t1)
                 }
             }
         } catch {
+            await drained()
             lock.write { endLoad() }
             throw error
         }
+        await drained()
         return lock.write {
             finish?(loading.value.seen, touchedDuringLoad ?? [])
             endLoad()
@@ -153,6 +196,9 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
 
     /// Ids seen by a load (written only under the write lock).
     final class LoadProgress { var seen = Set<BeaconID>() }
+
+    /// A load's timings (written only by the loading task).
+    final class ReportBox: @unchecked Sendable { var value = LoadReport() }
 
     /// Applies one committed change (the store's change observer calls this).
     package func apply(_ change: BeaconChange) {
@@ -180,7 +226,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                 beacon.location = position
                 let h = hot[Int(slot)]
                 install(beacon, Prepared(boxes: Self.boxes(of: beacon), prepared: c.prepared, indexed: c.indexed,
-                                         raster: h.raster >= 0 ? rasters[Int(h.raster)] : nil))
+                                         raster: h.raster >= 0 ? rasters[Int(h.raster)] : nil, pending: h.kind == .pending))
             }
         }
     }
@@ -192,6 +238,14 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         var prepared: PreparedPerimeter? = nil
         var indexed: [IndexedPolygon] = []
         var raster: PolygonRaster? = nil
+        /// A polygon not prepared yet (`Kind.pending`).
+        var pending = false
+    }
+
+    /// Boxes only: the exact test is prepared later (`warm`).
+    static func pending(_ beacon: Beacon) -> Prepared {
+        if case .circle = beacon.perimeter { return Prepared(boxes: boxes(of: beacon)) }
+        return Prepared(boxes: boxes(of: beacon), pending: true)
     }
 
     static func prepare(_ beacon: Beacon) -> Prepared {
@@ -230,6 +284,38 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         return Array(results)
     }
 
+    /// Number of polygons still waiting for their exact test (`load(prepare: false)`).
+    package var pendingCount: Int { lock.read { hot.reduce(0) { $0 + ($1.kind == .pending ? 1 : 0) } } }
+
+    /// Prepares the exact tests of the polygons loaded without them, in batches, outside the
+    /// lock; each is swapped in only if its slot still holds the same version (a change
+    /// applied meanwhile was prepared by `apply` already). Queries go on meanwhile.
+    /// Returns the number prepared.
+    @discardableResult
+    package func warm(batchSize: Int = 2_000) async -> Int {
+        var done = 0
+        var next = 0
+        while true {
+            let batch: [(Int32, Cold)] = lock.read {
+                var out: [(Int32, Cold)] = []
+                while next < hot.count && out.count < batchSize {
+                    if hot[next].kind == .pending, let c = cold[next] { out.append((Int32(next), c)) }
+                    next += 1
+                }
+                return out
+            }
+            if batch.isEmpty { return done }
+            let prepared = Self.prepareConcurrently(batch.map(\.1.beacon))
+            lock.write {
+                for ((slot, c), prep) in zip(batch, prepared) where cold[Int(slot)] === c && hot[Int(slot)].kind == .pending {
+                    install(c.beacon, prep)
+                    done += 1
+                }
+            }
+            await Task.yield()
+        }
+    }
+
     /// Must hold the write lock.
     private func install(_ beacon: Beacon, _ prep: Prepared) {
         if let old = slots[beacon.id] { uninstall(old) }
@@ -260,7 +346,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         }
         switch beacon.perimeter {
         case .circle: h.kind = .circle
-        case .polygon, .multiPolygon: h.kind = prep.indexed.isEmpty ? .prepared : .indexed
+        case .polygon, .multiPolygon: h.kind = prep.pending ? .pending : prep.indexed.isEmpty ? .prepared : .indexed
         }
         if h.kind == .prepared && prep.prepared == nil { h.kind = .free } // GEOS refused it: never matches
         if h.kind == .indexed, let raster = prep.raster {
@@ -428,6 +514,10 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                         }
                     }
                     if let c = cold[Int(slot)], c.indexed.contains(where: { $0.covers(lon: lon, lat: lat) }) { body(slot) }
+                case .pending:
+                    if let c = cold[Int(slot)], c.beacon.perimeter.polygons.contains(where: { IndexedPolygon.covers($0, lon: lon, lat: lat) }) {
+                        body(slot)
+                    }
                 case .free:
                     return
                 }
