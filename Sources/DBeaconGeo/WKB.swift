@@ -57,6 +57,42 @@ package enum WKB {
         return try result.get()
     }
 
+    /// Reads SpatiaLite's own geometry blob (the stored column, without `AsBinary`): a header
+    /// (start byte, byte order, SRID, MBR, MBR end), the class, then the same body as WKB except
+    /// that a MultiPolygon's parts start with the entity mark 0x69 instead of a byte order, and
+    /// an end byte. Only uncompressed 2D Polygon and MultiPolygon, which is what DBeacon writes
+    /// (`GeomFromWKB`); anything else throws, and the caller asks SpatiaLite for WKB instead.
+    package static func decodeSpatiaLitePolygons(_ data: [UInt8]) throws(DecodingError) -> [Polygon] {
+        guard data.count >= 48, data[0] == 0x00, data[1] <= 1, data[38] == 0x7C, data[data.count - 1] == 0xFE else {
+            throw DecodingError()
+        }
+        let little = data[1] == 1
+        var reader = Reader(data: data, offset: 39)
+        let result = data.withUnsafeBytes { raw in
+            Result { () throws(DecodingError) -> [Polygon] in
+                var polygons: [Polygon]
+                switch try reader.uint32(raw, little) {
+                case 3:
+                    polygons = [try reader.polygonBody(raw, little)]
+                case 6:
+                    let n = try reader.uint32(raw, little)
+                    guard n <= (raw.count - 48) / 5 else { throw DecodingError() }
+                    polygons = []
+                    polygons.reserveCapacity(Int(n))
+                    for _ in 0..<n {
+                        guard try reader.byte(raw) == 0x69, try reader.uint32(raw, little) == 3 else { throw DecodingError() }
+                        polygons.append(try reader.polygonBody(raw, little))
+                    }
+                default:
+                    throw DecodingError()
+                }
+                guard reader.offset == raw.count - 1 else { throw DecodingError() }
+                return polygons
+            }
+        }
+        return try result.get()
+    }
+
     private struct Reader {
         let data: [UInt8]
         var offset = 0

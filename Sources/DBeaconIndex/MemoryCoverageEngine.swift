@@ -143,31 +143,47 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     private func loadAll(from store: any BeaconStore, batchSize: Int, prepare: Bool = true, report: ReportBox? = nil,
                          finish: ((Set<BeaconID>, Set<BeaconID>) -> Void)? = nil) async throws -> Set<BeaconID> {
         let loading = UncheckedSendable(LoadProgress())
-        lock.write { beginLoad() }
+        let trackSeen = finish != nil
+        let expected = try await store.beaconCount()
+        lock.write {
+            beginLoad()
+            // One allocation for the tables instead of repeated growth (1M beacons: ~20 rehashes).
+            slots.reserveCapacity(expected)
+            hot.reserveCapacity(expected)
+            cold.reserveCapacity(expected)
+        }
         // Batches are prepared and installed on a queue of their own while the store reads the
-        // next one (at most two batches in flight), so reading overlaps indexing.
+        // next ones (a bounded number in flight), so reading overlaps indexing; with more than
+        // one core, two readers read alternate beacons in parallel.
+        let readers = ProcessInfo.processInfo.activeProcessorCount > 1 ? 2 : 1
         let installer = DispatchQueue(label: "dbeacon.index.load")
-        let inFlight = DispatchSemaphore(value: 2)
+        let inFlight = DispatchSemaphore(value: readers + 1)
         let drained: @Sendable () async -> Void = {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in installer.async { done.resume() } }
         }
-        do {
-            try await store.forEachBeacon(batchSize: batchSize) { [self] batch in
-                inFlight.wait()
-                installer.async { [self] in
-                    defer { inFlight.signal() }
-                    let t0 = ContinuousClock.now
-                    let prepared = prepare ? Self.prepareConcurrently(batch) : batch.map(Self.pending)
-                    let t1 = ContinuousClock.now
-                    lock.write {
-                        for (beacon, prep) in zip(batch, prepared) {
-                            loading.value.seen.insert(beacon.id)
-                            if !(touchedDuringLoad?.contains(beacon.id) ?? false) { install(beacon, prep) }
-                        }
+        let enqueue: @Sendable ([Beacon]) -> Void = { [self] batch in
+            inFlight.wait()
+            installer.async { [self] in
+                defer { inFlight.signal() }
+                let t0 = ContinuousClock.now
+                let prepared = Self.prepareConcurrently(batch, pending: !prepare)
+                let t1 = ContinuousClock.now
+                lock.write {
+                    for (beacon, prep) in zip(batch, prepared) {
+                        if trackSeen { loading.value.seen.insert(beacon.id) } // only a resync needs them
+                        if !(touchedDuringLoad?.contains(beacon.id) ?? false) { install(beacon, prep) }
                     }
-                    report?.value.prepareSeconds += Self.seconds(t1 - t0)
-                    report?.value.installSeconds += Self.seconds(ContinuousClock.now - t1)
                 }
+                report?.value.prepareSeconds += Self.seconds(t1 - t0)
+                report?.value.installSeconds += Self.seconds(ContinuousClock.now - t1)
+            }
+        }
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for shard in 0..<readers {
+                    group.addTask { try await store.forEachBeacon(batchSize: batchSize, shard: (shard, readers), enqueue) }
+                }
+                try await group.waitForAll()
             }
         } catch {
             await drained()
@@ -240,6 +256,18 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         var raster: PolygonRaster? = nil
         /// A polygon not prepared yet (`Kind.pending`).
         var pending = false
+        /// The grid cells of `boxes` (computed with the rest, outside the lock).
+        var cells: [(level: Int, keys: [UInt64])] = []
+
+        init(boxes: [BoundingBox], prepared: PreparedPerimeter? = nil, indexed: [IndexedPolygon] = [],
+             raster: PolygonRaster? = nil, pending: Bool = false) {
+            self.boxes = boxes
+            self.prepared = prepared
+            self.indexed = indexed
+            self.raster = raster
+            self.pending = pending
+            cells = boxes.map(HierarchicalGrid.cells(for:))
+        }
     }
 
     /// Boxes only: the exact test is prepared later (`warm`).
@@ -268,7 +296,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         }
     }
 
-    static func prepareConcurrently(_ batch: [Beacon]) -> [Prepared] {
+    static func prepareConcurrently(_ batch: [Beacon], pending: Bool = false) -> [Prepared] {
         let results = UnsafeMutableBufferPointer<Prepared>.allocate(capacity: batch.count)
         results.initialize(repeating: Prepared(boxes: []))
         defer { results.deallocate() }
@@ -279,7 +307,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         DispatchQueue.concurrentPerform(iterations: workers) { w in
             let lo = w * chunk, hi = min(batch.count, lo + chunk)
             guard lo < hi else { return }
-            for i in lo..<hi { (output.value + i).pointee = prepare(batch[i]) }
+            for i in lo..<hi { (output.value + i).pointee = pending ? Self.pending(batch[i]) : prepare(batch[i]) }
         }
         return Array(results)
     }
@@ -358,7 +386,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                 rasters.append(raster)
             }
         }
-        let cells = boxes.map(HierarchicalGrid.cells(for:))
+        let cells = prep.cells
         for (box, c) in zip(boxes, cells) { grid.insert(slot, box: box, level: c.level, keys: c.keys) }
         hot[Int(slot)] = h
         cold[Int(slot)] = Cold(beacon: beacon, prepared: prep.prepared, indexed: prep.indexed,

@@ -59,8 +59,10 @@ package protocol BeaconStore: Sendable {
     func coveringBeacons(_ query: CoverQuery) async throws -> [Beacon]
     /// The beacons of `owner` whose location tracks the owner.
     func trackingBeacons(owner: UserID) async throws -> [Beacon]
-    /// Every beacon, in batches, for loading in-memory indexes.
-    func forEachBeacon(batchSize: Int, _ body: @Sendable ([Beacon]) throws -> Void) async throws
+    /// Every beacon, in batches, for loading in-memory indexes; with `shard` (index, count)
+    /// only the beacons whose sequence number is `index` modulo `count`, so that several
+    /// readers can load in parallel.
+    func forEachBeacon(batchSize: Int, shard: (index: Int, count: Int), _ body: @Sendable ([Beacon]) throws -> Void) async throws
     /// Number of stored beacons.
     func beaconCount() async throws -> Int
     /// Number of beacons `owner` owns (per-user quota).
@@ -74,4 +76,11 @@ package protocol BeaconStore: Sendable {
     func unfollow(beacon: BeaconID, user: UserID) async throws -> Bool
     func followers(of beacon: BeaconID, limit: Int, after: Int64?) async throws -> Page<Follower>
     func isFollowing(beacon: BeaconID, user: UserID) async throws -> Bool
+}
+
+extension BeaconStore {
+    /// Every beacon, in batches (one reader).
+    package func forEachBeacon(batchSize: Int, _ body: @Sendable ([Beacon]) throws -> Void) async throws {
+        try await forEachBeacon(batchSize: batchSize, shard: (0, 1), body)
+    }
 }

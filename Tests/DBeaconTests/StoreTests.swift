@@ -64,6 +64,36 @@ import Testing
         #expect(loaded.relationships == [Relationship(type: "tour", target: target.id, order: 2)])
     }
 
+    /// SpatiaLite perimeters are read from the stored blob without `AsBinary`: the decoder
+    /// must read every shape the store writes (polygon with a hole, multipolygon, a part
+    /// across the antimeridian) exactly as SpatiaLite's own WKB says.
+    @Test func readsSpatiaLiteBlobsExactlyAsAsBinary() async throws {
+        let h = try await TestHarness.make(backend: .spatialite)
+        let (ann, _) = try await h.user("ann")
+        let outer = box(9.17, 48.77, 9.19, 48.79), hole = box(9.178, 48.777, 9.179, 48.778)
+        _ = try await h.beacon(feature(name: "holed", perimeter: polygon([outer, hole])), owner: ann)
+        let parts = [polygon([box(9.1, 48.7, 9.11, 48.71)]), polygon([box(9.2, 48.7, 9.21, 48.71), box(9.203, 48.703, 9.204, 48.704)])]
+        _ = try await h.beacon(feature(name: "multi", perimeter: .object([
+            "type": "MultiPolygon", "coordinates": .array(parts.map { $0["coordinates"]! }),
+        ])), owner: ann)
+        _ = try await h.beacon(feature(name: "round", perimeter: .object(["type": "Circle", "radius_m": 80])), owner: ann)
+        let store = try #require(h.store as? any SQLStore)
+        let rows = try await store.read { db in
+            try await db.rows("SELECT id, area, AsBinary(area) AS wkb FROM beacons WHERE perimeter_kind <> 'circle' ORDER BY seq", [])
+        }
+        #expect(rows.count == 2)
+        for row in rows {
+            let native = try WKB.decodeSpatiaLitePolygons(try row.bytes("area"))
+            let reference = try WKB.decodePolygons(try row.bytes("wkb"))
+            let id = try row.string("id")
+            #expect(native == reference, "\(id)")
+        }
+        // Truncated or foreign blobs are refused (the store then asks SpatiaLite for WKB).
+        let blob = try rows[0].bytes("area")
+        #expect(throws: WKB.DecodingError.self) { try WKB.decodeSpatiaLitePolygons(Array(blob.dropLast(9)) + [0xFE]) }
+        #expect(throws: WKB.DecodingError.self) { try WKB.decodeSpatiaLitePolygons(try rows[0].bytes("wkb")) }
+    }
+
     @Test(arguments: Backend.all) func refusesStaleVersions(_ backend: Backend) async throws {
         let h = try await TestHarness.make(backend: backend)
         let (ann, _) = try await h.user("ann")

@@ -98,6 +98,20 @@ package struct BoundingBox: Sendable, Hashable {
         BoundingBox(west: min(west, o.west), south: min(south, o.south), east: max(east, o.east), north: max(north, o.north))
     }
 
+    /// The box of an array of positions (which must not be empty): the hot path of loading
+    /// an index, so a plain loop over the buffer (the generic form below is not specialised
+    /// across modules).
+    package init(of positions: [Position]) {
+        var w = Double.infinity, s = Double.infinity, e = -Double.infinity, n = -Double.infinity
+        positions.withUnsafeBufferPointer { buffer in
+            for p in buffer {
+                w = min(w, p.lon); e = max(e, p.lon)
+                s = min(s, p.lat); n = max(n, p.lat)
+            }
+        }
+        self.init(west: w, south: s, east: e, north: n)
+    }
+
     /// The box of a set of positions (which must not be empty).
     package init(of positions: some Sequence<Position>) {
         var w = Double.infinity, s = Double.infinity, e = -Double.infinity, n = -Double.infinity

@@ -38,6 +38,15 @@ package enum SQLDialect: Sendable {
     }
 
     /// The little-endian WKB of a geometry column.
+    /// A geometry column as the store reads it back: SpatiaLite's blob as stored (decoded by
+    /// `WKB.decodeSpatiaLitePolygons`), PostGIS's as WKB.
+    package func storedGeometry(_ column: String) -> String {
+        switch self {
+        case .sqlite: column
+        case .postgres: wkb(column)
+        }
+    }
+
     package func wkb(_ column: String) -> String {
         switch self {
         case .sqlite: "AsBinary(\(column))"
