@@ -7,10 +7,14 @@ import Prometheus
 package final class AppMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
     private let beaconsGauge: Gauge
+    private let pendingGauge: Gauge
 
     init() {
         beaconsGauge = registry.makeGauge(descriptor: MetricNameDescriptor(
             namespace: "dbeacon", metricName: "beacons", unitName: "count", helpText: "Stored beacons"))
+        pendingGauge = registry.makeGauge(descriptor: MetricNameDescriptor(
+            namespace: "dbeacon", metricName: "index_pending_polygons", unitName: "count",
+            helpText: "Polygons whose exact test the in-memory index is still preparing after start-up"))
     }
 
     /// A request refused by a rate limit (`dbeacon_rate_limited_total{category}`).
@@ -37,8 +41,9 @@ package final class AppMetrics: Sendable {
             buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]).record(seconds)
     }
 
-    func exposition(store: any BeaconStore) async throws -> String {
+    func exposition(store: any BeaconStore, pendingPolygons: Int) async throws -> String {
         beaconsGauge.set(Double(try await store.beaconCount()))
+        pendingGauge.set(Double(pendingPolygons))
         return registry.emitToString()
     }
 }

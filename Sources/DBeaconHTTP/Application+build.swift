@@ -1,4 +1,5 @@
 import DBeaconCore
+import DBeaconIndex
 import DBeaconServices
 package import Hummingbird
 import HummingbirdCore
@@ -40,7 +41,8 @@ package func buildRouter(_ services: AppServices, metrics: AppMetrics = AppMetri
     router.add(middleware: ErrorMiddleware(methods: methods))
     router.add(middleware: MetricsMiddleware(metrics: metrics))
     router.add(middleware: RequestLogMiddleware())
-    OperationsController(store: services.store, metrics: metrics).addRoutes(to: router)
+    let memory = services.engine as? MemoryCoverageEngine
+    OperationsController(store: services.store, metrics: metrics, pendingPolygons: { memory?.pendingCount ?? 0 }).addRoutes(to: router)
     ConsoleController(config: services.config.console, logger: Logger(label: "dbeacon.console")).addRoutes(to: router)
 
     let v1 = router.group("v1")

@@ -313,7 +313,9 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     }
 
     /// Number of polygons still waiting for their exact test (`load(prepare: false)`).
-    package var pendingCount: Int { lock.read { hot.reduce(0) { $0 + ($1.kind == .pending ? 1 : 0) } } }
+    package var pendingCount: Int { lock.read { pending } }
+    /// Slots of kind `.pending` (kept by `install`/`uninstall`).
+    private var pending = 0
 
     /// Prepares the exact tests of the polygons loaded without them, in batches, outside the
     /// lock; each is swapped in only if its slot still holds the same version (a change
@@ -388,6 +390,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         }
         let cells = prep.cells
         for (box, c) in zip(boxes, cells) { grid.insert(slot, box: box, level: c.level, keys: c.keys) }
+        if h.kind == .pending { pending += 1 }
         hot[Int(slot)] = h
         cold[Int(slot)] = Cold(beacon: beacon, prepared: prep.prepared, indexed: prep.indexed,
                                members: Set((beacon.members ?? []).map(userIndex)), boxes: boxes, cells: cells,
@@ -406,6 +409,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         }
         slots[c.beacon.id] = nil
         if hot[Int(slot)].raster >= 0 { freeRasters.append(hot[Int(slot)].raster) }
+        if hot[Int(slot)].kind == .pending { pending -= 1 }
         hot[Int(slot)] = Hot()
         cold[Int(slot)] = nil
         freeSlots.append(slot)
