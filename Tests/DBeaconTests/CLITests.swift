@@ -31,7 +31,7 @@ struct CLI {
         defer { capture.remove() }
         process.standardOutput = try capture.stdout()
         process.standardError = try capture.stderr()
-        try process.run()
+        try Launch.run(process)
         process.waitUntilExit()
         let (o, e) = capture.read()
         return (process.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))

@@ -40,7 +40,7 @@ func runScript(_ name: String, _ arguments: [String]) throws -> JSONValue {
     defer { capture.remove() }
     process.standardOutput = try capture.stdout()
     process.standardError = try capture.stderr()
-    try process.run()
+    try Launch.run(process)
     process.waitUntilExit()
     let (output, errors) = capture.read()
     guard process.terminationStatus == 0 else {

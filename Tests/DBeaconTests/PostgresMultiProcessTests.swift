@@ -157,7 +157,7 @@ struct ServerProcess: @unchecked Sendable {
         let handle = try FileHandle(forWritingTo: log)
         process.standardOutput = handle
         process.standardError = handle
-        try process.run()
+        try Launch.run(process)
         let server = ServerProcess(process: process, port: port)
         for _ in 0..<300 {
             if let health = try? await server.call(.GET, "/healthz"), health.status == 200 { return server }

@@ -157,7 +157,7 @@ func runReference(_ script: String, input: JSONValue) throws -> JSONValue {
     process.standardInput = try FileHandle(forReadingFrom: inputURL)
     process.standardOutput = try capture.stdout()
     process.standardError = try capture.stderr()
-    try process.run()
+    try Launch.run(process)
     process.waitUntilExit()
     let (output, errors) = capture.read()
     guard process.terminationStatus == 0 else {
