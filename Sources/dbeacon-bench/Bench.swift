@@ -11,6 +11,10 @@ import NIOCore
 
 #if canImport(Glibc)
 import Glibc
+
+/// glibc's `malloc_trim` (in <malloc.h>, which the Glibc module does not export).
+@_silgen_name("malloc_trim")
+func glibcMallocTrim(_ pad: Int) -> Int32
 #endif
 
 /// `dbeacon-bench` (also `dbeacon bench`): the reproducible performance figures of
@@ -185,6 +189,12 @@ struct BenchRun {
         try await generate(into: &result)
         try await inProcess(into: &result)
         if let url = command.postgres { try await postgis(url: url, into: &result) }
+        // The in-process index is gone by now; give its memory back, so that the server under
+        // test starts on a machine as free as it would be in production.
+        #if canImport(Glibc)
+        _ = glibcMallocTrim(0)
+        #endif
+        if let own = residentBytes() { log("bench process resident before the server: \(own >> 20) MiB") }
         if !command.skipHTTP { try await server(into: &result) }
         return result
     }
@@ -232,7 +242,7 @@ struct BenchRun {
     func inProcess(into result: inout BenchResult) async throws {
         let store = try SpatiaLiteStore(path: path, synchronousFull: true)
         let engine = MemoryCoverageEngine()
-        store.observeChanges { engine.apply($0) }
+        store.observeChanges { [weak engine] in engine?.apply($0) } // weak: released before the server runs
         let loadStart = monotonicNanos()
         try await engine.load(from: store)
         result.loadSec = seconds(since: loadStart)
