@@ -83,8 +83,7 @@ package struct AppServices: Sendable {
             let load = try await memory.load(from: store, prepare: false)
             func s(_ x: Double) -> Logger.MetadataValue { "\((x * 10).rounded() / 10)" }
             logger.info("in-memory index loaded", metadata: [
-                "beacons": "\(load.beacons)", "seconds": s(load.seconds), "read_s": s(load.readSeconds),
-                "install_s": s(load.installSeconds),
+                "beacons": "\(load.beacons)", "seconds": s(load.seconds), "install_s": s(load.installSeconds),
             ])
             let warmLogger = logger
             Task.detached(priority: .utility) {

@@ -96,8 +96,9 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
 
     // MARK: Loading and changes
 
-    /// Where a load's time went: reading and decoding rows, preparing the exact tests (GEOS,
-    /// edge indexes, rasters), and installing slots in the grid.
+    /// Where a load's time went: in all, preparing the exact tests (GEOS, edge indexes,
+    /// rasters; boxes only with `prepare: false`), and installing slots in the grid. Reading
+    /// overlaps the other two, so `readSeconds` is the time spent on nothing but reading.
     package struct LoadReport: Sendable {
         package var beacons = 0
         package var seconds = 0.0
