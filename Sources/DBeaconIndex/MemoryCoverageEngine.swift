@@ -326,6 +326,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     package func warm(batchSize: Int = 2_000) async -> Int {
         var done = 0
         var next = 0
+        var donePass = 0
         while true {
             let batch: [(Int32, Cold)] = lock.read {
                 var out: [(Int32, Cold)] = []
@@ -335,12 +336,20 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                 }
                 return out
             }
-            if batch.isEmpty { return done }
+            if batch.isEmpty {
+                // A move of a pending polygon may have reinstalled it in a slot already passed:
+                // scan again while passes make progress.
+                if donePass == 0 || pendingCount == 0 { return done }
+                next = 0
+                donePass = 0
+                continue
+            }
             let prepared = Self.prepareConcurrently(batch.map(\.1.beacon))
             lock.write {
                 for ((slot, c), prep) in zip(batch, prepared) where cold[Int(slot)] === c && hot[Int(slot)].kind == .pending {
                     install(c.beacon, prep)
                     done += 1
+                    donePass += 1
                 }
             }
             await Task.yield()
