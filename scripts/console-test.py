@@ -301,6 +301,8 @@ def run(browser, api, port, shots):
     browser.click("#signin")
     browser.wait("document.getElementById('who').textContent === 'usr_anna'", "Anna to be signed in")
     browser.wait("document.querySelectorAll('#beacons li[data-id]').length > 0", "the beacons in view")
+    check(browser.evaluate("getComputedStyle(document.getElementById('login')).display === 'none'"),
+          "the sign-in form is gone once signed in")
     time.sleep(0.5)  # let a refresh triggered by the first fit settle
     bounds = browser.evaluate("(() => { const b = dbeaconConsole.map.getBounds();"
                               " return [b.getWest(), b.getSouth(), b.getEast(), b.getNorth()]; })()")

@@ -628,6 +628,7 @@ package enum ConsoleAssets {
 """#
     package static let consoleCSS = #"""
 * { box-sizing: border-box; }
+[hidden] { display: none !important; }
 html, body { height: 100%; margin: 0; }
 body { display: flex; flex-direction: column; font: 14px/1.4 system-ui, sans-serif; color: #1f2933; }
 header { display: flex; align-items: center; gap: 1em; padding: 0.4em 0.8em; background: #1e3a5f; color: #fff; }
