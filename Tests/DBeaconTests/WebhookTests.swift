@@ -61,6 +61,27 @@ import Testing
         #expect(try verify(received, secret: StandardWebhooks.newSecret()) != [true], "a wrong secret must not verify")
     }
 
+    /// An idle deliverer sleeps: its own (empty) claims are commits, which on PostgreSQL wake
+    /// it, and it once claimed in a tight loop (an idle PostGIS server used half a core). It
+    /// still delivers at once what a commit queues while it sleeps.
+    @Test(arguments: Backend.all) func anIdleDelivererSleepsAndWakesForNewDeliveries(_ backend: Backend) async throws {
+        let h = try await setUp(backend)
+        let receiver = try await WebhookReceiver.start()
+        defer { receiver.stop() }
+        let (ann, annToken) = try await h.user("ann")
+        _ = try await h.app().test(.router) { client in
+            try await client.call(.post, "/v1/webhooks", token: annToken, json: ["url": .string(receiver.url), "events": ["beacon.*"]])
+        }
+        let deliverer = h.services.deliverer
+        let loop = Task { try await deliverer.run() }
+        defer { loop.cancel() }
+        try await Task.sleep(for: .milliseconds(1500))
+        #expect(deliverer.wake.waits <= 3, "an idle deliverer waited \(deliverer.wake.waits) times in 1.5 s")
+        _ = try await produceEvent(h, ann: ann)
+        for _ in 0..<100 where receiver.received.isEmpty { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(receiver.received.count == 1, "the new delivery was sent within 2 s")
+    }
+
     @Test(arguments: Backend.all) func retriesOnTheScheduleKeepingTheWebhookID(_ backend: Backend) async throws {
         let h = try await setUp(backend, schedule: [0, 5, 300])
         let receiver = try await WebhookReceiver.start()

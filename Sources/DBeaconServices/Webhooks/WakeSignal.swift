@@ -8,6 +8,10 @@ package final class WakeSignal: Sendable {
     }
 
     private let state = Mutex(State())
+    private let waitCount = Atomic(0)
+
+    /// How many times a loop has waited (an idle loop waits about once per timeout).
+    package var waits: Int { waitCount.load(ordering: .relaxed) }
 
     package init() {}
 
@@ -23,8 +27,14 @@ package final class WakeSignal: Sendable {
         waiter?.resume()
     }
 
+    /// Forgets a signal given while nobody waited (the loop's own commits give one).
+    package func clear() {
+        state.withLock { $0.pending = false }
+    }
+
     /// Returns on a signal, after `timeout`, or on cancellation, whichever comes first.
     package func wait(timeout: Duration) async {
+        waitCount.add(1, ordering: .relaxed)
         await withTaskGroup(of: Void.self) { group in
             group.addTask { try? await Task.sleep(for: timeout) }
             group.addTask { await self.waitForSignal() }

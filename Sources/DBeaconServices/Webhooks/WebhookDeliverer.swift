@@ -46,7 +46,14 @@ package struct WebhookDeliverer: Service {
             while !Task.isCancelled {
                 do {
                     let sent = try await runOnce()
-                    if sent == 0 { await wake.wait(timeout: try await sleepTime()) }
+                    if sent == 0 {
+                        // The claim just made is a commit, and on PostgreSQL every commit wakes
+                        // this loop: forget that signal, or an idle server claims nothing in a
+                        // tight loop. A delivery committed meanwhile is due by now, so
+                        // `sleepTime` (read after this) sleeps only 10 ms.
+                        wake.clear()
+                        await wake.wait(timeout: try await sleepTime())
+                    }
                 } catch is CancellationError {
                     return
                 } catch {
