@@ -276,9 +276,15 @@ paths:
                       type:
                         type: string
                         enum: [enter, exit]
+                      timestamp:
+                        description: When the phone crossed (default now; at most the fix skew in the future).
+                        allOf:
+                          - $ref: '#/components/schemas/Timestamp'
                       at:
-                        $ref: '#/components/schemas/Timestamp'
-            example: {"events": [{"region": "bcn_markthalle", "type": "enter", "at": "2026-11-21T12:05:00Z"}]}
+                        description: An alias of `timestamp` (giving both is 422 `conflicting_fields`).
+                        allOf:
+                          - $ref: '#/components/schemas/Timestamp'
+            example: {"events": [{"region": "bcn_markthalle", "type": "enter", "timestamp": "2026-11-21T12:05:00Z"}]}
       responses:
         '200':
           description: The beacons the caller is inside now and the events the report produced.

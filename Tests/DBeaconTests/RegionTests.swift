@@ -96,6 +96,15 @@ import Testing
             #expect(try await report([["region": .string(a.id.rawValue), "type": "enter", "at": "2027-01-01T00:00:00Z"]])
                 .errorPath == "events[0].at")
             #expect(try await report([]).errorPath == "events")
+            // CONTRACT.md names the crossing's time `timestamp` (`at` is an alias; not both).
+            #expect(try await report([["region": .string(a.id.rawValue), "type": "enter", "timestamp": "2027-01-01T00:00:00Z"]])
+                .errorPath == "events[0].timestamp")
+            let both = try await report([["region": .string(a.id.rawValue), "type": "enter",
+                                          "timestamp": "2026-11-21T11:59:00Z", "at": "2026-11-21T11:59:00Z"]])
+            #expect(both.errorCode == "conflicting_fields" && both.errorPath == "events[0].at")
+            let stamped = try await report([["region": .string(a.id.rawValue), "type": "enter", "timestamp": "2026-11-21T11:59:30Z"]])
+            #expect(stamped.status == .ok && stamped.json?["events"]?.arrayValue?.first?["data"]?["at"] == "2026-11-21T11:59:30Z",
+                    "\(stamped.text)")
         }
     }
 

@@ -1,8 +1,9 @@
 package import DBeaconCore
 package import DBeaconServices
 
-/// `POST /v1/me/region-events`: `{"events":[{"region":"bcn_…"|"reg_…","type":"enter"|"exit","at"?}]}`
-/// (at most 100; `at` defaults to now and may be at most the fix skew in the future).
+/// `POST /v1/me/region-events`: `{"events":[{"region":"bcn_…"|"reg_…","type":"enter"|"exit","timestamp"?}]}`
+/// (at most 100; `timestamp`, as CONTRACT.md names it, or its alias `at`, defaults to now and
+/// may be at most the fix skew in the future).
 package struct RegionEventRequest: Sendable {
     package var region: String
     package var entered: Bool
@@ -21,15 +22,19 @@ package struct RegionEventRequest: Sendable {
         var result: [RegionEventRequest] = []
         for (i, item) in items.enumerated() {
             let e = try ObjectReader(item, path: "events[\(i)]")
-            try RequestReader.checkKnownMembers(e, ["region", "type", "at"])
+            try RequestReader.checkKnownMembers(e, ["region", "type", "timestamp", "at"])
             let region = try e.string("region", maxLength: 100)
             let type = try e.string("type", maxLength: 10)
             guard type == "enter" || type == "exit" else {
                 throw DBeaconError.invalid(e.path("type"), "type is enter or exit", code: "invalid_value")
             }
-            let at = try e.optionalTimestamp("at") ?? now
+            if e.has("timestamp") && e.has("at") {
+                throw DBeaconError.invalid(e.path("at"), "give timestamp or its alias at, not both", code: "conflicting_fields")
+            }
+            let field = e.has("at") ? "at" : "timestamp"
+            let at = try e.optionalTimestamp(field) ?? now
             guard at.seconds(since: now) <= config.maxFutureSkewSeconds else {
-                throw DBeaconError.invalid(e.path("at"), "at is more than \(Int(config.maxFutureSkewSeconds)) s in the future",
+                throw DBeaconError.invalid(e.path(field), "\(field) is more than \(Int(config.maxFutureSkewSeconds)) s in the future",
                                            code: "future_timestamp")
             }
             result.append(RegionEventRequest(region: region, entered: type == "enter", at: at, path: e.path("region")))
