@@ -470,11 +470,15 @@ paths:
                     type: array
                     items:
                       type: object
-                      required: [type, id]
+                      required: [kind, type, id]
                       properties:
+                        kind:
+                          type: string
+                          enum: [circle, ibeacon, refresh]
                         type:
                           type: string
                           enum: [circle, ibeacon, refresh]
+                          description: The same as `kind` (kept for the first clients).
                         id:
                           type: string
                           description: The beacon id (circle), the registry entry id (ibeacon), or `refresh`.
@@ -500,9 +504,9 @@ paths:
                           type: number
                           description: From the caller to the beacon's perimeter (0 inside).
               example: {"max": 3, "regions": [
-                {"type": "circle", "id": "bcn_markthalle", "center": {"lat": 48.7764, "lon": 9.1793}, "radius_m": 60, "approximate": false, "beacon": "bcn_markthalle", "name": "Markthalle", "distance_m": 0},
-                {"type": "ibeacon", "id": "reg_x1", "uuid": "f7826da6-4fa2-4e98-8024-bc5b71e0893e", "major": 100, "minor": 1, "beacon": "bcn_markthalle", "name": "Markthalle", "distance_m": 0},
-                {"type": "refresh", "id": "refresh", "center": {"lat": 48.7764, "lon": 9.1793}, "radius_m": 120}]}
+                {"kind": "circle", "type": "circle", "id": "bcn_markthalle", "center": {"lat": 48.7764, "lon": 9.1793}, "radius_m": 60, "approximate": false, "beacon": "bcn_markthalle", "name": "Markthalle", "distance_m": 0},
+                {"kind": "ibeacon", "type": "ibeacon", "id": "reg_x1", "uuid": "f7826da6-4fa2-4e98-8024-bc5b71e0893e", "major": 100, "minor": 1, "beacon": "bcn_markthalle", "name": "Markthalle", "distance_m": 0},
+                {"kind": "refresh", "type": "refresh", "id": "refresh", "center": {"lat": 48.7764, "lon": 9.1793}, "radius_m": 120}]}
         '400':
           $ref: '#/components/responses/BadRequest'
         '401':

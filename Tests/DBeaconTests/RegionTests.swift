@@ -30,6 +30,7 @@ import Testing
             #expect(all.status == .ok, "\(all.text)")
             let regions = try #require(all.json?["regions"]?.arrayValue)
             #expect(regions.map { $0["type"]?.stringValue ?? "" } == ["circle", "ibeacon", "circle", "circle", "refresh"])
+            #expect(regions.map { $0["kind"] } == regions.map { $0["type"] }, "kind, as CONTRACT.md names it")
             #expect(regions.compactMap { $0["beacon"]?.stringValue } == [a.id, a.id, b.id, c.id].map(\.rawValue))
             #expect(regions[0]["distance_m"] == 0 && regions[0]["approximate"] == false && regions[0]["radius_m"] == 50)
             #expect(regions[1]["uuid"] != nil && regions[1]["major"] == 100 && regions[1]["minor"] == 7)

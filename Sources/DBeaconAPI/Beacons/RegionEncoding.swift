@@ -9,17 +9,19 @@ package enum RegionEncoding {
 
     static func latLon(_ p: Position) -> JSONValue { .object(["lat": .number(p.lat), "lon": .number(p.lon)]) }
 
+    /// Each region names its kind as `kind` (CONTRACT.md) and, as it first did, `type`.
     static func region(_ r: MonitoredRegion) -> JSONValue {
         var o = JSONObject()
         switch r.kind {
         case .circle(let center, let radius, let approximate):
-            o = JSONObject([("type", "circle"), ("id", .optional(r.beacon?.id.rawValue)), ("center", latLon(center)),
+            o = JSONObject([("kind", "circle"), ("type", "circle"), ("id", .optional(r.beacon?.id.rawValue)), ("center", latLon(center)),
                             ("radius_m", .number(radius)), ("approximate", .bool(approximate))])
         case .iBeacon(let entry, let identity):
-            o = JSONObject([("type", "ibeacon"), ("id", .string(entry.rawValue))])
+            o = JSONObject([("kind", "ibeacon"), ("type", "ibeacon"), ("id", .string(entry.rawValue))])
             for (k, v) in RegistryCodec.encodeIdentity(identity).members where k != "type" { o[k] = v }
         case .refresh(let center, let radius):
-            return .object(JSONObject([("type", "refresh"), ("id", "refresh"), ("center", latLon(center)), ("radius_m", .number(radius))]))
+            return .object(JSONObject([("kind", "refresh"), ("type", "refresh"), ("id", "refresh"), ("center", latLon(center)),
+                                       ("radius_m", .number(radius))]))
         }
         if let b = r.beacon {
             o["beacon"] = .string(b.id.rawValue)
