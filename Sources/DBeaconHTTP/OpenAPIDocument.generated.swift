@@ -117,6 +117,10 @@ tags:
     description: Resolving physical beacon sightings to digital beacons.
   - name: categories
     description: Tags in use and the categories a user follows (`beacon.created` near them).
+  - name: console
+    description: >-
+      The map console, a web page on this API (no authentication to load it; it calls the API
+      with the token the user signs in with). Absent with `dbeacon serve --no-console`.
 
 paths:
   /healthz:
@@ -173,6 +177,115 @@ paths:
             application/yaml:
               schema:
                 type: object
+
+  /:
+    get:
+      tags: [console]
+      operationId: getConsole
+      summary: The map console
+      description: >-
+        An HTML page: sign in with a token, see the beacons in the view, ask what is nearby,
+        walk, draw beacons, watch live events. Served with a Content-Security-Policy that allows
+        scripts and API calls from this server only and images also from the tile server.
+      security: []
+      responses:
+        '200':
+          description: The page.
+          content:
+            text/html:
+              schema:
+                type: string
+        '404':
+          $ref: '#/components/responses/NotFound'
+
+  /console/{file}:
+    get:
+      tags: [console]
+      operationId: getConsoleFile
+      summary: The console's script, styles and configuration
+      security: []
+      parameters:
+        - name: file
+          in: path
+          required: true
+          schema:
+            type: string
+            enum: [console.js, console.css, config.json]
+      responses:
+        '200':
+          description: >-
+            The file; `config.json` is `{"tiles": URL template or null, "attribution", "leaflet": bool}`.
+          content:
+            text/javascript:
+              schema:
+                type: string
+            text/css:
+              schema:
+                type: string
+            application/json:
+              schema:
+                type: object
+                required: [tiles, attribution, leaflet]
+                properties:
+                  tiles:
+                    type: ['string', 'null']
+                  attribution:
+                    type: string
+                  leaflet:
+                    type: boolean
+        '404':
+          $ref: '#/components/responses/NotFound'
+
+  /console/leaflet/{file}:
+    get:
+      tags: [console]
+      operationId: getLeafletFile
+      summary: Leaflet, from Debian's libjs-leaflet, served by the binary
+      description: 404 (naming `libjs-leaflet`) when Leaflet is not installed on the server.
+      security: []
+      parameters:
+        - name: file
+          in: path
+          required: true
+          schema:
+            type: string
+            enum: [leaflet.js, leaflet.css]
+      responses:
+        '200':
+          description: The file.
+          content:
+            text/javascript:
+              schema:
+                type: string
+            text/css:
+              schema:
+                type: string
+        '404':
+          $ref: '#/components/responses/NotFound'
+
+  /console/leaflet/images/{file}:
+    get:
+      tags: [console]
+      operationId: getLeafletImage
+      summary: Leaflet's images
+      security: []
+      parameters:
+        - name: file
+          in: path
+          required: true
+          schema:
+            type: string
+            enum: [layers.png, layers-2x.png, marker-icon.png, marker-icon-2x.png, marker-shadow.png]
+      responses:
+        '200':
+          description: The image.
+          content:
+            image/png:
+              schema:
+                type: string
+                format: binary
+        '404':
+          $ref: '#/components/responses/NotFound'
 
   /v1/users:
     post:
