@@ -53,11 +53,11 @@ package func buildRouter(_ services: AppServices, metrics: AppMetrics = AppMetri
     UserController(auth: services.auth, maxBodyBytes: maxBody).addRoutes(to: v1)
     TagController(beacons: services.beacons, maxBodyBytes: maxBody).addRoutes(to: v1)
     BeaconController(beacons: services.beacons, maxBodyBytes: maxBody, maxImportBytes: services.config.maxImportBytes).addRoutes(to: v1)
-    LiveController(fences: services.fences, feed: services.feed, clock: services.clock, limiter: limiter,
+    let regions = RegionService(beacons: services.beacons, registry: services.store)
+    LiveController(fences: services.fences, regions: regions, feed: services.feed, clock: services.clock, limiter: limiter,
                    maxBodyBytes: maxBody).addRoutes(to: v1)
     EventStreamController(feed: services.feed).addRoutes(to: v1)
-    RegionController(regions: RegionService(beacons: services.beacons, registry: services.store), fences: services.fences,
-                     clock: services.clock, limiter: limiter, maxBodyBytes: maxBody).addRoutes(to: v1)
+    RegionController(regions: regions).addRoutes(to: v1)
     WebhookController(webhooks: services.webhooks, maxBodyBytes: maxBody).addRoutes(to: v1)
     MeetingController(meetings: services.domain.meetings, maxBodyBytes: maxBody).addRoutes(to: v1)
     GroupController(groups: services.domain.groups, maxBodyBytes: maxBody).addRoutes(to: v1)

@@ -95,21 +95,10 @@ package struct IndexedPolygon: Sendable {
                 let ring = rings[Int(ref >> 24)]
                 let i = Int(ref & 0xFF_FFFF)
                 let p1 = ring[i], p2 = ring[i + 1]
-                // GEOS RayCrossingCounter::countSegment, ray towards +x. Edges are sorted by
-                // decreasing eastern end, so once one lies wholly west, all the rest do.
+                // Edges are sorted by decreasing eastern end, so once one lies wholly west, all
+                // the rest do.
                 if p1.lon < x && p2.lon < x { break }
-                if x == p2.lon && y == p2.lat { return true }
-                if p1.lat == y && p2.lat == y {
-                    let lo = min(p1.lon, p2.lon), hi = max(p1.lon, p2.lon)
-                    if x >= lo && x <= hi { return true }
-                    continue
-                }
-                if (p1.lat > y && p2.lat <= y) || (p2.lat > y && p1.lat <= y) {
-                    var sign = Orientation.index(p1.lon, p1.lat, p2.lon, p2.lat, x, y)
-                    if sign == 0 { return true }
-                    if p2.lat < p1.lat { sign = -sign }
-                    if sign > 0 { crossings += 1 }
-                }
+                if Self.countSegment(p1, p2, x: x, y: y, crossings: &crossings) { return true }
             }
             return crossings & 1 == 1
         }
@@ -123,21 +112,25 @@ package struct IndexedPolygon: Sendable {
             for i in 0..<(ring.count - 1) {
                 let p1 = ring[i], p2 = ring[i + 1]
                 if p1.lon < x && p2.lon < x { continue }
-                if x == p2.lon && y == p2.lat { return true }
-                if p1.lat == y && p2.lat == y {
-                    let lo = min(p1.lon, p2.lon), hi = max(p1.lon, p2.lon)
-                    if x >= lo && x <= hi { return true }
-                    continue
-                }
-                if (p1.lat > y && p2.lat <= y) || (p2.lat > y && p1.lat <= y) {
-                    var sign = Orientation.index(p1.lon, p1.lat, p2.lon, p2.lat, x, y)
-                    if sign == 0 { return true }
-                    if p2.lat < p1.lat { sign = -sign }
-                    if sign > 0 { crossings += 1 }
-                }
+                if countSegment(p1, p2, x: x, y: y, crossings: &crossings) { return true }
             }
         }
         return crossings & 1 == 1
+    }
+
+    /// GEOS's `RayCrossingCounter::countSegment` for a ray from (x, y) towards +x: true when
+    /// the point lies on the edge p1–p2; otherwise counts the edge if the ray crosses it.
+    @inline(__always)
+    static func countSegment(_ p1: Position, _ p2: Position, x: Double, y: Double, crossings: inout Int) -> Bool {
+        if x == p2.lon && y == p2.lat { return true }
+        if p1.lat == y && p2.lat == y { return x >= min(p1.lon, p2.lon) && x <= max(p1.lon, p2.lon) }
+        if (p1.lat > y && p2.lat <= y) || (p2.lat > y && p1.lat <= y) {
+            var sign = Orientation.index(p1.lon, p1.lat, p2.lon, p2.lat, x, y)
+            if sign == 0 { return true }
+            if p2.lat < p1.lat { sign = -sign }
+            if sign > 0 { crossings += 1 }
+        }
+        return false
     }
 
     /// Number of edge references (memory accounting).

@@ -96,15 +96,12 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
 
     // MARK: Loading and changes
 
-    /// Where a load's time went: in all, preparing the exact tests (GEOS, edge indexes,
-    /// rasters; boxes only with `prepare: false`), and installing slots in the grid. Reading
-    /// overlaps the other two, so `readSeconds` is the time spent on nothing but reading.
+    /// A load: beacons, seconds in all, and seconds spent installing slots in the grid under
+    /// the write lock (reading and preparing overlap it).
     package struct LoadReport: Sendable {
         package var beacons = 0
         package var seconds = 0.0
-        package var prepareSeconds = 0.0
         package var installSeconds = 0.0
-        package var readSeconds: Double { max(0, seconds - prepareSeconds - installSeconds) }
     }
 
     /// Bulk-loads every stored beacon. Register `apply` with the store before calling this:
@@ -166,7 +163,6 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             inFlight.wait()
             installer.async { [self] in
                 defer { inFlight.signal() }
-                let t0 = ContinuousClock.now
                 let prepared = Self.prepareConcurrently(batch, pending: !prepare)
                 let t1 = ContinuousClock.now
                 lock.write {
@@ -175,7 +171,6 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                         if !(touchedDuringLoad?.contains(beacon.id) ?? false) { install(beacon, prep) }
                     }
                 }
-                report?.value.prepareSeconds += Self.seconds(t1 - t0)
                 report?.value.installSeconds += Self.seconds(ContinuousClock.now - t1)
             }
         }

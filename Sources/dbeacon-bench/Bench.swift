@@ -11,10 +11,6 @@ import NIOCore
 
 #if canImport(Glibc)
 import Glibc
-
-/// glibc's `malloc_trim` (in <malloc.h>, which the Glibc module does not export).
-@_silgen_name("malloc_trim")
-func glibcMallocTrim(_ pad: Int) -> Int32
 #endif
 
 /// `dbeacon-bench` (also `dbeacon bench`): the reproducible performance figures of
@@ -189,11 +185,8 @@ struct BenchRun {
         try await generate(into: &result)
         try await inProcess(into: &result)
         if let url = command.postgres { try await postgis(url: url, into: &result) }
-        // The in-process index is gone by now; give its memory back, so that the server under
-        // test starts on a machine as free as it would be in production.
-        #if canImport(Glibc)
-        _ = glibcMallocTrim(0)
-        #endif
+        // What this process still holds while the server under test starts (its own index's
+        // memory is not given back to the system: start-up here is slower than standalone).
         if let own = residentBytes() { log("bench process resident before the server: \(own >> 20) MiB") }
         if !command.skipHTTP { try await server(into: &result) }
         return result

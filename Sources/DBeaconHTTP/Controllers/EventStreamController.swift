@@ -58,22 +58,10 @@ struct EventStreamController {
         var resume: [(raw: String, path: String)] = []
         if let after = try q.string("after") { resume.append((after, "after")) }
         if let header = request.headers[HTTPField.Name("Last-Event-ID")!] { resume.append((header, "Last-Event-ID")) }
-        for (raw, path) in resume {
-            if let id = EventID(raw) {
-                guard let position = try await feed.position(after: id, by: principal) else {
-                    throw DBeaconError.notFound("event \(raw.prefix(100))", path: path)
-                }
-                start = position
-            } else if let cursor = Cursor.decode(raw) {
-                start = cursor
-            } else {
-                throw DBeaconError(.badRequest, code: "invalid_parameter", message: "\(path) must be an event id or a cursor", path: path)
-            }
-        }
+        for (raw, path) in resume { start = try await feed.resumePosition(raw, path: path, by: principal) }
         guard streaming else {
             // Content negotiation: a client that does not accept a stream gets one page, as JSON.
-            let page = try await feed.events(by: principal, after: start, limit: try q.limit())
-            return .json(.object(["events": .array(page.items.map(\.json)), "next_cursor": .optional(Cursor.encode(page.next))]))
+            return .json(EventFeed.pageJSON(try await feed.events(by: principal, after: start, limit: try q.limit())))
         }
         let key = principal.userID?.rawValue ?? "admin"
         guard streams.acquire(key, max: Self.maxStreamsPerUser) else {

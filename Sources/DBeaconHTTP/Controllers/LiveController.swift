@@ -4,9 +4,11 @@ import DBeaconServices
 import DBeaconStore
 import Hummingbird
 
-/// `POST /v1/me/location` and `GET /v1/events`.
+/// The caller's location reports (`POST /v1/me/location`: fixes; `POST /v1/me/region-events`:
+/// crossings decided on the phone) and `GET /v1/events`.
 struct LiveController {
     let fences: FenceEngine
+    let regions: RegionService
     let feed: EventFeed
     let clock: any WallClock
     /// Fixes per user and minute.
@@ -15,45 +17,56 @@ struct LiveController {
 
     func addRoutes(to group: RouterGroup<AuthenticatedContext>) {
         group.post("me/location", use: report)
+        group.post("me/region-events", use: reportRegions)
         group.get("events", use: events)
     }
 
     @Sendable func report(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        try await userReport(request, context, what: "location fixes", decode: { try LocationFixRequest.decode($0, now: $1, config: $2) }) {
+            user, fixes in
+            let report = try await fences.report(user: user, fixes: fixes)
+            var answer = Self.outcome(report.inside, report.events)
+            answer["accepted"] = .int(report.accepted)
+            answer["ignored"] = .int(report.ignored)
+            return answer
+        }
+    }
+
+    /// Entries and exits decided on the phone, instead of a stream of fixes.
+    @Sendable func reportRegions(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        try await userReport(request, context, what: "region events", decode: { try RegionEventRequest.decode($0, now: $1, config: $2) }) {
+            user, reported in
+            let crossings = try await regions.crossings(reported.map { ($0.region, $0.entered, $0.at, $0.path) }, by: context.principal)
+            let (events, inside) = try await fences.reportRegions(user: user, crossings: crossings)
+            return Self.outcome(inside, events)
+        }
+    }
+
+    /// A report by a user (the admin token has no location): decoded, counted against the
+    /// user's fixes per minute (one per item), handled.
+    private func userReport<Item>(_ request: Request, _ context: AuthenticatedContext, what: String,
+                                  decode: (JSONValue, Timestamp, FenceConfig) throws -> [Item],
+                                  handle: (UserID, [Item]) async throws -> JSONObject) async throws -> Response {
         guard let user = context.principal.userID else {
-            throw DBeaconError.forbidden("location fixes belong to users; the admin token has none")
+            throw DBeaconError.forbidden("\(what) belong to users; the admin token has none")
         }
         var request = request
-        let body = try await request.jsonBody(limit: maxBodyBytes)
-        let fixes = try LocationFixRequest.decode(body, now: clock.now(), config: await fences.config)
-        try limiter.consume(.fixes, key: user.rawValue, cost: Double(fixes.count))
-        let report = try await fences.report(user: user, fixes: fixes)
-        return .json(.object(JSONObject([
-            ("inside", .array(report.inside.map { .string($0.rawValue) })),
-            ("events", .array(report.events.map(\.json))),
-            ("accepted", .int(report.accepted)),
-            ("ignored", .int(report.ignored)),
-        ])))
+        let items = try decode(try await request.jsonBody(limit: maxBodyBytes), clock.now(), await fences.config)
+        try limiter.consume(.fixes, key: user.rawValue, cost: Double(items.count))
+        return .json(.object(try await handle(user, items)))
+    }
+
+    /// `{"inside": [ids], "events": […]}`.
+    static func outcome(_ inside: [BeaconID], _ events: [Event]) -> JSONObject {
+        JSONObject([("inside", .array(inside.map { .string($0.rawValue) })), ("events", .array(events.map(\.json)))])
     }
 
     @Sendable func events(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let q = QueryReader(request)
         var after: Int64?
         if let raw = try q.string("after") ?? q.string("cursor") {
-            if let id = EventID(raw) {
-                guard let position = try await feed.position(after: id, by: context.principal) else {
-                    throw DBeaconError.notFound("event \(raw)", path: "after")
-                }
-                after = position
-            } else if let cursor = Cursor.decode(raw) {
-                after = cursor
-            } else {
-                throw DBeaconError(.badRequest, code: "invalid_parameter", message: "after must be an event id or a cursor", path: "after")
-            }
+            after = try await feed.resumePosition(raw, path: "after", by: context.principal)
         }
-        let page = try await feed.events(by: context.principal, after: after, limit: try q.limit())
-        return .json(.object([
-            "events": .array(page.items.map(\.json)),
-            "next_cursor": .optional(Cursor.encode(page.next)),
-        ]))
+        return .json(EventFeed.pageJSON(try await feed.events(by: context.principal, after: after, limit: try q.limit())))
     }
 }

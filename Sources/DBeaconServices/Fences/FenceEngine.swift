@@ -128,31 +128,42 @@ package actor FenceEngine {
                 boxes += FenceEvaluator.searchBoxes(of: b)
             }
         }
-        let (engine, config, clock, known0, covering) = (self.engine, self.config, self.clock, known, coverage)
-        let (outcome, decided, users) = try await store.decideFence(lock: [user], near: boxes, inside: tracking.map(\.id)) { snapshot in
-            var evaluator = FenceEvaluator(config: config, locations: snapshot.locations, states: snapshot.states)
+        let (engine, clock, known0, covering) = (self.engine, self.clock, known, coverage)
+        let (outcome, decided) = try await decideShared(lock: [user], near: boxes, inside: tracking.map(\.id)) { evaluator in
             var known = known0
             let missing = evaluator.unknownInsideBeacons(of: user, known: Set(known.keys))
             if !missing.isEmpty { for b in try await engine.beacons(ids: Array(missing)) { known[b.id] = b } }
             let outcome = evaluator.applyFixes(user: user, fixes: sorted, coverage: covering, known: known, tracking: tracking,
                                                now: clock.now())
-            return (outcome.update, (outcome, evaluator, snapshot.users))
+            return (outcome.update, outcome)
         }
-        evaluator.adopt(users, from: decided)
         return await finish(user: user, outcome: outcome, inside: decided.insideBeacons(of: user))
     }
 
-    /// A decision on a shared store over the stored state of the users it may touch.
-    private func decideShared(lock users: [UserID], near boxes: [BoundingBox], inside beacons: [BeaconID],
-                              _ decide: @escaping @Sendable (inout FenceEvaluator) async throws -> FenceUpdate) async throws -> FenceUpdate {
+    /// A decision on a shared store over the stored state of the users it may touch: `decide`
+    /// runs on an evaluator of that state and returns the update to write and a result; the
+    /// users' decided state is adopted here. Returns the result and the deciding evaluator.
+    private func decideShared<Result: Sendable>(
+        lock users: [UserID], near boxes: [BoundingBox], inside beacons: [BeaconID],
+        _ decide: @escaping @Sendable (inout FenceEvaluator) async throws -> (FenceUpdate, Result)
+    ) async throws -> (result: Result, evaluator: FenceEvaluator) {
         let config = self.config
-        let (update, decided, locked) = try await store.decideFence(lock: users, near: boxes, inside: beacons) { snapshot in
+        let (result, decided, locked) = try await store.decideFence(lock: users, near: boxes, inside: beacons) { snapshot in
             var evaluator = FenceEvaluator(config: config, locations: snapshot.locations, states: snapshot.states)
-            let update = try await decide(&evaluator)
-            return (update, (update, evaluator, snapshot.users))
+            let (update, result) = try await decide(&evaluator)
+            return (update, (result, evaluator, snapshot.users))
         }
         evaluator.adopt(locked, from: decided)
-        return update
+        return (result, decided)
+    }
+
+    /// `decideShared` for decisions whose result is their update.
+    private func decideShared(lock users: [UserID], near boxes: [BoundingBox], inside beacons: [BeaconID],
+                              _ decide: @escaping @Sendable (inout FenceEvaluator) async throws -> FenceUpdate) async throws -> FenceUpdate {
+        try await decideShared(lock: users, near: boxes, inside: beacons) { evaluator in
+            let update = try await decide(&evaluator)
+            return (update, update)
+        }.result
     }
 
     // MARK: Beacon changes

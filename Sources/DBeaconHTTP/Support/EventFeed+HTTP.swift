@@ -1,0 +1,25 @@
+import DBeaconCore
+import DBeaconServices
+import DBeaconStore
+
+/// What `GET /v1/events` and `GET /v1/events/stream` share: where a reader resumes, and one page
+/// of events as JSON.
+extension EventFeed {
+    /// The log position to read after: `raw` is an event id of the caller's log (404 when the
+    /// caller has no such event) or a cursor; `path` names the parameter or header in errors.
+    func resumePosition(_ raw: String, path: String, by principal: Principal) async throws -> Int64 {
+        if let id = EventID(raw) {
+            guard let position = try await position(after: id, by: principal) else {
+                throw DBeaconError.notFound("event \(raw.prefix(100))", path: path)
+            }
+            return position
+        }
+        if let cursor = Cursor.decode(raw) { return cursor }
+        throw DBeaconError(.badRequest, code: "invalid_parameter", message: "\(path) must be an event id or a cursor", path: path)
+    }
+
+    /// `{"events": […], "next_cursor": …}`.
+    static func pageJSON(_ page: Page<Event>) -> JSONValue {
+        .object(["events": .array(page.items.map(\.json)), "next_cursor": .optional(Cursor.encode(page.next))])
+    }
+}
