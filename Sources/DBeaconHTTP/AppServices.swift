@@ -71,7 +71,9 @@ package struct AppServices: Sendable {
             }
             // After a lost listener connection, reload: notifications sent meanwhile are gone.
             let resyncLogger = logger
-            store.observeResyncNeeded {
+            // The store keeps its observers: they hold it weakly, else neither is ever freed.
+            store.observeResyncNeeded { [weak store] in
+                guard let store else { return }
                 Task {
                     do { try await memory.resync(from: store) } catch {
                         resyncLogger.error("index resync failed", metadata: ["error": "\(error)"])
@@ -102,7 +104,10 @@ package struct AppServices: Sendable {
         let fences = FenceEngine(store: store, engine: engine, committer: GroupCommitter(store: store), clock: clock,
                                  config: config.fences)
         try await fences.reload()
-        store.observeRemoteFenceWrites { Task { await fences.invalidate() } }
+        store.observeRemoteFenceWrites { [weak fences] in
+            guard let fences else { return }
+            Task { await fences.invalidate() }
+        }
         let wake = WakeSignal()
         let ssrf = SSRFGuard(allowPrivate: config.allowPrivateWebhooks)
         store.observeCommits { wake.signal() }

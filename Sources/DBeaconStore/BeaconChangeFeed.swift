@@ -1,8 +1,9 @@
 package import DBeaconCore
 import Logging
 
-/// Where committed beacon changes are reported, so in-memory indexes stay exact.
-package protocol BeaconChangeFeed: Sendable {
+/// Where committed beacon changes are reported, so in-memory indexes stay exact. A store keeps
+/// its observers, so an observer that needs the store (or what holds it) captures it weakly.
+package protocol BeaconChangeFeed: AnyObject, Sendable {
     /// Receives every beacon change committed by this process, in commit order.
     func observeChanges(_ observer: @escaping @Sendable (BeaconChange) -> Void)
     /// Called after every commit of this process (wakes the webhook deliverer).

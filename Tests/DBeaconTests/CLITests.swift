@@ -17,24 +17,15 @@ struct CLI {
     /// Exit status, stdout and stderr.
     @discardableResult
     static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, out: String, err: String) {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env["DBEACON_SERVER"] = nil
         env["DBEACON_TOKEN"] = nil
         for (k, v) in environment { env[k] = v }
-        process.environment = env
-        // Output goes to files, not pipes: Foundation's pipe handles crash the whole test process
-        // (try! on a failed read) when another test spawning processes races on descriptors.
         let capture = CapturedOutput()
         defer { capture.remove() }
-        process.standardOutput = try capture.stdout()
-        process.standardError = try capture.stderr()
-        try Launch.run(process)
-        process.waitUntilExit()
+        let status = try ChildProcess(executable.path, arguments, environment: env, stdout: capture.outURL, stderr: capture.errURL).wait()
         let (o, e) = capture.read()
-        return (process.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+        return (status, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
     }
 }
 
@@ -43,14 +34,6 @@ struct CapturedOutput {
     let base = Scratch.root.appendingPathComponent("dbeacon-out-\(UUID().uuidString)")
     var outURL: URL { base.appendingPathExtension("out") }
     var errURL: URL { base.appendingPathExtension("err") }
-
-    func stdout() throws -> FileHandle { try handle(outURL) }
-    func stderr() throws -> FileHandle { try handle(errURL) }
-
-    private func handle(_ url: URL) throws -> FileHandle {
-        FileManager.default.createFile(atPath: url.path, contents: nil)
-        return try FileHandle(forWritingTo: url)
-    }
 
     func read() -> (Data, Data) {
         ((try? Data(contentsOf: outURL)) ?? Data(), (try? Data(contentsOf: errURL)) ?? Data())

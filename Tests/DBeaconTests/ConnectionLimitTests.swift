@@ -32,18 +32,13 @@ import Testing
 /// Runs a script of `scripts/` with the test Python and returns its JSON output.
 func runScript(_ name: String, _ arguments: [String]) throws -> JSONValue {
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = [ProcessInfo.processInfo.environment["DBEACON_PYTHON"] ?? "python3",
-                         root.appendingPathComponent("scripts").appendingPathComponent(name).path] + arguments
     let capture = CapturedOutput()
     defer { capture.remove() }
-    process.standardOutput = try capture.stdout()
-    process.standardError = try capture.stderr()
-    try Launch.run(process)
-    process.waitUntilExit()
+    let python = ProcessInfo.processInfo.environment["DBEACON_PYTHON"] ?? "python3"
+    let status = try ChildProcess("/usr/bin/env", [python, root.appendingPathComponent("scripts").appendingPathComponent(name).path] + arguments,
+                                  stdout: capture.outURL, stderr: capture.errURL).wait()
     let (output, errors) = capture.read()
-    guard process.terminationStatus == 0 else {
+    guard status == 0 else {
         throw DBeaconError.internalError("scripts/\(name) failed: " + String(decoding: errors, as: UTF8.self))
     }
     return try JSONParser.parse(Array(output))

@@ -144,20 +144,15 @@ extension PostgresMultiProcessTests {
 
 /// A `dbeacon serve` child process on a free loopback port.
 struct ServerProcess: @unchecked Sendable {
-    let process: Process
+    let process: ChildProcess
     let port: Int
 
     static func start(db: String, log: URL, extra: [String] = []) async throws -> ServerProcess {
         let port = try freePort()
-        let process = Process()
-        process.executableURL = CLI.executable
-        process.arguments = ["serve", "--db", db, "--port", String(port), "--admin-token", PostgresMultiProcessTests.adminToken,
-                             "--allow-private-webhooks", "--log-level", "warning"] + extra
-        FileManager.default.createFile(atPath: log.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: log)
-        process.standardOutput = handle
-        process.standardError = handle
-        try Launch.run(process)
+        let process = try ChildProcess(CLI.executable.path,
+                                       ["serve", "--db", db, "--port", String(port), "--admin-token", PostgresMultiProcessTests.adminToken,
+                                        "--allow-private-webhooks", "--log-level", "warning"] + extra,
+                                       stdout: log, stderr: log)
         let server = ServerProcess(process: process, port: port)
         for _ in 0..<300 {
             if let health = try? await server.call(.GET, "/healthz"), health.status == 200 { return server }
@@ -169,8 +164,8 @@ struct ServerProcess: @unchecked Sendable {
     }
 
     func stop() {
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
+        process.terminate()
+        process.wait()
     }
 
     func call(_ method: HTTPMethod, _ path: String, token: String? = nil, json: JSONValue? = nil) async throws -> (status: Int, json: JSONValue?) {

@@ -25,16 +25,3 @@ enum Scratch {
         root.appendingPathComponent("\(prefix)-\(UUID().uuidString)").appendingPathExtension(ext)
     }
 }
-
-/// Starts child processes one at a time: Foundation's `Process.run()` on Linux is not safe to
-/// call from several threads at once (a test run crashed inside it, copying the environment,
-/// while other tests launched processes).
-enum Launch {
-    private static let lock = NSLock()
-
-    static func run(_ process: Process) throws {
-        lock.lock()
-        defer { lock.unlock() }
-        try process.run()
-    }
-}

@@ -143,10 +143,6 @@ extension TestClientProtocol {
 func runReference(_ script: String, input: JSONValue) throws -> JSONValue {
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Reference")
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = [ProcessInfo.processInfo.environment["DBEACON_PYTHON"] ?? "python3", root.appendingPathComponent(script).path]
-    // Files rather than pipes (see `CapturedOutput`).
     let capture = CapturedOutput()
     let inputURL = capture.base.appendingPathExtension("in")
     try Data(JSONWriter.serialize(input)).write(to: inputURL)
@@ -154,13 +150,11 @@ func runReference(_ script: String, input: JSONValue) throws -> JSONValue {
         capture.remove()
         try? FileManager.default.removeItem(at: inputURL)
     }
-    process.standardInput = try FileHandle(forReadingFrom: inputURL)
-    process.standardOutput = try capture.stdout()
-    process.standardError = try capture.stderr()
-    try Launch.run(process)
-    process.waitUntilExit()
+    let python = ProcessInfo.processInfo.environment["DBEACON_PYTHON"] ?? "python3"
+    let status = try ChildProcess("/usr/bin/env", [python, root.appendingPathComponent(script).path],
+                                  stdin: inputURL, stdout: capture.outURL, stderr: capture.errURL).wait()
     let (output, errors) = capture.read()
-    guard process.terminationStatus == 0 else {
+    guard status == 0 else {
         throw DBeaconError.internalError("reference script \(script) failed (pip install -r Tests/Reference/requirements.txt): "
             + String(decoding: errors, as: UTF8.self))
     }
