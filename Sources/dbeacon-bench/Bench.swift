@@ -41,6 +41,8 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(name: .customLong("skip-http"), help: "Skip the server measurements.") var skipHTTP = false
     @Flag(name: .customLong("skip-sql"), help: "Skip the SQL path.") var skipSQL = false
     @Flag(name: .customLong("skip-fixes"), help: "Skip the location-fix measurement.") var skipFixes = false
+    @Flag(name: .customLong("skip-lookups"), help: "Skip the in-process lookup measurements (e.g. to profile fixes alone).")
+    var skipLookups = false
     @Option(name: .customLong("wrk-connections"), help: "Concurrent HTTP connections.") var wrkConnections = 32
     @Option(name: .customLong("wrk-threads"), help: "wrk threads.") var wrkThreads = 1
     @Option(help: "Port of the server under test.") var port = 18_090
@@ -247,19 +249,20 @@ struct BenchRun {
         for q in queries.prefix(10_000) { total += engine.countCovering(q) }
         result.avgResults = Double(total) / 10_000
 
-        let one = Self.lookups(engine, queries, threads: 1, seconds: command.duration, beacons: false)
-        result.lookups1 = one.rate
-        result.lookupP50us = one.latencies.percentile(0.5) / 1000
-        result.lookupP99us = one.latencies.percentile(0.99) / 1000
-        result.lookups2 = Self.lookups(engine, queries, threads: 2, seconds: command.duration, beacons: false).rate
-        log(String(format: "lookups: %.0f/s on 1 thread, %.0f/s on 2", result.lookups1, result.lookups2))
-        let full = Self.lookups(engine, queries, threads: 1, seconds: command.duration, beacons: true)
-        result.full1 = full.rate
-        result.fullP50us = full.latencies.percentile(0.5) / 1000
-        result.fullP99us = full.latencies.percentile(0.99) / 1000
-        result.full2 = Self.lookups(engine, queries, threads: 2, seconds: command.duration, beacons: true).rate
-        log(String(format: "lookups returning beacons: %.0f/s on 1 thread, %.0f/s on 2", result.full1, result.full2))
-
+        if !command.skipLookups {
+            let one = Self.lookups(engine, queries, threads: 1, seconds: command.duration, beacons: false)
+            result.lookups1 = one.rate
+            result.lookupP50us = one.latencies.percentile(0.5) / 1000
+            result.lookupP99us = one.latencies.percentile(0.99) / 1000
+            result.lookups2 = Self.lookups(engine, queries, threads: 2, seconds: command.duration, beacons: false).rate
+            log(String(format: "lookups: %.0f/s on 1 thread, %.0f/s on 2", result.lookups1, result.lookups2))
+            let full = Self.lookups(engine, queries, threads: 1, seconds: command.duration, beacons: true)
+            result.full1 = full.rate
+            result.fullP50us = full.latencies.percentile(0.5) / 1000
+            result.fullP99us = full.latencies.percentile(0.99) / 1000
+            result.full2 = Self.lookups(engine, queries, threads: 2, seconds: command.duration, beacons: true).rate
+            log(String(format: "lookups returning beacons: %.0f/s on 1 thread, %.0f/s on 2", result.full1, result.full2))
+        }
         if !command.skipSQL {
             let sql = SQLCoverageEngine(store: store)
             let s1 = try await Self.sqlLookups(sql, queries, tasks: 1, seconds: command.duration)

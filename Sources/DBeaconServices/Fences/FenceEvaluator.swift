@@ -84,8 +84,10 @@ package struct FenceEvaluator: Sendable {
     }
 
     /// Beacons the user is inside that are not among `known` (their exit cushions need them).
-    package func unknownInsideBeacons(of user: UserID, known: Set<BeaconID>) -> Set<BeaconID> {
-        Set((inside[user] ?? [:]).keys).subtracting(known)
+    package func unknownInsideBeacons<Known>(of user: UserID, known: [BeaconID: Known]) -> Set<BeaconID> {
+        var missing = Set<BeaconID>()
+        for id in (inside[user] ?? [:]).keys where known[id] == nil { missing.insert(id) }
+        return missing
     }
 
     /// The beacons `tick(now:beacons:)` will need: dwell events due and sightings lapsed.
