@@ -1,4 +1,4 @@
-package import DBeaconCore
+import DBeaconCore
 import DBeaconAPI
 import DBeaconGeo
 package import DBeaconServices

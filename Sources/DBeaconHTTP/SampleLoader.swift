@@ -1,11 +1,11 @@
-package import DBeaconCore
+import DBeaconCore
 import DBeaconAPI
 import DBeaconGeo
-package import DBeaconServices
-package import DBeaconStore
+import DBeaconServices
+import DBeaconStore
 import Foundation
 package import Logging
-package import ServiceLifecycle
+import ServiceLifecycle
 
 /// Loads `samples/` (users with fixed demo tokens, then beacons) into an empty database.
 package struct SampleLoader {

@@ -1,5 +1,5 @@
 package import DBeaconCore
-package import DBeaconGeo
+import DBeaconGeo
 package import DBeaconStore
 import Dispatch
 import Foundation

@@ -1,4 +1,4 @@
-package import DBeaconCore
+import DBeaconCore
 
 /// GEOS's `Orientation::index` (`CGAlgorithmsDD::orientationIndex`): the side of `q` relative
 /// to the directed line p1→p2 (1 left, −1 right, 0 collinear), with a floating-point filter

@@ -1,4 +1,4 @@
-package import DBeaconCore
+import DBeaconCore
 
 /// A page of results and where the next one starts (nil at the end).
 package struct Page<Item: Sendable>: Sendable {

@@ -1,6 +1,6 @@
 import Foundation
 import HTTPTypes
-package import NIOCore
+import NIOCore
 import NIOHTTPTypes
 
 /// Limits on connections, so idle or slow clients cannot take the server down: how long a

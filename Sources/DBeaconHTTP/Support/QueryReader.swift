@@ -1,5 +1,5 @@
 package import DBeaconCore
-package import DBeaconServices
+import DBeaconServices
 import DBeaconAPI
 import DBeaconGeo
 package import Hummingbird
@@ -55,7 +55,7 @@ package struct QueryReader {
     package func limit(default defaultValue: Int = BeaconService.defaultPageSize, max: Int = BeaconService.maxPageSize) throws -> Int {
         guard let raw = try string("limit") else { return defaultValue }
         let digits = raw.hasPrefix("+") ? raw.dropFirst() : raw[...]
-        guard !digits.isEmpty, digits.allSatisfy { $0.isASCII && $0.isNumber }, digits.contains(where: { $0 != "0" }) else {
+        guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }), digits.contains(where: { $0 != "0" }) else {
             throw DBeaconError(.badRequest, code: "invalid_parameter", message: "limit must be a positive integer", path: "limit")
         }
         guard let value = Int(digits) else { return max }

@@ -1,5 +1,5 @@
 package import DBeaconCore
-package import DBeaconStore
+import DBeaconStore
 
 /// Aggregate visit statistics of a beacon, for its owner (thesis 4.2.3, consumer activity
 /// data): never per-user trails.

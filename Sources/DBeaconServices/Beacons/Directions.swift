@@ -1,6 +1,6 @@
 package import DBeaconCore
-package import DBeaconGeo
-package import DBeaconStore
+import DBeaconGeo
+import DBeaconStore
 
 /// Directions from a point to a beacon's location.
 package struct Directions: Sendable {

@@ -1,6 +1,6 @@
 package import DBeaconCore
-package import DBeaconGeo
-package import DBeaconStore
+import DBeaconGeo
+import DBeaconStore
 
 /// A beacon found by nearby, with the geodesic distance and initial bearing from the query
 /// point to its location.

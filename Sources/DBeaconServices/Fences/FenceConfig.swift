@@ -1,6 +1,6 @@
-package import DBeaconCore
+import DBeaconCore
 import DBeaconGeo
-package import DBeaconStore
+import DBeaconStore
 import Foundation
 
 /// Tunables of the fence state machine.

@@ -1,6 +1,6 @@
 package import DBeaconCore
 import DBeaconGeo
-package import DBeaconStore
+import DBeaconStore
 import Foundation
 
 /// One location fix from a device.

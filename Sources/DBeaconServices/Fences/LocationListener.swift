@@ -1,5 +1,5 @@
 package import DBeaconCore
-package import DBeaconStore
+import DBeaconStore
 
 /// Told about a user's newest accepted fix once the fence update that recorded it is durable,
 /// so a service can react to movement (group range alerts, tour progress). A listener writes

@@ -1,6 +1,6 @@
 package import DBeaconCore
 import DBeaconGeo
-package import DBeaconStore
+import DBeaconStore
 import Foundation
 
 /// A sighting of a physical beacon that stands for `beacon` (resolved and visible to the user).

@@ -1,7 +1,7 @@
 package import DBeaconCore
-package import DBeaconStore
+import DBeaconStore
 package import Logging
-package import ServiceLifecycle
+import ServiceLifecycle
 
 /// Feeds committed beacon changes to the fence engine, in commit order, so a beacon that
 /// appears, moves, grows or changes visibility around a standing user enters or exits them.

@@ -1,7 +1,7 @@
-package import DBeaconCore
+import DBeaconCore
 package import DBeaconStore
 package import Logging
-package import ServiceLifecycle
+import ServiceLifecycle
 
 /// The background clock of the event machinery: lifetime starts and ends (`beacon.started` /
 /// `beacon.ended` for followers, and fence re-evaluation of who is inside), dwell times, and
@@ -27,7 +27,7 @@ package struct LifetimeTicker: Service {
     }
 
     package func run() async throws {
-        try await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             var lastRetention = Timestamp(millis: 0)
             while !Task.isCancelled {
                 do {

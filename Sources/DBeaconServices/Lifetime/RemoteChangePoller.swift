@@ -1,6 +1,6 @@
 package import DBeaconStore
 package import Logging
-package import ServiceLifecycle
+import ServiceLifecycle
 
 /// Polls the store for changes committed by other processes (SpatiaLite: the CLI writing to
 /// the served file), as a background service; the store reports what it finds to its remote
@@ -17,7 +17,7 @@ package struct RemoteChangePoller: Service {
     package func run() async throws {
         // A service that returns stops the whole group: without polling, wait for shutdown.
         guard let interval = store.remoteChangePollInterval else { return try await gracefulShutdown() }
-        try await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 do {
                     try await store.pollRemoteChanges()

@@ -1,6 +1,6 @@
 package import DBeaconCore
-package import DBeaconGeo
-package import DBeaconStore
+import DBeaconGeo
+import DBeaconStore
 
 /// A physical beacon identity resolved to a digital beacon.
 package struct Resolution: Sendable {

@@ -1,6 +1,6 @@
-package import DBeaconCore
+import DBeaconCore
 package import DBeaconGeo
-package import DBeaconStore
+import DBeaconStore
 import Crypto
 
 /// Tunables of sighting resolution, ranging and indoor positioning.

@@ -1,5 +1,5 @@
 package import DBeaconCore
-package import DBeaconGeo
+import DBeaconGeo
 package import DBeaconStore
 
 /// Sighting batches: each item resolved through the registry, ranged (log-distance path loss)

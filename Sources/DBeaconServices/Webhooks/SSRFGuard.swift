@@ -1,4 +1,4 @@
-package import DBeaconCore
+import DBeaconCore
 import Foundation
 
 #if canImport(Glibc)
@@ -176,6 +176,6 @@ package struct SSRFGuard: Sendable {
             withUnsafeMutableBytes(of: &addr) { $0.copyBytes(from: a) }
             inet_ntop(AF_INET6, &addr, &buffer, socklen_t(buffer.count))
         }
-        return String(cString: buffer)
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

@@ -1,5 +1,5 @@
 import Crypto
-package import DBeaconCore
+import DBeaconCore
 import Foundation
 
 /// Signing per the Standard Webhooks specification (standardwebhooks.com): secrets are

@@ -1,12 +1,12 @@
 import AsyncHTTPClient
-package import DBeaconCore
+import DBeaconCore
 package import DBeaconStore
 import Foundation
 package import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-package import ServiceLifecycle
+import ServiceLifecycle
 
 /// Delivers the outbox to webhook endpoints (Standard Webhooks), as a background service.
 ///
@@ -42,7 +42,7 @@ package struct WebhookDeliverer: Service {
 
     package func run() async throws {
         try await store.resetInFlightDeliveries()
-        try await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 do {
                     let sent = try await runOnce()

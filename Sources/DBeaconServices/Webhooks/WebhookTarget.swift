@@ -1,4 +1,4 @@
-package import DBeaconCore
+import DBeaconCore
 import Foundation
 
 /// A webhook URL taken apart, with the addresses its host resolved to.

@@ -53,8 +53,8 @@ struct PostgresSession: SQLSession {
         case .bool(let v): binds.append(v)
         case .text(let v): binds.append(v)
         case .blob(let v): binds.append(ByteBuffer(bytes: v))
-        case .textArray(let v): try binds.append(v)
-        case .integerArray(let v): try binds.append(v)
+        case .textArray(let v): binds.append(v)
+        case .integerArray(let v): binds.append(v)
         }
     }
 

@@ -1,4 +1,4 @@
-package import DBeaconCore
+import DBeaconCore
 
 /// One connection inside a transaction (a write, or a read snapshot), on either database.
 /// Statements are written once, in the SQL both databases accept, with `$1…$n` placeholders;

@@ -23,6 +23,7 @@ package protocol SQLStore: ServiceBackingStore, RegistryStore, AnyObject {
     /// Runs `body` in a read-only snapshot, so multi-query reads see one state.
     func read<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) async throws -> T) async throws -> T
     /// Runs `body` in a write transaction and, after commit, reports what `log` collected.
+    @discardableResult
     func write<T: Sendable>(_ body: @escaping @Sendable (any SQLSession, inout SQLWriteLog) async throws -> T) async throws -> T
     /// Who claims webhook deliveries in this process (PostGIS: its listener session, so only
     /// the deliveries of processes that are gone are reclaimed); nil on SpatiaLite.

@@ -1,4 +1,4 @@
-package import DBeaconCore
+import DBeaconCore
 
 /// A value bound to a statement or read from a row, in the types both databases share.
 /// Booleans are read back as integers (0/1); arrays are bound only (PostgreSQL arrays,

@@ -1,7 +1,6 @@
 package import DBeaconCore
 import DBeaconGeo
-package import DBeaconStore
-package import Logging
+import DBeaconStore
 
 /// One person in a group as a given viewer may see them.
 package struct GroupMemberStatus: Sendable {

@@ -1,7 +1,6 @@
 package import DBeaconCore
 import DBeaconGeo
-package import DBeaconStore
-package import Logging
+import DBeaconStore
 
 /// A group as one of its members (or its guide) sees it.
 package struct GroupStatus: Sendable {

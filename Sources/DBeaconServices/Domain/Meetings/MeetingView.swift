@@ -1,6 +1,6 @@
 package import DBeaconCore
 import DBeaconGeo
-package import DBeaconStore
+import DBeaconStore
 
 /// A meeting and what the caller may know about its attendees.
 package struct MeetingView: Sendable {

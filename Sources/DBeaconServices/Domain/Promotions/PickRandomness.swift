@@ -1,6 +1,6 @@
-package import DBeaconCore
+import DBeaconCore
 import DBeaconGeo
-package import DBeaconStore
+import DBeaconStore
 import Synchronization
 
 /// The random source of picks; tests substitute a seeded one.

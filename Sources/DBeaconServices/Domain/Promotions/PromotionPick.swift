@@ -1,6 +1,6 @@
-package import DBeaconCore
+import DBeaconCore
 import DBeaconGeo
-package import DBeaconStore
+import DBeaconStore
 import Synchronization
 
 /// The answer of `GET /v1/promotions/pick`.

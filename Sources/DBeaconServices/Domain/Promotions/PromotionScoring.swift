@@ -1,6 +1,6 @@
 package import DBeaconCore
 import DBeaconGeo
-package import DBeaconStore
+import DBeaconStore
 import Synchronization
 
 /// The Noticon ad choice (CUHK report, ch. 5.5.1), as a pure function.

@@ -1,6 +1,6 @@
 package import DBeaconCore
 import DBeaconGeo
-package import DBeaconStore
+import DBeaconStore
 import Synchronization
 
 /// A promotion with its distance from the consumer and its score for them.

@@ -1,7 +1,6 @@
-package import DBeaconCore
+import DBeaconCore
 import DBeaconGeo
-package import DBeaconStore
-package import Logging
+import DBeaconStore
 
 /// A tour found near a point, with the stops whose perimeter covers it.
 package struct NearbyTour: Sendable {

@@ -1,7 +1,6 @@
-package import DBeaconCore
+import DBeaconCore
 import DBeaconGeo
-package import DBeaconStore
-package import Logging
+import DBeaconStore
 
 /// A stop after `from`, with distance and direction from the origin (the caller's point,
 /// else the `from` stop).

@@ -1,7 +1,6 @@
 package import DBeaconCore
 import DBeaconGeo
-package import DBeaconStore
-package import Logging
+import DBeaconStore
 
 /// Where a follower of a tour stands.
 package struct TourProgress: Sendable {

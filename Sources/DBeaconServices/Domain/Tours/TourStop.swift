@@ -1,7 +1,6 @@
 package import DBeaconCore
 import DBeaconGeo
-package import DBeaconStore
-package import Logging
+import DBeaconStore
 
 /// A stop of a tour: its order and its place beacon.
 package struct TourStop: Sendable {

@@ -1,7 +1,6 @@
 package import DBeaconCore
 import DBeaconGeo
-package import DBeaconStore
-package import Logging
+import DBeaconStore
 
 /// A tour with its stops (those the caller can see), in order.
 package struct TourView: Sendable {
