@@ -76,20 +76,17 @@ package actor FenceEngine {
             coverage.append(try await engine.covering(CoverQuery(point: fix.position, at: fix.timestamp, viewer: .user(user))))
         }
         let tracking = try await engine.trackingBeacons(owner: user)
-        // Built here too, off the actor: the serial part is only what must be.
+        return try await decide(user: user, fixes: sorted, coverage: coverage, tracking: tracking)
+    }
+
+    private func decide(user: UserID, fixes sorted: [LocationFix], coverage: [[Beacon]], tracking: [Beacon]) async throws -> FixReport {
+        if needsReload { try await reload() }
+        if store.sharedFenceState {
+            return try await reportShared(user: user, fixes: sorted, coverage: coverage, tracking: tracking)
+        }
         var known: [BeaconID: Beacon] = [:]
         for list in coverage { for b in list { known[b.id] = b } }
         for b in tracking { known[b.id] = b }
-        return try await decide(user: user, fixes: sorted, coverage: coverage, tracking: tracking, known: known)
-    }
-
-    private func decide(user: UserID, fixes sorted: [LocationFix], coverage: [[Beacon]], tracking: [Beacon],
-                        known: [BeaconID: Beacon]) async throws -> FixReport {
-        if needsReload { try await reload() }
-        if store.sharedFenceState {
-            return try await reportShared(user: user, fixes: sorted, coverage: coverage, tracking: tracking, known: known)
-        }
-        var known = known
         // Beacons the user is inside but that no fix covers (exit cushions). A state added while
         // suspended may need one more round; ids still unknown after a fetch were deleted.
         var attempted = Set<BeaconID>()
@@ -120,8 +117,10 @@ package actor FenceEngine {
 
     /// `report` on a shared store: coverage from the index, the decision on the stored state of
     /// the user (and of the users a moving beacon of theirs may now cover), under their locks.
-    private func reportShared(user: UserID, fixes sorted: [LocationFix], coverage: [[Beacon]], tracking: [Beacon],
-                              known: [BeaconID: Beacon]) async throws -> FixReport {
+    private func reportShared(user: UserID, fixes sorted: [LocationFix], coverage: [[Beacon]], tracking: [Beacon]) async throws -> FixReport {
+        var known: [BeaconID: Beacon] = [:]
+        for list in coverage { for b in list { known[b.id] = b } }
+        for b in tracking { known[b.id] = b }
         var boxes: [BoundingBox] = []
         if let last = sorted.last {
             for var b in tracking {
