@@ -9,19 +9,23 @@ package import DBeaconCore
 /// up to about a kilometre all live on level 0). Inserts and removals are O(1) and the cost
 /// of a query does not depend on how large the indexed boxes are — a 50 km region and a
 /// 20 m circle are both found with one hash lookup each.
-package struct HierarchicalGrid {
-    package static let baseCell = 1.0 / 256 // ≈ 434 m of latitude
-    package static let levels = 18 // the coarsest level's cells (512°) hold any box
+///
+/// Each entry carries a copy of its slot's `Record` (what a query filters and tests on), so a
+/// query scans a cell's contiguous list and reaches no other memory for most candidates.
+package struct HierarchicalGrid<Record> {
+    package static var baseCell: Double { 1.0 / 256 } // ≈ 434 m of latitude
+    package static var levels: Int { 18 } // the coarsest level's cells (512°) hold any box
 
-    /// One box in a cell: the slot and its box rounded outwards to `Float`, so most
-    /// candidates are rejected while scanning the cell's contiguous list, without touching
-    /// the slot's record.
+    /// One box in a cell: the slot, its box rounded outwards to `Float` (most candidates are
+    /// rejected on it) and the slot's record.
     package struct Entry {
         package var slot: Int32
         package var west: Float, south: Float, east: Float, north: Float
+        package var record: Record
 
-        init(slot: Int32, box: BoundingBox) {
+        init(slot: Int32, box: BoundingBox, record: Record) {
             self.slot = slot
+            self.record = record
             west = Float(box.west).nextDown
             south = Float(box.south).nextDown
             east = Float(box.east).nextUp
@@ -74,8 +78,8 @@ package struct HierarchicalGrid {
         return (level, keys)
     }
 
-    package mutating func insert(_ slot: Int32, box: BoundingBox, level: Int, keys: [UInt64]) {
-        let entry = Entry(slot: slot, box: box)
+    package mutating func insert(_ slot: Int32, box: BoundingBox, level: Int, keys: [UInt64], record: Record) {
+        let entry = Entry(slot: slot, box: box, record: record)
         for k in keys { cells[level][k, default: []].append(entry) }
         population[level] += 1
         if population[level] == 1 { occupied = (0..<Self.levels).filter { population[$0] > 0 } }
@@ -92,18 +96,18 @@ package struct HierarchicalGrid {
         if population[level] == 0 { occupied = (0..<Self.levels).filter { population[$0] > 0 } }
     }
 
-    /// Calls `body` with the slot of every box (in the cells containing the point) whose
-    /// rounded-out box contains the point: a superset of the boxes containing it. A slot may
-    /// repeat only when its beacon has several boxes.
+    /// Calls `body` with the slot and record of every box (in the cells containing the point)
+    /// whose rounded-out box contains the point: a superset of the boxes containing it. A slot
+    /// may repeat only when its beacon has several boxes.
     @inline(__always)
-    package func forEachCandidate(lon: Double, lat: Double, _ body: (Int32) -> Void) {
+    package func forEachCandidate(lon: Double, lat: Double, _ body: (Int32, borrowing Record) -> Void) {
         let flon = Float(lon), flat = Float(lat)
         for level in occupied {
             let s = Self.size(level)
             let k = Self.key(Self.index(lon, offset: 180, size: s), Self.index(lat, offset: 90, size: s))
             guard let list = cells[level][k] else { continue }
             list.withUnsafeBufferPointer { entries in
-                for e in entries where e.mayContain(lon: flon, lat: flat) { body(e.slot) }
+                for i in entries.indices where entries[i].mayContain(lon: flon, lat: flat) { body(entries[i].slot, entries[i].record) }
             }
         }
     }

@@ -8,16 +8,20 @@ package import DBeaconCore
 /// prepared-geometry point location), with GEOS's orientation predicate — a floating-point
 /// filter and a double-double fallback — so the answer, boundary cases included, is the one
 /// GEOS gives. The rings are shared with the beacon (copy-on-write arrays), so the index
-/// adds only its strip table and at most about twelve bytes per edge.
+/// adds only its strip table and at most about six bytes per edge (twelve for polygons whose
+/// ring and vertex numbers do not fit in 16 bits together).
 package struct IndexedPolygon: Sendable {
     private let rings: [Ring]
     private let south: Double, north: Double, west: Double, east: Double
     private let stripHeight: Double
     private let stripCount: Int
     /// Edges of strip `s` are `edges[stripStart[s] ..< stripStart[s+1]]`; an edge is
-    /// `ring << 24 | index of its first vertex`.
+    /// `ring << shift | index of its first vertex`, in `edges16` when every such number fits
+    /// in 16 bits (the other array is empty), else in `edges32`.
     private let stripStart: [UInt32]
-    private let edges: [UInt32]
+    private let edges16: [UInt16]
+    private let edges32: [UInt32]
+    private let shift: UInt32
 
     package init(_ polygon: Polygon) {
         rings = polygon.rings
@@ -54,12 +58,18 @@ package struct IndexedPolygon: Sendable {
             for i in 0..<(ring.count - 1) { for s in range(ring[i], ring[i + 1]) { counts[s + 1] += 1 } }
         }
         for s in 0..<n { counts[s + 1] += counts[s] }
+        // Bits for a vertex index and for a ring number.
+        func bits(_ maxValue: Int) -> UInt32 { maxValue <= 0 ? 0 : UInt32(Int.bitWidth - maxValue.leadingZeroBitCount) }
+        let vertexBits = bits(polygon.rings.map { $0.count - 2 }.max() ?? 0)
+        let narrow = vertexBits + bits(polygon.rings.count - 1) <= 16
+        let shift: UInt32 = narrow ? vertexBits : 24
+        self.shift = shift
         var fill = counts
         var edges = [UInt32](repeating: 0, count: Int(counts[n]))
         for (r, ring) in polygon.rings.enumerated() where ring.count > 1 {
             for i in 0..<(ring.count - 1) {
                 for s in range(ring[i], ring[i + 1]) {
-                    edges[Int(fill[s])] = UInt32(r) << 24 | UInt32(i)
+                    edges[Int(fill[s])] = UInt32(r) << shift | UInt32(i)
                     fill[s] += 1
                 }
             }
@@ -67,15 +77,17 @@ package struct IndexedPolygon: Sendable {
         // Within a strip, edges by decreasing eastern end: a test stops at the first edge that
         // lies wholly west of the point (the ray runs east).
         let rings = polygon.rings
+        let mask = UInt32(1) << shift - 1
         func eastEnd(_ ref: UInt32) -> Double {
-            let ring = rings[Int(ref >> 24)], i = Int(ref & 0xFF_FFFF)
+            let ring = rings[Int(ref >> shift)], i = Int(ref & mask)
             return max(ring[i].lon, ring[i + 1].lon)
         }
         for s in 0..<n where counts[s + 1] - counts[s] > 1 {
             edges[Int(counts[s])..<Int(counts[s + 1])].sort { eastEnd($0) > eastEnd($1) }
         }
         stripStart = counts
-        self.edges = edges
+        edges16 = narrow ? edges.map { UInt16($0) } : []
+        edges32 = narrow ? [] : edges
     }
 
     @inline(__always)
@@ -88,12 +100,19 @@ package struct IndexedPolygon: Sendable {
     package func covers(lon x: Double, lat y: Double) -> Bool {
         guard y >= south, y <= north, x >= west, x <= east else { return false }
         let s = Self.strip(y, south: south, height: stripHeight, count: stripCount)
+        let range = Int(stripStart[s])..<Int(stripStart[s + 1])
+        return edges32.isEmpty ? covers(edges16, range, x: x, y: y) : covers(edges32, range, x: x, y: y)
+    }
+
+    @inline(__always)
+    private func covers<E: FixedWidthInteger>(_ edges: [E], _ range: Range<Int>, x: Double, y: Double) -> Bool {
         var crossings = 0
+        let shift = Int(self.shift), mask = 1 << shift - 1
         return rings.withUnsafeBufferPointer { rings in
-            for k in Int(stripStart[s])..<Int(stripStart[s + 1]) {
-                let ref = edges[k]
-                let ring = rings[Int(ref >> 24)]
-                let i = Int(ref & 0xFF_FFFF)
+            for k in range {
+                let ref = Int(edges[k])
+                let ring = rings[ref >> shift]
+                let i = ref & mask
                 let p1 = ring[i], p2 = ring[i + 1]
                 // Edges are sorted by decreasing eastern end, so once one lies wholly west, all
                 // the rest do.
@@ -134,5 +153,8 @@ package struct IndexedPolygon: Sendable {
     }
 
     /// Number of edge references (memory accounting).
-    package var edgeReferences: Int { edges.count }
+    package var edgeReferences: Int { edges16.count + edges32.count }
+
+    /// True when the edge references take 16 bits each.
+    package var hasNarrowEdges: Bool { edgeReferences > 0 && edges32.isEmpty }
 }

@@ -16,21 +16,24 @@ import Darwin
 /// A query looks up one grid cell per occupied level, then filters the candidates with
 /// plain-old-data checks (box, lifetime, tag bits, service, visibility) before the exact
 /// test: geodesic distance for circles (the same `Geodesy.circleContains` the SQL path
-/// registers as `dbeacon_circle_contains`), a GEOS prepared geometry for small polygons, and
-/// an edge-indexed polygon (`IndexedPolygon`, GEOS's point-location rules) for large ones,
-/// so a 5,000-vertex region costs a few dozen edge tests rather than thousands.
+/// registers as `dbeacon_circle_contains`), GEOS's point-location rules on one block of
+/// coordinates for small polygons (`FlatPerimeter`), and an edge-indexed polygon
+/// (`IndexedPolygon`, the same rules) for large ones, so a 5,000-vertex region costs a few
+/// dozen edge tests rather than thousands.
 ///
 /// Readers run in parallel under a read lock; a change (create, update, delete, move) is
 /// prepared outside the lock and swapped in under the write lock, synchronously from the
 /// store's commit hook, so a write is visible to queries as soon as the writer returns.
 package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
-    /// Polygons with more vertices than this use `IndexedPolygon` instead of GEOS.
+    /// Polygons with more vertices than this use `IndexedPolygon` instead of `FlatPerimeter`.
     package static let largePolygonThreshold = 256
 
-    /// The fields a query filters on, packed without references so the scan over a cell
-    /// touches no reference counts.
+    /// The fields a query filters on and tests with, packed without references (the scan over
+    /// a cell touches no reference counts). A copy sits in each of the slot's grid entries, so
+    /// a query reads them from the cell's contiguous list rather than from a record elsewhere
+    /// in memory per candidate; the exact box is not needed there: circles are decided by
+    /// their distance, polygons by their edges (and the raster checks its own box).
     struct Hot {
-        var west = 0.0, south = 0.0, east = 0.0, north = 0.0
         var lat = 0.0, lon = 0.0, radius = 0.0
         var lifeStart = Int64.min, lifeEnd = Int64.max
         var tagBits: UInt64 = 0
@@ -39,34 +42,33 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         var kind: Kind = .free
         /// Index into `rasters` for edge-indexed polygons, else -1.
         var raster: Int32 = -1
+        /// The coordinates of a small polygon (`FlatPerimeter.base`, owned by the slot's `Cold`).
+        var flat: UnsafePointer<Double>? = nil
         var isPrivate = false
         var multiBox = false
         var overflowTags = false
     }
 
-    /// `pending`: a polygon whose exact test is not prepared yet (a fast start-up loads
-    /// without preparing; `warm` prepares in the background): tested edge by edge meanwhile.
-    enum Kind: UInt8 { case free, circle, prepared, indexed, pending }
+    /// `small`: a polygon tested on its `FlatPerimeter`; `indexed`: a large one with an edge
+    /// index; `pending`: a large polygon whose index is not built yet (a fast start-up loads
+    /// without building them; `warm` builds them in the background): tested edge by edge meanwhile.
+    enum Kind: UInt8 { case free, circle, small, indexed, pending }
 
     /// Everything else about a slot (a class: reading it from a query copies one reference).
     final class Cold {
         let beacon: Beacon
-        let prepared: PreparedPerimeter?
+        let flat: FlatPerimeter?
         let indexed: [IndexedPolygon]
         let members: Set<Int32>
+        /// The boxes it is indexed under (its grid cells are recomputed from them on removal).
         let boxes: [BoundingBox]
-        let cells: [(level: Int, keys: [UInt64])]
-        let tags: Set<String>
 
-        init(beacon: Beacon, prepared: PreparedPerimeter?, indexed: [IndexedPolygon], members: Set<Int32>,
-             boxes: [BoundingBox], cells: [(level: Int, keys: [UInt64])], tags: Set<String>) {
+        init(beacon: Beacon, flat: FlatPerimeter?, indexed: [IndexedPolygon], members: Set<Int32>, boxes: [BoundingBox]) {
             self.beacon = beacon
-            self.prepared = prepared
+            self.flat = flat
             self.indexed = indexed
             self.members = members
             self.boxes = boxes
-            self.cells = cells
-            self.tags = tags
         }
     }
 
@@ -78,7 +80,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     private var cold: [Cold?] = []
     private var freeSlots: [Int32] = []
     private var slots: [BeaconID: Int32] = [:]
-    private var grid = HierarchicalGrid()
+    private var grid = HierarchicalGrid<Hot>()
     private var users: [UserID: Int32] = [:]
     private var tagIDs: [String: Int] = [:]
     private var services: [String: Int32] = [:]
@@ -107,9 +109,9 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     /// Bulk-loads every stored beacon. Register `apply` with the store before calling this:
     /// changes committed while loading win over the loader's (older) copy.
     ///
-    /// With `prepare: false` polygons are indexed by box only and answered by an unindexed
-    /// edge test (the same rules) until `warm()` has prepared them: the server starts
-    /// answering in about half the time and prepares in the background.
+    /// With `prepare: false` large polygons are loaded without their edge index and answered
+    /// by an unindexed edge test (the same rules) until `warm()` has built it: the server
+    /// starts answering in about half the time and builds them in the background.
     @discardableResult
     package func load(from store: any BeaconStore, batchSize: Int = 20_000, prepare: Bool = true) async throws -> LoadReport {
         let started = ContinuousClock.now
@@ -228,8 +230,8 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             }
         case .move(let id, let position):
             // A move keeps the perimeter's shape: circles move with the location; a polygon of a
-            // moving beacon stays where it is (the model moves circles only). So the prepared
-            // geometry is reused (only the boxes are recomputed), and the read and the swap
+            // moving beacon stays where it is (the model moves circles only). So the polygon's
+            // test is reused (only the boxes are recomputed), and the read and the swap
             // happen under one write lock (no newer version can slip between).
             lock.write {
                 touchedDuringLoad?.insert(id)
@@ -237,17 +239,17 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                 var beacon = c.beacon
                 beacon.location = position
                 let h = hot[Int(slot)]
-                install(beacon, Prepared(boxes: Self.boxes(of: beacon), prepared: c.prepared, indexed: c.indexed,
+                install(beacon, Prepared(boxes: Self.boxes(of: beacon), flat: c.flat, indexed: c.indexed,
                                          raster: h.raster >= 0 ? rasters[Int(h.raster)] : nil, pending: h.kind == .pending))
             }
         }
     }
 
-    /// What an exact test needs, built outside the lock (GEOS preparation can take milliseconds).
+    /// What an exact test needs, built outside the lock (an edge index can take milliseconds).
     struct Prepared: @unchecked Sendable {
         /// The boxes the perimeter is indexed under (`boxes(of:)`).
         var boxes: [BoundingBox]
-        var prepared: PreparedPerimeter? = nil
+        var flat: FlatPerimeter? = nil
         var indexed: [IndexedPolygon] = []
         var raster: PolygonRaster? = nil
         /// A polygon not prepared yet (`Kind.pending`).
@@ -255,21 +257,22 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         /// The grid cells of `boxes` (computed with the rest, outside the lock).
         var cells: [(level: Int, keys: [UInt64])] = []
 
-        init(boxes: [BoundingBox], prepared: PreparedPerimeter? = nil, indexed: [IndexedPolygon] = [],
+        init(boxes: [BoundingBox], flat: FlatPerimeter? = nil, indexed: [IndexedPolygon] = [],
              raster: PolygonRaster? = nil, pending: Bool = false) {
             self.boxes = boxes
-            self.prepared = prepared
+            self.flat = flat
             self.indexed = indexed
             self.raster = raster
             self.pending = pending
-            cells = boxes.map(HierarchicalGrid.cells(for:))
+            cells = boxes.map(HierarchicalGrid<Hot>.cells(for:))
         }
     }
 
-    /// Boxes only: the exact test is prepared later (`warm`).
+    /// Without the edge index of a large polygon: it is built later (`warm`).
     static func pending(_ beacon: Beacon) -> Prepared {
         if case .circle = beacon.perimeter { return Prepared(boxes: boxes(of: beacon)) }
-        return Prepared(boxes: boxes(of: beacon), pending: true)
+        if beacon.perimeter.vertexCount > largePolygonThreshold { return Prepared(boxes: boxes(of: beacon), pending: true) }
+        return prepare(beacon)
     }
 
     static func prepare(_ beacon: Beacon) -> Prepared {
@@ -288,7 +291,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                 } : nil
                 return Prepared(boxes: boxes, indexed: indexed, raster: raster)
             }
-            return Prepared(boxes: boxes, prepared: PreparedPerimeter(polygons))
+            return Prepared(boxes: boxes, flat: FlatPerimeter(polygons))
         }
     }
 
@@ -308,12 +311,12 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         return Array(results)
     }
 
-    /// Number of polygons still waiting for their exact test (`load(prepare: false)`).
+    /// Number of large polygons still waiting for their edge index (`load(prepare: false)`).
     package var pendingCount: Int { lock.read { pending } }
     /// Slots of kind `.pending` (kept by `install`/`uninstall`).
     private var pending = 0
 
-    /// Prepares the exact tests of the polygons loaded without them, in batches, outside the
+    /// Builds the edge indexes of the large polygons loaded without them, in batches, outside the
     /// lock; each is swapped in only if its slot still holds the same version (a change
     /// applied meanwhile was prepared by `apply` already). Queries go on meanwhile.
     /// Returns the number prepared.
@@ -364,8 +367,6 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         }
         var h = Hot()
         let boxes = prep.boxes
-        let all = boxes.dropFirst().reduce(boxes[0]) { $0.union($1) }
-        (h.west, h.south, h.east, h.north) = (all.west, all.south, all.east, all.north)
         h.multiBox = boxes.count > 1
         h.lat = beacon.location.lat
         h.lon = beacon.location.lon
@@ -381,9 +382,10 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         }
         switch beacon.perimeter {
         case .circle: h.kind = .circle
-        case .polygon, .multiPolygon: h.kind = prep.pending ? .pending : prep.indexed.isEmpty ? .prepared : .indexed
+        case .polygon, .multiPolygon: h.kind = prep.pending ? .pending : prep.indexed.isEmpty ? .small : .indexed
         }
-        if h.kind == .prepared && prep.prepared == nil { h.kind = .free } // GEOS refused it: never matches
+        h.flat = prep.flat.map { UnsafePointer($0.base) }
+        if h.kind == .small && h.flat == nil { h.kind = .free }
         if h.kind == .indexed, let raster = prep.raster {
             if let free = freeRasters.popLast() {
                 rasters[Int(free)] = raster
@@ -393,13 +395,11 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                 rasters.append(raster)
             }
         }
-        let cells = prep.cells
-        for (box, c) in zip(boxes, cells) { grid.insert(slot, box: box, level: c.level, keys: c.keys) }
+        for (box, c) in zip(boxes, prep.cells) { grid.insert(slot, box: box, level: c.level, keys: c.keys, record: h) }
         if h.kind == .pending { pending += 1 }
         hot[Int(slot)] = h
-        cold[Int(slot)] = Cold(beacon: beacon, prepared: prep.prepared, indexed: prep.indexed,
-                               members: Set((beacon.members ?? []).map(userIndex)), boxes: boxes, cells: cells,
-                               tags: Set(beacon.tags))
+        cold[Int(slot)] = Cold(beacon: beacon, flat: prep.flat, indexed: prep.indexed,
+                               members: Set((beacon.members ?? []).map(userIndex)), boxes: boxes)
         slots[beacon.id] = slot
         if beacon.tracksOwner { tracking[h.owner, default: []].insert(slot) }
     }
@@ -407,7 +407,10 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     /// Must hold the write lock.
     private func uninstall(_ slot: Int32) {
         guard let c = cold[Int(slot)] else { return }
-        for cell in c.cells { grid.remove(slot, level: cell.level, keys: cell.keys) }
+        for box in c.boxes {
+            let cell = HierarchicalGrid<Hot>.cells(for: box)
+            grid.remove(slot, level: cell.level, keys: cell.keys)
+        }
         if c.beacon.tracksOwner, let owner = users[c.beacon.owner] {
             tracking[owner]?.remove(slot)
             if tracking[owner]?.isEmpty == true { tracking[owner] = nil }
@@ -514,54 +517,46 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             guard let i = services[s] else { return }
             service = i
         }
-        var polygonCandidates: [Int32] = []
         var multiBoxSeen: [Int32] = []
-        hot.withUnsafeBufferPointer { hot in
-            grid.forEachCandidate(lon: lon, lat: lat) { slot in
-                let h = hot[Int(slot)]
-                guard lon >= h.west, lon <= h.east, lat >= h.south, lat <= h.north else { return }
-                guard h.lifeStart <= at, at < h.lifeEnd else { return }
-                if checkNow && !isAdmin && h.owner != viewer && !(h.lifeStart <= now && now < h.lifeEnd) { return }
-                if service != 0 && h.service != service { return }
-                if tagFilter && h.tagBits & tagMask == 0 {
-                    guard overflowQuery && h.overflowTags,
-                          let c = cold[Int(slot)], query.tags.contains(where: c.tags.contains) else { return }
-                }
-                if !isAdmin && h.isPrivate && h.owner != viewer {
-                    guard let c = cold[Int(slot)], c.members.contains(viewer) else { return }
-                }
-                if h.multiBox {
-                    guard let c = cold[Int(slot)], c.boxes.contains(where: { $0.contains(query.point) }),
-                          !multiBoxSeen.contains(slot) else { return }
-                    multiBoxSeen.append(slot)
-                }
-                switch h.kind {
-                case .circle:
-                    if Geodesy.circleContains(center: Position(lon: h.lon, lat: h.lat), radiusM: h.radius, point: query.point) {
-                        body(slot)
-                    }
-                case .prepared:
-                    polygonCandidates.append(slot)
-                case .indexed:
-                    if h.raster >= 0 {
-                        switch rasters[Int(h.raster)].classify(lon: lon, lat: lat) {
-                        case PolygonRaster.inside: body(slot); return
-                        case PolygonRaster.outside: return
-                        default: break
-                        }
-                    }
-                    if let c = cold[Int(slot)], c.indexed.contains(where: { $0.covers(lon: lon, lat: lat) }) { body(slot) }
-                case .pending:
-                    if let c = cold[Int(slot)], c.beacon.perimeter.polygons.contains(where: { IndexedPolygon.covers($0, lon: lon, lat: lat) }) {
-                        body(slot)
-                    }
-                case .free:
-                    return
-                }
+        grid.forEachCandidate(lon: lon, lat: lat) { slot, h in
+            guard h.lifeStart <= at, at < h.lifeEnd else { return }
+            if checkNow && !isAdmin && h.owner != viewer && !(h.lifeStart <= now && now < h.lifeEnd) { return }
+            if service != 0 && h.service != service { return }
+            if tagFilter && h.tagBits & tagMask == 0 {
+                guard overflowQuery && h.overflowTags,
+                      let c = cold[Int(slot)], query.tags.contains(where: c.beacon.tags.contains) else { return }
             }
-        }
-        if !polygonCandidates.isEmpty, let probe = PointProbe(query.point) {
-            for slot in polygonCandidates where cold[Int(slot)]?.prepared?.covers(probe) == true { body(slot) }
+            if !isAdmin && h.isPrivate && h.owner != viewer {
+                guard let c = cold[Int(slot)], c.members.contains(viewer) else { return }
+            }
+            if h.multiBox {
+                guard let c = cold[Int(slot)], c.boxes.contains(where: { $0.contains(query.point) }),
+                      !multiBoxSeen.contains(slot) else { return }
+                multiBoxSeen.append(slot)
+            }
+            switch h.kind {
+            case .circle:
+                if Geodesy.circleContains(center: Position(lon: h.lon, lat: h.lat), radiusM: h.radius, point: query.point) {
+                    body(slot)
+                }
+            case .small:
+                if FlatPerimeter.covers(h.flat!, lon: lon, lat: lat) { body(slot) }
+            case .indexed:
+                if h.raster >= 0 {
+                    switch rasters[Int(h.raster)].classify(lon: lon, lat: lat) {
+                    case PolygonRaster.inside: body(slot); return
+                    case PolygonRaster.outside: return
+                    default: break
+                    }
+                }
+                if let c = cold[Int(slot)], c.indexed.contains(where: { $0.covers(lon: lon, lat: lat) }) { body(slot) }
+            case .pending:
+                if let c = cold[Int(slot)], c.beacon.perimeter.polygons.contains(where: { IndexedPolygon.covers($0, lon: lon, lat: lat) }) {
+                    body(slot)
+                }
+            case .free:
+                return
+            }
         }
     }
 

@@ -1,14 +1,16 @@
 package import DBeaconCore
 
-/// A 16×16 raster over a large polygonal perimeter's box that settles most point tests with
+/// A 64×64 raster over a large polygonal perimeter's box that settles most point tests with
 /// one memory access: a cell that no edge's box touches lies wholly inside or wholly outside
-/// the perimeter (decided once, exactly, at its centre); only points in cells an edge touches
-/// need the edge test. Plain data (96 bytes), so it sits in a dense array next to the index.
+/// the perimeter; only points in cells an edge touches need the edge test. Cells no edge
+/// touches that are connected (side by side) share one answer, so the raster is built with
+/// one exact test per connected region (the outside, the interior, each hole), not per cell.
+/// Plain data (1 KiB of cells inline), so it sits in a dense array next to the index.
 package struct PolygonRaster: Sendable {
-    package static let side = 16
-    private let west: Double, south: Double, invWidth: Double, invHeight: Double
-    /// Two bits per cell: 0 outside, 1 inside, 2 an edge passes (test exactly).
-    private let bits: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
+    package static let side = 64
+    private let west: Double, south: Double, east: Double, north: Double, invWidth: Double, invHeight: Double
+    /// Two bits per cell, row by row: 0 outside, 1 inside, 2 an edge passes (test exactly).
+    private var words: InlineArray<128, UInt64>
 
     package static let outside: UInt8 = 0, inside: UInt8 = 1, unknown: UInt8 = 2
 
@@ -18,17 +20,20 @@ package struct PolygonRaster: Sendable {
         let width = max(box.east - box.west, 1e-12), height = max(box.north - box.south, 1e-12)
         west = box.west
         south = box.south
+        east = box.east
+        north = box.north
         invWidth = Double(n) / width
         invHeight = Double(n) / height
-        var cells = [UInt8](repeating: 255, count: n * n)
+        let free: UInt8 = 255, queued: UInt8 = 254
+        var cells = [UInt8](repeating: free, count: n * n)
         let (w, s, iw, ih) = (west, south, invWidth, invHeight)
         func column(_ x: Double) -> Int { min(n - 1, max(0, Int(((x - w) * iw).rounded(.down)))) }
         func row(_ y: Double) -> Int { min(n - 1, max(0, Int(((y - s) * ih).rounded(.down)))) }
+        let eps = 1e-9
         for polygon in polygons {
             for ring in polygon.rings where ring.count > 1 {
                 for i in 0..<(ring.count - 1) {
                     let a = ring[i], b = ring[i + 1]
-                    let eps = 1e-9
                     for r in row(min(a.lat, b.lat) - eps)...row(max(a.lat, b.lat) + eps) {
                         for c in column(min(a.lon, b.lon) - eps)...column(max(a.lon, b.lon) + eps) {
                             cells[r * n + c] = Self.unknown
@@ -37,37 +42,51 @@ package struct PolygonRaster: Sendable {
                 }
             }
         }
-        for r in 0..<n {
-            for c in 0..<n where cells[r * n + c] == 255 {
-                let x = w + (Double(c) + 0.5) / iw, y = s + (Double(r) + 0.5) / ih
-                // A centre that does not map back into its own cell (rounding) is left to the exact test.
-                guard column(x) == c, row(y) == r else { cells[r * n + c] = Self.unknown; continue }
-                cells[r * n + c] = covers(x, y) ? Self.inside : Self.outside
+        // Each connected region of untouched cells: no edge crosses it, so one exact test at a
+        // cell centre (one that maps back into its own cell despite rounding) answers for all.
+        var region: [Int] = []
+        for start in 0..<(n * n) where cells[start] == free {
+            region.removeAll(keepingCapacity: true)
+            region.append(start)
+            cells[start] = queued
+            func visit(_ j: Int) {
+                if cells[j] == free {
+                    cells[j] = queued
+                    region.append(j)
+                }
             }
+            var k = 0
+            while k < region.count {
+                let i = region[k], r = i / n, c = i % n
+                k += 1
+                if r > 0 { visit(i - n) }
+                if r < n - 1 { visit(i + n) }
+                if c > 0 { visit(i - 1) }
+                if c < n - 1 { visit(i + 1) }
+            }
+            var value = Self.unknown
+            for i in region {
+                let r = i / n, c = i % n
+                let x = w + (Double(c) + 0.5) / iw, y = s + (Double(r) + 0.5) / ih
+                if column(x) == c && row(y) == r {
+                    value = covers(x, y) ? Self.inside : Self.outside
+                    break
+                }
+            }
+            for i in region { cells[i] = value }
         }
-        var words = [UInt64](repeating: 0, count: 8)
+        words = InlineArray(repeating: 0)
         for (i, v) in cells.enumerated() { words[i / 32] |= UInt64(v) << UInt64((i % 32) * 2) }
-        bits = (words[0], words[1], words[2], words[3], words[4], words[5], words[6], words[7])
     }
 
-    /// `inside`, `outside`, or `unknown` (test exactly) for a point within the box.
+    /// `inside`, `outside`, or `unknown` (test exactly); `outside` for a point outside the box.
     @inline(__always)
     package func classify(lon: Double, lat: Double) -> UInt8 {
+        guard lon >= west, lon <= east, lat >= south, lat <= north else { return Self.outside }
         let n = Self.side
         let c = min(n - 1, max(0, Int(((lon - west) * invWidth).rounded(.down))))
         let r = min(n - 1, max(0, Int(((lat - south) * invHeight).rounded(.down))))
         let i = r * n + c
-        let word: UInt64
-        switch i / 32 {
-        case 0: word = bits.0
-        case 1: word = bits.1
-        case 2: word = bits.2
-        case 3: word = bits.3
-        case 4: word = bits.4
-        case 5: word = bits.5
-        case 6: word = bits.6
-        default: word = bits.7
-        }
-        return UInt8((word >> UInt64((i % 32) * 2)) & 3)
+        return UInt8((words[i / 32] >> UInt64((i % 32) * 2)) & 3)
     }
 }
