@@ -4,9 +4,9 @@ package import DBeaconCore
 /// in-memory engine.
 ///
 /// Level `L` has square cells of `baseCell · 2^L` degrees. A box goes to the finest level
-/// whose cells are at least a third of its extent, so it touches at most 4×4 cells there; a
-/// point query looks up one cell per occupied level (one or two for city data: perimeters
-/// up to about a kilometre all live on level 0). Inserts and removals are O(1) and the cost
+/// whose cells are at least as large as its extent, so it touches at most 2×2 cells there; a
+/// point query looks up one cell per occupied level (three or four for city data: perimeters
+/// up to about 300 m live on level 0, up to about 2.5 km on level 3). Inserts and removals are O(1) and the cost
 /// of a query does not depend on how large the indexed boxes are — a 50 km region and a
 /// 20 m circle are both found with one hash lookup each.
 ///
@@ -62,7 +62,7 @@ package struct HierarchicalGrid<Record> {
     static func level(for box: BoundingBox) -> Int {
         let extent = max(box.east - box.west, box.north - box.south)
         var level = 0
-        while level < levels - 1 && 3 * size(level) < extent { level += 1 }
+        while level < levels - 1 && size(level) < extent { level += 1 }
         return level
     }
 
@@ -83,6 +83,16 @@ package struct HierarchicalGrid<Record> {
         for k in keys { cells[level][k, default: []].append(entry) }
         population[level] += 1
         if population[level] == 1 { occupied = (0..<Self.levels).filter { population[$0] > 0 } }
+    }
+
+    /// Gives back the spare capacity the cells' lists grew (after a bulk load: a list appended
+    /// to one entry at a time has up to twice the room it needs).
+    package mutating func shrink() {
+        for level in occupied {
+            cells[level] = cells[level].mapValues { list in
+                list.capacity > list.count + list.count / 8 ? list.withUnsafeBufferPointer { Array($0) } : list
+            }
+        }
     }
 
     package mutating func remove(_ slot: Int32, level: Int, keys: [UInt64]) {

@@ -8,7 +8,7 @@ package import DBeaconCore
 /// prepared-geometry point location), with GEOS's orientation predicate — a floating-point
 /// filter and a double-double fallback — so the answer, boundary cases included, is the one
 /// GEOS gives. The rings are shared with the beacon (copy-on-write arrays), so the index
-/// adds only its strip table and at most about six bytes per edge (twelve for polygons whose
+/// adds only its strip table and at most about four bytes per edge (eight for polygons whose
 /// ring and vertex numbers do not fit in 16 bits together).
 package struct IndexedPolygon: Sendable {
     private let rings: [Ring]
@@ -33,16 +33,17 @@ package struct IndexedPolygon: Sendable {
         let edgeCount = polygon.rings.reduce(0) { $0 + max(0, $1.count - 1) }
         // As many strips as keep the index small: an edge is listed in every strip its latitude
         // range touches, so with total edge height Σh and S strips over the height Y there are
-        // about E + Σh·S/Y references; S ≤ 2·E·Y/Σh keeps that under 3 per edge, whatever the
-        // shape (long zig-zag edges get fewer, taller strips).
+        // about E + Σh·S/Y references; S ≤ E·Y/Σh keeps that under 2 per edge, whatever the
+        // shape (long zig-zag edges get fewer, taller strips). About eight edges per strip:
+        // the raster settles most points before this test.
         var totalHeight = 0.0
         for ring in polygon.rings where ring.count > 1 {
             for i in 0..<(ring.count - 1) { totalHeight += abs(ring[i + 1].lat - ring[i].lat) }
         }
         let extent = box.north - box.south
-        var strips = max(1, edgeCount / 4)
+        var strips = max(1, edgeCount / 8)
         if totalHeight > 0 && extent > 0 {
-            strips = min(strips, max(1, Int(2 * Double(edgeCount) * extent / totalHeight)))
+            strips = min(strips, max(1, Int(Double(edgeCount) * extent / totalHeight)))
         }
         stripCount = min(strips, 1 << 16)
         let height = extent / Double(stripCount)
@@ -64,30 +65,33 @@ package struct IndexedPolygon: Sendable {
         let narrow = vertexBits + bits(polygon.rings.count - 1) <= 16
         let shift: UInt32 = narrow ? vertexBits : 24
         self.shift = shift
-        var fill = counts
-        var edges = [UInt32](repeating: 0, count: Int(counts[n]))
-        for (r, ring) in polygon.rings.enumerated() where ring.count > 1 {
-            for i in 0..<(ring.count - 1) {
-                for s in range(ring[i], ring[i + 1]) {
-                    edges[Int(fill[s])] = UInt32(r) << shift | UInt32(i)
-                    fill[s] += 1
+        let rings = polygon.rings
+        func build<E: FixedWidthInteger>(_: E.Type) -> [E] {
+            var fill = counts
+            var edges = [E](repeating: 0, count: Int(counts[n]))
+            for (r, ring) in rings.enumerated() where ring.count > 1 {
+                for i in 0..<(ring.count - 1) {
+                    for s in range(ring[i], ring[i + 1]) {
+                        edges[Int(fill[s])] = E(r << Int(shift) | i)
+                        fill[s] += 1
+                    }
                 }
             }
-        }
-        // Within a strip, edges by decreasing eastern end: a test stops at the first edge that
-        // lies wholly west of the point (the ray runs east).
-        let rings = polygon.rings
-        let mask = UInt32(1) << shift - 1
-        func eastEnd(_ ref: UInt32) -> Double {
-            let ring = rings[Int(ref >> shift)], i = Int(ref & mask)
-            return max(ring[i].lon, ring[i + 1].lon)
-        }
-        for s in 0..<n where counts[s + 1] - counts[s] > 1 {
-            edges[Int(counts[s])..<Int(counts[s + 1])].sort { eastEnd($0) > eastEnd($1) }
+            // Within a strip, edges by decreasing eastern end: a test stops at the first edge
+            // that lies wholly west of the point (the ray runs east).
+            let mask = 1 << Int(shift) - 1
+            func eastEnd(_ ref: E) -> Double {
+                let ring = rings[Int(ref) >> Int(shift)], i = Int(ref) & mask
+                return max(ring[i].lon, ring[i + 1].lon)
+            }
+            for s in 0..<n where counts[s + 1] - counts[s] > 1 {
+                edges[Int(counts[s])..<Int(counts[s + 1])].sort { eastEnd($0) > eastEnd($1) }
+            }
+            return edges
         }
         stripStart = counts
-        edges16 = narrow ? edges.map { UInt16($0) } : []
-        edges32 = narrow ? [] : edges
+        edges16 = narrow ? build(UInt16.self) : []
+        edges32 = narrow ? [] : build(UInt32.self)
     }
 
     @inline(__always)

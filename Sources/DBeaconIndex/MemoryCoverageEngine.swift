@@ -191,6 +191,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         await drained()
         return lock.write {
             finish?(loading.value.seen, touchedDuringLoad ?? [])
+            grid.shrink()
             endLoad()
             return loading.value.seen
         }
