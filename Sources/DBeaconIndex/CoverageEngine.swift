@@ -7,12 +7,21 @@ package import DBeaconStore
 package protocol CoverageEngine: Sendable {
     /// A short name for logs and benchmarks (`sql`, `memory`).
     var name: String { get }
-    /// Visible, alive, tag-matching beacons whose perimeter covers the point; unordered.
+    /// Visible, alive, tag-matching beacons whose perimeter covers the point, each once; unordered.
     func covering(_ query: CoverQuery) async throws -> [Beacon]
+    /// The ids of `covering(query)`, each once (the fence engine needs whole beacons only for the few
+    /// a fix enters or leaves).
+    func coveringIDs(_ query: CoverQuery) async throws -> [BeaconID]
     /// The beacons among `ids` that exist (no visibility filter).
     func beacons(ids: [BeaconID]) async throws -> [Beacon]
     /// The moving beacons of `owner`.
     func trackingBeacons(owner: UserID) async throws -> [Beacon]
+}
+
+extension CoverageEngine {
+    package func coveringIDs(_ query: CoverQuery) async throws -> [BeaconID] {
+        try await covering(query).map(\.id)
+    }
 }
 
 /// The SQL path: SpatiaLite's R*Tree plus `ST_Covers` / geodesic circle test.

@@ -78,6 +78,8 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     private var rasters: [PolygonRaster] = []
     private var freeRasters: [Int32] = []
     private var cold: [Cold?] = []
+    /// The beacon id of each slot (dense, so an id is one read away from the slot).
+    private var ids: [BeaconID?] = []
     private var freeSlots: [Int32] = []
     private var slots: [BeaconID: Int32] = [:]
     private var grid = HierarchicalGrid<Hot>()
@@ -151,6 +153,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             slots.reserveCapacity(expected)
             hot.reserveCapacity(expected)
             cold.reserveCapacity(expected)
+            ids.reserveCapacity(expected)
         }
         // Batches are prepared and installed on a queue of their own while the store reads the
         // next ones (a bounded number in flight), so reading overlaps indexing; with more than
@@ -365,6 +368,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             slot = Int32(hot.count)
             hot.append(Hot())
             cold.append(nil)
+            ids.append(nil)
         }
         var h = Hot()
         let boxes = prep.boxes
@@ -401,6 +405,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         hot[Int(slot)] = h
         cold[Int(slot)] = Cold(beacon: beacon, flat: prep.flat, indexed: prep.indexed,
                                members: Set((beacon.members ?? []).map(userIndex)), boxes: boxes)
+        ids[Int(slot)] = beacon.id
         slots[beacon.id] = slot
         if beacon.tracksOwner { tracking[h.owner, default: []].insert(slot) }
     }
@@ -421,6 +426,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         if hot[Int(slot)].kind == .pending { pending -= 1 }
         hot[Int(slot)] = Hot()
         cold[Int(slot)] = nil
+        ids[Int(slot)] = nil
         freeSlots.append(slot)
     }
 
@@ -470,6 +476,14 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         var out: [Beacon] = []
         lock.read {
             visit(query) { slot in out.append(cold[Int(slot)]!.beacon) }
+        }
+        return out
+    }
+
+    package func coveringIDs(_ query: CoverQuery) async throws -> [BeaconID] {
+        var out: [BeaconID] = []
+        lock.read {
+            visit(query) { slot in out.append(ids[Int(slot)]!) }
         }
         return out
     }

@@ -97,7 +97,7 @@ import Testing
                 } ?? []
                 var known: [BeaconID: Beacon] = [:]
                 if let beacon { known[beacon.id] = beacon }
-                events = evaluator.applyFixes(user: Self.ann, fixes: [fix], coverage: [covering], known: known, tracking: [], now: t)
+                events = evaluator.applyFixes(user: Self.ann, fixes: [fix], coverage: [covering.map(\.id)], known: known, tracking: [], now: t)
                     .update.events
             case .tick(let at):
                 let t = Self.t0.adding(seconds: at)
@@ -121,12 +121,46 @@ import Testing
         #expect(produced == s.expected)
     }
 
+    /// The fence engine fetches whole beacons only for what a fix may enter or leave
+    /// (`beaconsNeeded`); given exactly those, the decision is the one made knowing every beacon.
+    @Test func aFixNeedsOnlyTheBeaconsItMayEnterOrLeave() {
+        let big = Self.square(radius: 400, id: "bcn_big"), mid = Self.square(radius: 200, id: "bcn_mid")
+        let small = Self.square(radius: 50, id: "bcn_small"), other = Self.square(radius: 300, id: "bcn_other")
+        let all = [big.id: big, mid.id: mid, small.id: small, other.id: other]
+        var full = FenceEvaluator(config: FenceConfig())
+        var lean = FenceEvaluator(config: FenceConfig())
+        // At the centre: inside big, mid and small.
+        let first = LocationFix(position: Self.north(0), accuracyM: 5, timestamp: Self.t0)
+        _ = full.applyFixes(user: Self.ann, fixes: [first], coverage: [[big.id, mid.id, small.id]], known: all, tracking: [], now: Self.t0)
+        let needed0 = lean.beaconsNeeded(user: Self.ann, fixes: [first], coverage: [[big.id, mid.id, small.id]], known: [BeaconID: Beacon]())
+        #expect(needed0 == [big.id, mid.id, small.id]) // entries
+        _ = lean.applyFixes(user: Self.ann, fixes: [first], coverage: [[big.id, mid.id, small.id]],
+                            known: all.filter { needed0.contains($0.key) }, tracking: [], now: Self.t0)
+        // 150 m north: still in big and mid, out of small, into other (a second beacon id).
+        let second = LocationFix(position: Self.north(150), accuracyM: 5, timestamp: Self.t0.adding(seconds: 30))
+        let coverage = [[big.id, mid.id, other.id]]
+        let needed = lean.beaconsNeeded(user: Self.ann, fixes: [second], coverage: coverage, known: [BeaconID: Beacon]())
+        #expect(needed == [small.id, other.id]) // the exit to check and the entry; not the two it stays in
+        let a = full.applyFixes(user: Self.ann, fixes: [second], coverage: coverage, known: all, tracking: [], now: Self.t0)
+        let b = lean.applyFixes(user: Self.ann, fixes: [second], coverage: coverage, known: all.filter { needed.contains($0.key) },
+                                tracking: [], now: Self.t0)
+        #expect(b.update.events.map { "\($0.type.rawValue) \($0.beacon?.rawValue ?? "")" }.sorted()
+                == ["beacon.entered bcn_other", "beacon.exited bcn_small"])
+        #expect(a.update.events.map(\.type) == b.update.events.map(\.type))
+        #expect(full.insideBeacons(of: Self.ann) == lean.insideBeacons(of: Self.ann))
+        #expect(lean.insideBeacons(of: Self.ann) == [big.id, mid.id, other.id])
+        // An hour later (dwell due), the names of the beacons dwelled in are needed too.
+        let later = LocationFix(position: Self.north(150), accuracyM: 5, timestamp: Self.t0.adding(seconds: 3600))
+        #expect(lean.beaconsNeeded(user: Self.ann, fixes: [later], coverage: coverage, known: [BeaconID: Beacon]())
+                == [big.id, mid.id, other.id])
+    }
+
     /// The update carries what the store must write: the location, the new state, the events.
     @Test func anEntryIsWrittenWithItsLocationAndState() {
         var evaluator = FenceEvaluator(config: FenceConfig())
         let b = Self.square()
         let fix = LocationFix(position: Self.north(10), accuracyM: 5, timestamp: Self.t0)
-        let outcome = evaluator.applyFixes(user: Self.ann, fixes: [fix], coverage: [[b]], known: [b.id: b], tracking: [], now: Self.t0)
+        let outcome = evaluator.applyFixes(user: Self.ann, fixes: [fix], coverage: [[b.id]], known: [b.id: b], tracking: [], now: Self.t0)
         #expect(outcome.accepted == 1 && outcome.ignored == 0)
         #expect(outcome.update.locations.map(\.user) == [Self.ann])
         #expect(outcome.update.states.map(\.state.beacon) == [b.id])

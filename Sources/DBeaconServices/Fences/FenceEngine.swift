@@ -71,27 +71,26 @@ package actor FenceEngine {
         let sorted = fixes.sorted { $0.timestamp < $1.timestamp }
         // The index lookups run off the actor, so the fixes of many users use every core; only
         // the decision is serial.
-        var coverage: [[Beacon]] = []
+        var coverage: [[BeaconID]] = []
         for fix in sorted {
-            coverage.append(try await engine.covering(CoverQuery(point: fix.position, at: fix.timestamp, viewer: .user(user))))
+            coverage.append(try await engine.coveringIDs(CoverQuery(point: fix.position, at: fix.timestamp, viewer: .user(user))))
         }
         let tracking = try await engine.trackingBeacons(owner: user)
         return try await decide(user: user, fixes: sorted, coverage: coverage, tracking: tracking)
     }
 
-    private func decide(user: UserID, fixes sorted: [LocationFix], coverage: [[Beacon]], tracking: [Beacon]) async throws -> FixReport {
+    private func decide(user: UserID, fixes sorted: [LocationFix], coverage: [[BeaconID]], tracking: [Beacon]) async throws -> FixReport {
         if needsReload { try await reload() }
         if store.sharedFenceState {
             return try await reportShared(user: user, fixes: sorted, coverage: coverage, tracking: tracking)
         }
         var known: [BeaconID: Beacon] = [:]
-        for list in coverage { for b in list { known[b.id] = b } }
         for b in tracking { known[b.id] = b }
-        // Beacons the user is inside but that no fix covers (exit cushions). A state added while
-        // suspended may need one more round; ids still unknown after a fetch were deleted.
+        // Whole beacons only for what the fixes may enter or leave (`beaconsNeeded`). A state
+        // added while suspended may need one more round; ids still unknown after a fetch were deleted.
         var attempted = Set<BeaconID>()
         for _ in 0..<3 {
-            let missing = evaluator.unknownInsideBeacons(of: user, known: known).subtracting(attempted)
+            let missing = evaluator.beaconsNeeded(user: user, fixes: sorted, coverage: coverage, known: known).subtracting(attempted)
             if missing.isEmpty { break }
             attempted.formUnion(missing)
             for b in try await engine.beacons(ids: Array(missing)) { known[b.id] = b }
@@ -117,9 +116,8 @@ package actor FenceEngine {
 
     /// `report` on a shared store: coverage from the index, the decision on the stored state of
     /// the user (and of the users a moving beacon of theirs may now cover), under their locks.
-    private func reportShared(user: UserID, fixes sorted: [LocationFix], coverage: [[Beacon]], tracking: [Beacon]) async throws -> FixReport {
+    private func reportShared(user: UserID, fixes sorted: [LocationFix], coverage: [[BeaconID]], tracking: [Beacon]) async throws -> FixReport {
         var known: [BeaconID: Beacon] = [:]
-        for list in coverage { for b in list { known[b.id] = b } }
         for b in tracking { known[b.id] = b }
         var boxes: [BoundingBox] = []
         if let last = sorted.last {
@@ -131,7 +129,7 @@ package actor FenceEngine {
         let (engine, clock, known0, covering) = (self.engine, self.clock, known, coverage)
         let (outcome, decided) = try await decideShared(lock: [user], near: boxes, inside: tracking.map(\.id)) { evaluator in
             var known = known0
-            let missing = evaluator.unknownInsideBeacons(of: user, known: known)
+            let missing = evaluator.beaconsNeeded(user: user, fixes: sorted, coverage: covering, known: known)
             if !missing.isEmpty { for b in try await engine.beacons(ids: Array(missing)) { known[b.id] = b } }
             let outcome = evaluator.applyFixes(user: user, fixes: sorted, coverage: covering, known: known, tracking: tracking,
                                                now: clock.now())

@@ -83,10 +83,28 @@ package struct FenceEvaluator: Sendable {
         return t > last.fixAt
     }
 
-    /// Beacons the user is inside that are not among `known` (their exit cushions need them).
-    package func unknownInsideBeacons<Known>(of user: UserID, known: [BeaconID: Known]) -> Set<BeaconID> {
+    /// The beacons `applyFixes(fixes, coverage)` needs whole that are not among `known`: those
+    /// a fix covers and the user is not inside yet (entries), those the user is inside and a
+    /// fix does not cover (exit cushions), and those whose dwell event falls due (their names).
+    /// Beacons the user stays inside need only their ids: at 1M beacons a user is inside about
+    /// twenty, and copying them all for every fix was most of a fix's cost.
+    package func beaconsNeeded<Known>(user: UserID, fixes: [LocationFix], coverage: [[BeaconID]],
+                                      known: [BeaconID: Known]) -> Set<BeaconID> {
         var missing = Set<BeaconID>()
-        for id in (inside[user] ?? [:]).keys where known[id] == nil { missing.insert(id) }
+        let states = inside[user] ?? [:]
+        guard let last = fixes.map(\.timestamp).max() else { return missing }
+        for list in coverage {
+            var coveredInside = 0 // covering ids are distinct
+            for id in list {
+                if states[id] != nil { coveredInside += 1 } else if known[id] == nil { missing.insert(id) }
+            }
+            guard coveredInside < states.count else { continue } // every state covered: no exit to check
+            let covered = Set(list)
+            for id in states.keys where !covered.contains(id) && known[id] == nil { missing.insert(id) }
+        }
+        for (id, state) in states where !state.dwelled && last.seconds(since: state.enteredAt) >= config.dwellSeconds && known[id] == nil {
+            missing.insert(id)
+        }
         return missing
     }
 
@@ -118,11 +136,11 @@ package struct FenceEvaluator: Sendable {
         package var location: UserLocation?
     }
 
-    /// Applies a batch of fixes (sorted by time). `coverage[i]` are the beacons covering fix
-    /// `i` (visible to the user and alive then), `known` every beacon the decision may need
-    /// by id (covering ones, those the user is inside, moving ones), `tracking` the beacons
-    /// that follow this user's location.
-    package mutating func applyFixes(user: UserID, fixes: [LocationFix], coverage: [[Beacon]], known: [BeaconID: Beacon],
+    /// Applies a batch of fixes (sorted by time). `coverage[i]` are the ids of the beacons
+    /// covering fix `i` (visible to the user and alive then), `known` every beacon the decision
+    /// may need by id (at least `beaconsNeeded`; a covering id missing from it was deleted
+    /// meanwhile and is not entered), `tracking` the beacons that follow this user's location.
+    package mutating func applyFixes(user: UserID, fixes: [LocationFix], coverage: [[BeaconID]], known: [BeaconID: Beacon],
                                      tracking: [Beacon], now: Timestamp) -> FixOutcome {
         let before = inside[user] ?? [:]
         var update = FenceUpdate()
@@ -136,8 +154,7 @@ package struct FenceEvaluator: Sendable {
             }
             accepted += 1
             lastAccepted = fix
-            let covering = coverage[i].filter { !($0.tracksOwner && $0.owner == user) }
-            events += step(user: user, fix: fix, covering: covering, known: known, now: now)
+            events += step(user: user, fix: fix, covering: coverage[i], known: known, now: now)
             locations[user] = UserLocation(user: user, position: fix.position, accuracyM: fix.accuracyM, fixAt: fix.timestamp,
                                            receivedAt: now)
             grid.move(user, to: fix.position)
@@ -158,30 +175,42 @@ package struct FenceEvaluator: Sendable {
     }
 
     /// One fix: enters covering beacons, exits the others beyond the cushion; the user's events.
-    private mutating func step(user: UserID, fix: LocationFix, covering: [Beacon], known: [BeaconID: Beacon],
+    private mutating func step(user: UserID, fix: LocationFix, covering: [BeaconID], known: [BeaconID: Beacon],
                                now: Timestamp) -> [Event] {
         var events: [Event] = []
-        let coveringIDs = Set(covering.map(\.id))
-        for beacon in covering where inside[user]?[beacon.id] == nil {
+        // Covering ids are distinct: when as many are (now) inside as the user is inside, the
+        // fix covers every beacon the user is in and nothing can be left (the common case).
+        var coveredInside = 0
+        for id in covering {
+            if inside[user]?[id] != nil {
+                coveredInside += 1
+                continue
+            }
+            // A beacon that moves with this user never contains them.
+            guard let beacon = known[id], !(beacon.tracksOwner && beacon.owner == user) else { continue }
             setState(user, FenceState(beacon: beacon.id, enteredAt: fix.timestamp, dwelled: false))
+            coveredInside += 1
             events.append(Self.fenceEvent(.entered, user: user, beacon: beacon, at: fix.timestamp, position: fix.position,
                                           accuracy: fix.accuracyM, reason: nil, now: now))
         }
-        for id in (inside[user] ?? [:]).keys.sorted() where !coveringIDs.contains(id) {
-            guard let beacon = known[id] else {
-                removeState(user, id)  // deleted: its followers hear beacon.deleted instead
-                continue
+        if coveredInside < (inside[user]?.count ?? 0) {
+            let coveringIDs = Set(covering)
+            for id in (inside[user] ?? [:]).keys.sorted() where !coveringIDs.contains(id) {
+                guard let beacon = known[id] else {
+                    removeState(user, id)  // deleted: its followers hear beacon.deleted instead
+                    continue
+                }
+                let available = beacon.isVisible(to: .user(user), at: fix.timestamp) && beacon.isAlive(at: fix.timestamp)
+                if available {
+                    if let seen = inside[user]?[id]?.sightedAt, fix.timestamp.seconds(since: seen) < config.sightingExitSeconds { continue }
+                    let cushion = max(config.exitCushionM, fix.accuracyM)
+                    let distance = PerimeterDistance.outside(fix.position, perimeter: beacon.perimeter, center: beacon.location, covered: false)
+                    if distance < cushion { continue }
+                }
+                removeState(user, id)
+                events.append(Self.fenceEvent(.exited, user: user, beacon: beacon, at: fix.timestamp, position: fix.position,
+                                              accuracy: fix.accuracyM, reason: available ? nil : "unavailable", now: now))
             }
-            let available = beacon.isVisible(to: .user(user), at: fix.timestamp) && beacon.isAlive(at: fix.timestamp)
-            if available {
-                if let seen = inside[user]?[id]?.sightedAt, fix.timestamp.seconds(since: seen) < config.sightingExitSeconds { continue }
-                let cushion = max(config.exitCushionM, fix.accuracyM)
-                let distance = PerimeterDistance.outside(fix.position, perimeter: beacon.perimeter, center: beacon.location, covered: false)
-                if distance < cushion { continue }
-            }
-            removeState(user, id)
-            events.append(Self.fenceEvent(.exited, user: user, beacon: beacon, at: fix.timestamp, position: fix.position,
-                                          accuracy: fix.accuracyM, reason: available ? nil : "unavailable", now: now))
         }
         events += dwellEvents(user: user, at: fix.timestamp, names: known, now: now)
         return events
@@ -189,6 +218,8 @@ package struct FenceEvaluator: Sendable {
 
     private mutating func dwellEvents(user: UserID, at t: Timestamp, names: [BeaconID: Beacon], now: Timestamp) -> [Event] {
         var events: [Event] = []
+        let states = inside[user] ?? [:]
+        guard states.values.contains(where: { !$0.dwelled && t.seconds(since: $0.enteredAt) >= config.dwellSeconds }) else { return [] }
         for (id, state) in (inside[user] ?? [:]).sorted(by: { $0.key < $1.key })
         where !state.dwelled && t.seconds(since: state.enteredAt) >= config.dwellSeconds {
             var s = state
