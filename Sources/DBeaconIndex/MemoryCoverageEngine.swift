@@ -60,20 +60,29 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         let flat: FlatPerimeter?
         let indexed: [IndexedPolygon]
         let members: Set<Int32>
-        /// The boxes it is indexed under (its grid cells are recomputed from them on removal).
-        let boxes: [BoundingBox]
+        /// The boxes of a perimeter indexed under several (across the antimeridian); empty for
+        /// one box (`MemoryCoverageEngine.boxes(of:)` gives them again on removal).
+        let splitBoxes: [BoundingBox]
+        let kind: Kind
+        /// Index into `rasters`, or -1.
+        let raster: Int32
 
-        init(beacon: Beacon, flat: FlatPerimeter?, indexed: [IndexedPolygon], members: Set<Int32>, boxes: [BoundingBox]) {
+        init(beacon: Beacon, flat: FlatPerimeter?, indexed: [IndexedPolygon], members: Set<Int32>, boxes: [BoundingBox],
+             kind: Kind, raster: Int32) {
             self.beacon = beacon
             self.flat = flat
             self.indexed = indexed
             self.members = members
-            self.boxes = boxes
+            splitBoxes = boxes.count > 1 ? boxes : []
+            self.kind = kind
+            self.raster = raster
         }
+
+        /// The boxes the beacon is indexed under.
+        var boxes: [BoundingBox] { splitBoxes.isEmpty ? MemoryCoverageEngine.boxes(of: beacon) : splitBoxes }
     }
 
     private let lock = ReadWriteLock()
-    private var hot: [Hot] = []
     /// Rasters of the edge-indexed polygons (dense, reused through `freeRasters`).
     private var rasters: [PolygonRaster] = []
     private var freeRasters: [Int32] = []
@@ -151,7 +160,6 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             beginLoad()
             // One allocation for the tables instead of repeated growth (1M beacons: ~20 rehashes).
             slots.reserveCapacity(expected)
-            hot.reserveCapacity(expected)
             cold.reserveCapacity(expected)
             ids.reserveCapacity(expected)
         }
@@ -242,9 +250,8 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                 guard let slot = slots[id], let c = cold[Int(slot)] else { return }
                 var beacon = c.beacon
                 beacon.location = position
-                let h = hot[Int(slot)]
                 install(beacon, Prepared(boxes: Self.boxes(of: beacon), flat: c.flat, indexed: c.indexed,
-                                         raster: h.raster >= 0 ? rasters[Int(h.raster)] : nil, pending: h.kind == .pending))
+                                         raster: c.raster >= 0 ? rasters[Int(c.raster)] : nil, pending: c.kind == .pending))
             }
         }
     }
@@ -332,8 +339,8 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         while true {
             let batch: [(Int32, Cold)] = lock.read {
                 var out: [(Int32, Cold)] = []
-                while next < hot.count && out.count < batchSize {
-                    if hot[next].kind == .pending, let c = cold[next] { out.append((Int32(next), c)) }
+                while next < cold.count && out.count < batchSize {
+                    if let c = cold[next], c.kind == .pending { out.append((Int32(next), c)) }
                     next += 1
                 }
                 return out
@@ -348,7 +355,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             }
             let prepared = Self.prepareConcurrently(batch.map(\.1.beacon))
             lock.write {
-                for ((slot, c), prep) in zip(batch, prepared) where cold[Int(slot)] === c && hot[Int(slot)].kind == .pending {
+                for ((slot, c), prep) in zip(batch, prepared) where cold[Int(slot)] === c {
                     install(c.beacon, prep)
                     done += 1
                     donePass += 1
@@ -365,8 +372,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         if let free = freeSlots.popLast() {
             slot = free
         } else {
-            slot = Int32(hot.count)
-            hot.append(Hot())
+            slot = Int32(cold.count)
             cold.append(nil)
             ids.append(nil)
         }
@@ -402,9 +408,8 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         }
         for (box, c) in zip(boxes, prep.cells) { grid.insert(slot, box: box, level: c.level, keys: c.keys, record: h) }
         if h.kind == .pending { pending += 1 }
-        hot[Int(slot)] = h
         cold[Int(slot)] = Cold(beacon: beacon, flat: prep.flat, indexed: prep.indexed,
-                               members: Set((beacon.members ?? []).map(userIndex)), boxes: boxes)
+                               members: Set((beacon.members ?? []).map(userIndex)), boxes: boxes, kind: h.kind, raster: h.raster)
         ids[Int(slot)] = beacon.id
         slots[beacon.id] = slot
         if beacon.tracksOwner { tracking[h.owner, default: []].insert(slot) }
@@ -422,9 +427,8 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             if tracking[owner]?.isEmpty == true { tracking[owner] = nil }
         }
         slots[c.beacon.id] = nil
-        if hot[Int(slot)].raster >= 0 { freeRasters.append(hot[Int(slot)].raster) }
-        if hot[Int(slot)].kind == .pending { pending -= 1 }
-        hot[Int(slot)] = Hot()
+        if c.raster >= 0 { freeRasters.append(c.raster) }
+        if c.kind == .pending { pending -= 1 }
         cold[Int(slot)] = nil
         ids[Int(slot)] = nil
         freeSlots.append(slot)
@@ -545,7 +549,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                 guard let c = cold[Int(slot)], c.members.contains(viewer) else { return }
             }
             if h.multiBox {
-                guard let c = cold[Int(slot)], c.boxes.contains(where: { $0.contains(query.point) }),
+                guard let c = cold[Int(slot)], c.splitBoxes.contains(where: { $0.contains(query.point) }),
                       !multiBoxSeen.contains(slot) else { return }
                 multiBoxSeen.append(slot)
             }

@@ -12,6 +12,33 @@ import Testing
         #expect(JSONWriter.string(.number(48.7784)) == "48.7784")
     }
 
+    /// Strings are escaped exactly where JSON requires it (quotes, backslashes, control
+    /// characters), anywhere in the string, and everything else is copied as UTF-8.
+    @Test func escapesStringsExactly() throws {
+        let cases: [(String, String)] = [
+            ("", #""""#),
+            ("plain", #""plain""#),
+            ("\"", #""\"""#),
+            ("a\\b", #""a\\b""#),
+            ("\n\r\t", #""\n\r\t""#),
+            ("\u{01}x\u{1F}", #""\u0001x\u001f""#),
+            ("end\"", #""end\"""#),
+            ("é😀 \"ü\" ∆", #""é😀 \"ü\" ∆""#),
+            ("\u{7F}/<>", "\"\u{7F}/<>\""),
+        ]
+        for (input, expected) in cases {
+            #expect(JSONWriter.string(.string(input)) == expected)
+            #expect(try JSONParser.parse(JSONWriter.string(.string(input))) == .string(input))
+        }
+        // Strings with escapes at random places round-trip.
+        var rng = SystemRandomNumberGenerator()
+        let alphabet: [Character] = ["a", "\"", "\\", "\n", "\u{02}", "é", "😀", " "]
+        for _ in 0..<200 {
+            let s = String((0..<Int.random(in: 0...60, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! })
+            #expect(try JSONParser.parse(JSONWriter.string(.string(s))) == .string(s))
+        }
+    }
+
     @Test func keepsKeyOrder() throws {
         let value = try JSONParser.parse(#"{"z":1,"a":2,"m":3}"#)
         #expect(value.objectValue?.keys == ["z", "a", "m"])

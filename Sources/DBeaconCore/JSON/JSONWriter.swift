@@ -69,20 +69,32 @@ package struct JSONWriter {
 
     package mutating func writeString(_ s: String) {
         bytes.append(UInt8(ascii: "\""))
-        for b in s.utf8 {
-            switch b {
-            case UInt8(ascii: "\""): bytes.append(0x5C); bytes.append(b)
-            case UInt8(ascii: "\\"): bytes.append(0x5C); bytes.append(b)
-            case 0x0A: bytes.append(0x5C); bytes.append(UInt8(ascii: "n"))
-            case 0x0D: bytes.append(0x5C); bytes.append(UInt8(ascii: "r"))
-            case 0x09: bytes.append(0x5C); bytes.append(UInt8(ascii: "t"))
-            case 0..<0x20:
-                let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 0xF)]])
-            default: bytes.append(b)
+        var s = s
+        s.withUTF8 { utf8 in
+            // Runs of bytes that need no escape are copied at once.
+            var start = 0
+            for i in 0..<utf8.count {
+                let b = utf8[i]
+                guard b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") else { continue }
+                if start < i { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i])) }
+                writeEscaped(b)
+                start = i + 1
             }
+            if start < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...])) }
         }
         bytes.append(UInt8(ascii: "\""))
+    }
+
+    private mutating func writeEscaped(_ b: UInt8) {
+        switch b {
+        case 0x0A: bytes.append(0x5C); bytes.append(UInt8(ascii: "n"))
+        case 0x0D: bytes.append(0x5C); bytes.append(UInt8(ascii: "r"))
+        case 0x09: bytes.append(0x5C); bytes.append(UInt8(ascii: "t"))
+        case 0..<0x20:
+            let hex: [UInt8] = Array("0123456789abcdef".utf8)
+            bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 0xF)]])
+        default: bytes.append(0x5C); bytes.append(b) // quote and backslash
+        }
     }
 }
 
