@@ -35,6 +35,34 @@ package enum PerimeterDistance {
         }
     }
 
+    /// Whether `point` lies less than `limit` metres outside the perimeter: `outside(…) < limit`
+    /// (the exit cushion test), without the whole scan: a polygon's edges whose box is at least
+    /// `limit` away are skipped, and the scan stops at the first edge closer than `limit`.
+    package static func isWithin(_ limit: Double, of perimeter: Perimeter, center: Position, point: Position) -> Bool {
+        switch perimeter {
+        case .circle(let r):
+            return max(0, Geodesy.distance(center, point) - r) < limit
+        case .polygon, .multiPolygon:
+            guard limit > 0 else { return false }
+            let frame = LocalFrame(origin: point)
+            for polygon in perimeter.polygons {
+                for ring in polygon.rings {
+                    var previous = frame.project(ring[0])
+                    for p in ring.dropFirst() {
+                        let current = frame.project(p)
+                        defer { previous = current }
+                        // The box of the edge: a lower bound of its distance from the point.
+                        let (x0, x1) = (min(previous.0, current.0), max(previous.0, current.0))
+                        let (y0, y1) = (min(previous.1, current.1), max(previous.1, current.1))
+                        if x0 >= limit || -x1 >= limit || y0 >= limit || -y1 >= limit { continue }
+                        if distanceToSegment(previous, current) < limit { return true }
+                    }
+                }
+            }
+            return false
+        }
+    }
+
     /// Distance from the origin to the segment a–b in the plane.
     private static func distanceToSegment(_ a: (Double, Double), _ b: (Double, Double)) -> Double {
         let dx = b.0 - a.0, dy = b.1 - a.1

@@ -191,4 +191,32 @@ private func north(_ m: Double) -> Double { center.lat + m / 111_200 }
         let d = PerimeterDistance.outside(Position(lon: 9.18, lat: 48.791), perimeter: square, center: Position(lon: 9.18, lat: 48.78), covered: false)
         #expect(abs(d - 111.2) < 0.5)
     }
+
+    /// The exit cushion test skips far edges and stops at the first near one; it must answer
+    /// exactly `outside(…) < limit`, for polygons with holes, multipolygons and circles.
+    @Test func cushionTestAgreesWithTheFullDistance() {
+        var g = RandomBeacons(seed: 4242, users: [UserID(uncheckedRawValue: "usr_x")])
+        var checked = 0, within = 0
+        for round in 0..<40 {
+            let c = g.point()
+            let outer = g.starRing(c, vertices: 8 + round * 20, rMin: 0.002, rMax: 0.004)
+            let hole = g.starRing(c, vertices: 6, rMin: 0.0005, rMax: 0.001)
+            var polygons = [Polygon(rings: [outer, hole])]
+            if round % 2 == 1 { polygons.append(Polygon(rings: [g.starRing(Position(lon: c.lon + 0.01, lat: c.lat), vertices: 9, rMin: 0.001, rMax: 0.002)])) }
+            let perimeters: [Perimeter] = [polygons.count == 1 ? .polygon(polygons[0]) : .multiPolygon(polygons), .circle(radiusM: 250)]
+            for perimeter in perimeters {
+                for _ in 0..<50 {
+                    let p = Position(lon: c.lon + .random(in: -0.012...0.02, using: &g.rng), lat: c.lat + .random(in: -0.008...0.008, using: &g.rng))
+                    let d = PerimeterDistance.outside(p, perimeter: perimeter, center: c, covered: false)
+                    for limit in [0.0, 5, 25, 100, 400, 2000] {
+                        let fast = PerimeterDistance.isWithin(limit, of: perimeter, center: c, point: p)
+                        #expect(fast == (d < limit), "\(perimeter.isCircle ? "circle" : "polygon") \(p) limit \(limit): distance \(d)")
+                        checked += 1
+                        if fast { within += 1 }
+                    }
+                }
+            }
+        }
+        #expect(within > checked / 4 && within < checked * 3 / 4)
+    }
 }

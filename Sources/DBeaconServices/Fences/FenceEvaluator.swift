@@ -195,7 +195,7 @@ package struct FenceEvaluator: Sendable {
         }
         if coveredInside < (inside[user]?.count ?? 0) {
             let coveringIDs = Set(covering)
-            for id in (inside[user] ?? [:]).keys.sorted() where !coveringIDs.contains(id) {
+            for id in (inside[user] ?? [:]).keys.filter({ !coveringIDs.contains($0) }).sorted() {
                 guard let beacon = known[id] else {
                     removeState(user, id)  // deleted: its followers hear beacon.deleted instead
                     continue
@@ -204,8 +204,7 @@ package struct FenceEvaluator: Sendable {
                 if available {
                     if let seen = inside[user]?[id]?.sightedAt, fix.timestamp.seconds(since: seen) < config.sightingExitSeconds { continue }
                     let cushion = max(config.exitCushionM, fix.accuracyM)
-                    let distance = PerimeterDistance.outside(fix.position, perimeter: beacon.perimeter, center: beacon.location, covered: false)
-                    if distance < cushion { continue }
+                    if PerimeterDistance.isWithin(cushion, of: beacon.perimeter, center: beacon.location, point: fix.position) { continue }
                 }
                 removeState(user, id)
                 events.append(Self.fenceEvent(.exited, user: user, beacon: beacon, at: fix.timestamp, position: fix.position,
@@ -273,8 +272,7 @@ package struct FenceEvaluator: Sendable {
             } else if isInside && !covered {
                 if available {
                     let cushion = max(config.exitCushionM, location.accuracyM)
-                    if PerimeterDistance.outside(location.position, perimeter: beacon.perimeter, center: beacon.location,
-                                                 covered: false) < cushion { continue }
+                    if PerimeterDistance.isWithin(cushion, of: beacon.perimeter, center: beacon.location, point: location.position) { continue }
                 }
                 removeState(user, beacon.id)
                 update.removed.append((user, beacon.id))
