@@ -6,6 +6,21 @@ import Foundation
 import Testing
 
 @Suite struct StoreTests {
+    /// Multi-row writes are cut into power-of-two slices (a few statement shapes to cache):
+    /// every row once, in order, none larger than the largest.
+    @Test func multiRowWritesComeInAFewShapes() {
+        var shapes = Set<Int>()
+        for n in 0...600 {
+            let rows = Array(0..<n)
+            let slices = rows.chunkedInPowersOfTwo()
+            #expect(slices.flatMap { $0 } == rows)
+            #expect(slices.allSatisfy { $0.count <= 256 && $0.count & ($0.count - 1) == 0 })
+            #expect(zip(slices, slices.dropFirst()).allSatisfy { $0.count >= $1.count })
+            shapes.formUnion(slices.map(\.count))
+        }
+        #expect(shapes == [1, 2, 4, 8, 16, 32, 64, 128, 256])
+    }
+
     @Test(arguments: Backend.all) func createsTheSchemaAndReopensIt(_ backend: Backend) async throws {
         let h = try await TestHarness.make(backend: backend)
         let (ann, _) = try await h.user("ann")

@@ -10,8 +10,8 @@ extension SQLStore {
     static func insertEvents(_ db: any SQLSession, _ events: [Event]) async throws {
         guard !events.isEmpty else { return }
         var seqs: [Int64] = []
-        // Multi-row inserts, in order, within both databases' limits on placeholders.
-        for chunk in events.chunked(500) {
+        // Multi-row inserts, in order, within both databases' limits on placeholders, in a few shapes.
+        for chunk in events.chunkedInPowersOfTwo() {
             var s = SQLStatement()
             let values = chunk.map { e in
                 "(\(s.bind(e.id.rawValue)), \(s.bind(e.type.rawValue)), \(s.bind(e.recipient.rawValue)), \(s.bind(e.beacon?.rawValue)), "
@@ -159,7 +159,7 @@ extension SQLStore {
             }
             events += update.events
         }
-        for chunk in locationOrder.compactMap({ locations[$0] }).chunked(500) {
+        for chunk in locationOrder.compactMap({ locations[$0] }).chunkedInPowersOfTwo() {
             var s = SQLStatement()
             let values = chunk.map { l in
                 "(\(s.bind(l.user.rawValue)), \(s.bind(l.position.lon)), \(s.bind(l.position.lat)), \(s.bind(l.accuracyM)), "
@@ -175,7 +175,7 @@ extension SQLStore {
             try await db.rows("DELETE FROM fence_states WHERE user_id = $1 AND beacon_id = $2", [key.user.rawValue, key.beacon.rawValue])
         }
         let kept = stateOrder.compactMap { key in states[key].flatMap { $0 }.map { (key.user, $0) } }
-        for chunk in kept.chunked(500) {
+        for chunk in kept.chunkedInPowersOfTwo() {
             var s = SQLStatement()
             let values = chunk.map { user, state in
                 "(\(s.bind(user.rawValue)), \(s.bind(state.beacon.rawValue)), \(s.bind(state.enteredAt.millis)), \(s.bind(state.dwelled)), "
