@@ -244,6 +244,12 @@ import Testing
         edited[0].beacon.version += 1
         #expect(NearbyEncoding.collection(edited, cache: cache) == plain(edited))
         #expect(try JSONParser.parse(NearbyEncoding.collection([], cache: cache))["features"]?.arrayValue?.isEmpty == true)
+        // Bounded in bytes too: never more held than allowed, answers unchanged.
+        let small = PerimeterJSONCache(capacity: 1_000, maxBytes: 40_000)
+        for _ in 0..<3 {
+            #expect(NearbyEncoding.collection(results, cache: small) == plain(results))
+            #expect(small.bytes > 0 && small.bytes <= 40_000)
+        }
     }
 
     /// Changes the engine never heard of (as when a PostgreSQL listener was disconnected) are

@@ -44,7 +44,9 @@ package enum NearbyEncoding {
 }
 
 /// Serialised polygon perimeters by beacon id and version (circles are short and move with
-/// their beacon, so they are not cached). Bounded: cleared when it reaches `capacity` entries.
+/// their beacon, so they are not cached). Bounded in entries and in bytes (at 1M beacons a
+/// region's perimeter is 100 KiB of JSON, and 20,000 of them held 1.5 GiB): cleared when
+/// either bound is reached.
 package final class PerimeterJSONCache: Sendable {
     package static let shared = PerimeterJSONCache()
 
@@ -54,22 +56,37 @@ package final class PerimeterJSONCache: Sendable {
         var bytes: [UInt8]
     }
 
-    private let entries = Mutex<[BeaconID: Entry]>([:])
-    private let capacity: Int
+    private struct Table {
+        var entries: [BeaconID: Entry] = [:]
+        var bytes = 0
+    }
 
-    package init(capacity: Int = 20_000) { self.capacity = capacity }
+    private let table = Mutex(Table())
+    private let capacity: Int
+    private let maxBytes: Int
+
+    package init(capacity: Int = 20_000, maxBytes: Int = 256 << 20) {
+        self.capacity = capacity
+        self.maxBytes = maxBytes
+    }
+
+    /// Bytes of JSON held now.
+    package var bytes: Int { table.withLock { $0.bytes } }
 
     /// The perimeter's JSON for polygons with enough vertices to be worth caching; nil otherwise.
     package func perimeter(of beacon: Beacon) -> [UInt8]? {
         guard !beacon.perimeter.isCircle, beacon.perimeter.vertexCount >= 32 else { return nil }
         let key = beacon.updatedAt.millis
-        if let hit = entries.withLock({ $0[beacon.id] }), hit.version == beacon.version, hit.updatedAt == key {
+        if let hit = table.withLock({ $0.entries[beacon.id] }), hit.version == beacon.version, hit.updatedAt == key {
             return hit.bytes
         }
         let bytes = JSONWriter.serialize(GeoJSONCodec.encodePerimeter(beacon.perimeter))
-        entries.withLock { table in
-            if table.count >= capacity { table.removeAll(keepingCapacity: true) }
-            table[beacon.id] = Entry(version: beacon.version, updatedAt: key, bytes: bytes)
+        table.withLock { t in
+            if t.entries.count >= capacity || t.bytes + bytes.count > maxBytes { t = Table() }
+            if let old = t.entries.updateValue(Entry(version: beacon.version, updatedAt: key, bytes: bytes), forKey: beacon.id) {
+                t.bytes -= old.bytes.count
+            }
+            t.bytes += bytes.count
         }
         return bytes
     }
