@@ -19,19 +19,7 @@ package enum PerimeterDistance {
         case .circle(let r):
             return max(0, Geodesy.distance(center, point) - r)
         case .polygon, .multiPolygon:
-            var best = Double.infinity
-            let frame = LocalFrame(origin: point)
-            for polygon in perimeter.polygons {
-                for ring in polygon.rings {
-                    var previous = frame.project(ring[0])
-                    for p in ring.dropFirst() {
-                        let current = frame.project(p)
-                        best = min(best, distanceToSegment(previous, current))
-                        previous = current
-                    }
-                }
-            }
-            return best
+            return edgeDistance(point, perimeter)
         }
     }
 
@@ -43,24 +31,34 @@ package enum PerimeterDistance {
         case .circle(let r):
             return max(0, Geodesy.distance(center, point) - r) < limit
         case .polygon, .multiPolygon:
-            guard limit > 0 else { return false }
-            let frame = LocalFrame(origin: point)
-            for polygon in perimeter.polygons {
-                for ring in polygon.rings {
-                    var previous = frame.project(ring[0])
-                    for p in ring.dropFirst() {
-                        let current = frame.project(p)
-                        defer { previous = current }
-                        // The box of the edge: a lower bound of its distance from the point.
-                        let (x0, x1) = (min(previous.0, current.0), max(previous.0, current.0))
-                        let (y0, y1) = (min(previous.1, current.1), max(previous.1, current.1))
-                        if x0 >= limit || -x1 >= limit || y0 >= limit || -y1 >= limit { continue }
-                        if distanceToSegment(previous, current) < limit { return true }
-                    }
+            return limit > 0 && edgeDistance(point, perimeter, stopBelow: limit) < limit
+        }
+    }
+
+    /// The distance from `point` to the nearest edge of a polygonal perimeter, in the local
+    /// plane at the point. Edges whose box is no nearer than the best so far are skipped (the
+    /// box is a lower bound of the edge's distance); with `stopBelow`, the scan also skips
+    /// edges no nearer than it and returns the first distance below it.
+    private static func edgeDistance(_ point: Position, _ perimeter: Perimeter, stopBelow: Double? = nil) -> Double {
+        var best = Double.infinity
+        let frame = LocalFrame(origin: point)
+        for polygon in perimeter.polygons {
+            for ring in polygon.rings {
+                var previous = frame.project(ring[0])
+                for p in ring.dropFirst() {
+                    let current = frame.project(p)
+                    defer { previous = current }
+                    let bound = min(best, stopBelow ?? best)
+                    let (x0, x1) = (min(previous.0, current.0), max(previous.0, current.0))
+                    let (y0, y1) = (min(previous.1, current.1), max(previous.1, current.1))
+                    if x0 >= bound || -x1 >= bound || y0 >= bound || -y1 >= bound { continue }
+                    let d = distanceToSegment(previous, current)
+                    if let stopBelow, d < stopBelow { return d }
+                    best = min(best, d)
                 }
             }
-            return false
         }
+        return best
     }
 
     /// Distance from the origin to the segment a–b in the plane.
