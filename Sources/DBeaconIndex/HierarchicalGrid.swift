@@ -26,11 +26,16 @@ package struct HierarchicalGrid<Record> {
         init(slot: Int32, box: BoundingBox, record: Record) {
             self.slot = slot
             self.record = record
-            west = Float(box.west).nextDown
-            south = Float(box.south).nextDown
-            east = Float(box.east).nextUp
-            north = Float(box.north).nextUp
+            let r = HierarchicalGrid.roundedOut(box)
+            west = Float(r.west)
+            south = Float(r.south)
+            east = Float(r.east)
+            north = Float(r.north)
         }
+
+        /// The entry's box (`roundedOut` of the box it was inserted with), exactly.
+        @inline(__always)
+        package var box: BoundingBox { BoundingBox(west: Double(west), south: Double(south), east: Double(east), north: Double(north)) }
 
         @inline(__always)
         func mayContain(lon: Float, lat: Float) -> Bool {
@@ -48,6 +53,12 @@ package struct HierarchicalGrid<Record> {
     package init() {
         cells = Array(repeating: [:], count: Self.levels)
         population = Array(repeating: 0, count: Self.levels)
+    }
+
+    /// The box an entry keeps for `box`: rounded outwards to `Float` (it contains `box`).
+    package static func roundedOut(_ box: BoundingBox) -> BoundingBox {
+        BoundingBox(west: Double(Float(box.west).nextDown), south: Double(Float(box.south).nextDown),
+                    east: Double(Float(box.east).nextUp), north: Double(Float(box.north).nextUp))
     }
 
     @inline(__always)
@@ -110,14 +121,14 @@ package struct HierarchicalGrid<Record> {
     /// whose rounded-out box contains the point: a superset of the boxes containing it. A slot
     /// may repeat only when its beacon has several boxes.
     @inline(__always)
-    package func forEachCandidate(lon: Double, lat: Double, _ body: (Int32, borrowing Record) -> Void) {
+    package func forEachCandidate(lon: Double, lat: Double, _ body: (borrowing Entry) -> Void) {
         let flon = Float(lon), flat = Float(lat)
         for level in occupied {
             let s = Self.size(level)
             let k = Self.key(Self.index(lon, offset: 180, size: s), Self.index(lat, offset: 90, size: s))
             guard let list = cells[level][k] else { continue }
             list.withUnsafeBufferPointer { entries in
-                for i in entries.indices where entries[i].mayContain(lon: flon, lat: flat) { body(entries[i].slot, entries[i].record) }
+                for i in entries.indices where entries[i].mayContain(lon: flon, lat: flat) { body(entries[i]) }
             }
         }
     }

@@ -34,20 +34,46 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     /// in memory per candidate; the exact box is not needed there: circles are decided by
     /// their distance, polygons by their edges (and the raster checks its own box).
     struct Hot {
-        var lat = 0.0, lon = 0.0, radius = 0.0
-        var lifeStart = Int64.min, lifeEnd = Int64.max
-        var tagBits: UInt64 = 0
-        var owner: Int32 = -1
-        var service: Int32 = 0
-        var kind: Kind = .free
-        /// Index into `rasters` for edge-indexed polygons, else -1.
-        var raster: Int32 = -1
-        /// The coordinates of a small polygon (`FlatPerimeter.base`, owned by the slot's `Cold`).
-        var flat: UnsafePointer<Double>? = nil
+        /// How the point is tested (its payload is all the test reads besides the point).
+        var test: Test = .free
         var isPrivate = false
         var multiBox = false
         var overflowTags = false
+        var owner: Int32 = -1
+        var service: Int32 = 0
+        var lifeStart = Int64.min, lifeEnd = Int64.max
+        var tagBits: UInt64 = 0
+        /// For a private beacon, bit `u % 64` of each member's user index `u`: a viewer whose bit
+        /// is clear is no member, decided without reaching the slot's `Cold` (two cache misses).
+        var memberBits: UInt64 = 0
     }
+
+    /// A slot's exact test and what it needs, in the grid entry itself.
+    enum Test {
+        case free
+        /// Geodesic distance from the centre.
+        case circle(lat: Double, lon: Double, radius: Double)
+        /// `FlatPerimeter.covers` on the block (`FlatPerimeter.base`, owned by the slot's `Cold`).
+        case small(UnsafePointer<Double>)
+        /// The raster (its number in `rasterWords`, or -1), then the edge index in the slot's `Cold`.
+        case indexed(raster: Int32)
+        /// Edge by edge on the beacon's perimeter until `warm` builds the index.
+        case pending
+
+        var kind: Kind {
+            switch self {
+            case .free: .free
+            case .circle: .circle
+            case .small: .small
+            case .indexed: .indexed
+            case .pending: .pending
+            }
+        }
+    }
+
+    /// The bit of user index `u` in `Hot.memberBits` (0 for a user unknown to the index).
+    @inline(__always)
+    static func memberBit(_ u: Int32) -> UInt64 { u < 0 ? 0 : 1 << UInt64(u & 63) }
 
     /// `small`: a polygon tested on its `FlatPerimeter`; `indexed`: a large one with an edge
     /// index; `pending`: a large polygon whose index is not built yet (a fast start-up loads
@@ -64,7 +90,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         /// one box (`MemoryCoverageEngine.boxes(of:)` gives them again on removal).
         let splitBoxes: [BoundingBox]
         let kind: Kind
-        /// Index into `rasters`, or -1.
+        /// Number of the raster in `rasterWords`, or -1.
         let raster: Int32
 
         init(beacon: Beacon, flat: FlatPerimeter?, indexed: [IndexedPolygon], members: Set<Int32>, boxes: [BoundingBox],
@@ -83,8 +109,8 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     }
 
     private let lock = ReadWriteLock()
-    /// Rasters of the edge-indexed polygons (dense, reused through `freeRasters`).
-    private var rasters: [PolygonRaster] = []
+    /// The words of the edge-indexed polygons' rasters, `PolygonRaster.wordCount` each (reused through `freeRasters`).
+    private var rasterWords: [UInt64] = []
     private var freeRasters: [Int32] = []
     private var cold: [Cold?] = []
     /// The beacon id of each slot (dense, so an id is one read away from the slot).
@@ -253,7 +279,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                 var beacon = c.beacon
                 beacon.location = position
                 install(beacon, Prepared(boxes: Self.boxes(of: beacon), flat: c.flat, indexed: c.indexed,
-                                         raster: c.raster >= 0 ? rasters[Int(c.raster)] : nil, pending: c.kind == .pending))
+                                         raster: c.raster >= 0 ? PolygonRaster(words: rasterWords[rasterRange(c.raster)]) : nil, pending: c.kind == .pending))
             }
         }
     }
@@ -299,7 +325,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                 let indexed = polygons.map(IndexedPolygon.init)
                 // One raster over the whole box; perimeters split into several boxes (across the
                 // antimeridian) go straight to the edge test.
-                let raster = boxes.count == 1 ? PolygonRaster(polygons: polygons, box: boxes[0]) { x, y in
+                let raster = boxes.count == 1 ? PolygonRaster(polygons: polygons, box: HierarchicalGrid<Hot>.roundedOut(boxes[0])) { x, y in
                     indexed.contains { $0.covers(lon: x, lat: y) }
                 } : nil
                 return Prepared(boxes: boxes, indexed: indexed, raster: raster)
@@ -384,37 +410,46 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         var h = Hot()
         let boxes = prep.boxes
         h.multiBox = boxes.count > 1
-        h.lat = beacon.location.lat
-        h.lon = beacon.location.lon
-        h.radius = beacon.perimeter.radiusM ?? 0
         h.lifeStart = beacon.lifetime?.start?.millis ?? .min
         h.lifeEnd = beacon.lifetime?.end?.millis ?? .max
         h.owner = userIndex(beacon.owner)
         h.service = beacon.service.map(serviceIndex) ?? 0
         h.isPrivate = beacon.members != nil
+        let members = Set((beacon.members ?? []).map(userIndex))
+        for m in members { h.memberBits |= Self.memberBit(m) }
         for tag in beacon.tags {
             let id = tagIndex(tag)
             if id < 64 { h.tagBits |= 1 << UInt64(id) } else { h.overflowTags = true }
         }
         switch beacon.perimeter {
-        case .circle: h.kind = .circle
-        case .polygon, .multiPolygon: h.kind = prep.pending ? .pending : prep.indexed.isEmpty ? .small : .indexed
-        }
-        h.flat = prep.flat.map { UnsafePointer($0.base) }
-        if h.kind == .small && h.flat == nil { h.kind = .free }
-        if h.kind == .indexed, let raster = prep.raster {
-            if let free = freeRasters.popLast() {
-                rasters[Int(free)] = raster
-                h.raster = free
-            } else {
-                h.raster = Int32(rasters.count)
-                rasters.append(raster)
+        case .circle(let radius):
+            h.test = .circle(lat: beacon.location.lat, lon: beacon.location.lon, radius: radius)
+        case .polygon, .multiPolygon:
+            if prep.pending {
+                h.test = .pending
+            } else if !prep.indexed.isEmpty {
+                var raster: Int32 = -1
+                if let r = prep.raster {
+                    if let free = freeRasters.popLast() {
+                        rasterWords.replaceSubrange(rasterRange(free), with: r.words)
+                        raster = free
+                    } else {
+                        raster = Int32(rasterWords.count / PolygonRaster.wordCount)
+                        rasterWords.append(contentsOf: r.words)
+                    }
+                }
+                h.test = .indexed(raster: raster)
+            } else if let flat = prep.flat {
+                h.test = .small(UnsafePointer(flat.base))
             }
         }
+        let kind = h.test.kind
+        var raster: Int32 = -1
+        if case .indexed(let r) = h.test { raster = r }
         for (box, c) in zip(boxes, prep.cells) { grid.insert(slot, box: box, level: c.level, keys: c.keys, record: h) }
-        if h.kind == .pending { pending += 1 }
-        cold[Int(slot)] = Cold(beacon: beacon, flat: prep.flat, indexed: prep.indexed,
-                               members: Set((beacon.members ?? []).map(userIndex)), boxes: boxes, kind: h.kind, raster: h.raster)
+        if kind == .pending { pending += 1 }
+        cold[Int(slot)] = Cold(beacon: beacon, flat: prep.flat, indexed: prep.indexed, members: members, boxes: boxes,
+                               kind: kind, raster: raster)
         ids[Int(slot)] = beacon.id
         slots[beacon.id] = slot
         if beacon.tracksOwner { tracking[h.owner, default: []].insert(slot) }
@@ -437,6 +472,11 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         cold[Int(slot)] = nil
         ids[Int(slot)] = nil
         freeSlots.append(slot)
+    }
+
+    /// The words of raster `r` in `rasterWords`.
+    private func rasterRange(_ r: Int32) -> Range<Int> {
+        Int(r) * PolygonRaster.wordCount ..< Int(r + 1) * PolygonRaster.wordCount
     }
 
     private func userIndex(_ user: UserID) -> Int32 {
@@ -524,6 +564,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         case .admin: isAdmin = true
         case .user(let uid): viewer = users[uid] ?? -2
         }
+        let viewerBit = Self.memberBit(viewer)
         var tagMask: UInt64 = 0
         var overflowQuery = false
         var tagFilter = !query.tags.isEmpty
@@ -542,7 +583,8 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             service = i
         }
         var multiBoxSeen: [Int32] = []
-        grid.forEachCandidate(lon: lon, lat: lat) { slot, h in
+        grid.forEachCandidate(lon: lon, lat: lat) { entry in
+            let slot = entry.slot, h = entry.record
             guard h.lifeStart <= at, at < h.lifeEnd else { return }
             if checkNow && !isAdmin && h.owner != viewer && !(h.lifeStart <= now && now < h.lifeEnd) { return }
             if service != 0 && h.service != service { return }
@@ -551,23 +593,25 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                       let c = cold[Int(slot)], query.tags.contains(where: c.beacon.tags.contains) else { return }
             }
             if !isAdmin && h.isPrivate && h.owner != viewer {
-                guard let c = cold[Int(slot)], c.members.contains(viewer) else { return }
+                guard h.memberBits & viewerBit != 0, let c = cold[Int(slot)], c.members.contains(viewer) else { return }
             }
             if h.multiBox {
                 guard let c = cold[Int(slot)], c.splitBoxes.contains(where: { $0.contains(query.point) }),
                       !multiBoxSeen.contains(slot) else { return }
                 multiBoxSeen.append(slot)
             }
-            switch h.kind {
-            case .circle:
-                if Geodesy.circleContains(center: Position(lon: h.lon, lat: h.lat), radiusM: h.radius, point: query.point) {
+            switch h.test {
+            case .circle(let clat, let clon, let radius):
+                if Geodesy.circleContains(center: Position(lon: clon, lat: clat), radiusM: radius, point: query.point) {
                     body(slot)
                 }
-            case .small:
-                if FlatPerimeter.covers(h.flat!, lon: lon, lat: lat) { body(slot) }
-            case .indexed:
-                if h.raster >= 0 {
-                    switch rasters[Int(h.raster)].classify(lon: lon, lat: lat) {
+            case .small(let flat):
+                if FlatPerimeter.covers(flat, lon: lon, lat: lat) { body(slot) }
+            case .indexed(let raster):
+                if raster >= 0 {
+                    // Built over the entry's box (a beacon with a raster has one box).
+                    let words = rasterWords.withUnsafeBufferPointer { $0.baseAddress! + Int(raster) * PolygonRaster.wordCount }
+                    switch PolygonRaster.classify(words, box: entry.box, lon: lon, lat: lat) {
                     case PolygonRaster.inside: body(slot); return
                     case PolygonRaster.outside: return
                     default: break

@@ -5,28 +5,26 @@ package import DBeaconCore
 /// the perimeter; only points in cells an edge touches need the edge test. Cells no edge
 /// touches that are connected (side by side) share one answer, so the raster is built with
 /// one exact test per connected region (the outside, the interior, each hole), not per cell.
-/// Plain data (1 KiB of cells inline), so it sits in a dense array next to the index.
+/// 1 KiB of cells; the engine keeps every raster's words in one dense array.
 package struct PolygonRaster: Sendable {
     package static let side = 64
-    private let west: Double, south: Double, east: Double, north: Double, invWidth: Double, invHeight: Double
-    /// Two bits per cell, row by row: 0 outside, 1 inside, 2 an edge passes (test exactly).
-    private var words: InlineArray<128, UInt64>
+    /// Two bits per cell, row by row from the south-west: 0 outside, 1 inside, 2 an edge passes
+    /// (test exactly). The box is not kept here: a query passes it again (the grid entry has it
+    /// at hand), so a test reads one cache line of the raster.
+    package private(set) var words: [UInt64]
+    /// Number of words of a raster (the engine keeps all rasters' words in one array).
+    package static let wordCount = side * side / 32
 
     package static let outside: UInt8 = 0, inside: UInt8 = 1, unknown: UInt8 = 2
 
-    /// `covers` is the exact test of the whole perimeter (all polygons).
+    /// `covers` is the exact test of the whole perimeter (all polygons); `box` any box that holds
+    /// them (the grid's rounded-out box of the perimeter, `HierarchicalGrid.roundedOut`).
     package init(polygons: [Polygon], box: BoundingBox, covers: (Double, Double) -> Bool) {
         let n = Self.side
-        let width = max(box.east - box.west, 1e-12), height = max(box.north - box.south, 1e-12)
-        west = box.west
-        south = box.south
-        east = box.east
-        north = box.north
-        invWidth = Double(n) / width
-        invHeight = Double(n) / height
+        let (invWidth, invHeight) = Self.scale(box)
         let free: UInt8 = 255, queued: UInt8 = 254
         var cells = [UInt8](repeating: free, count: n * n)
-        let (w, s, iw, ih) = (west, south, invWidth, invHeight)
+        let (w, s, iw, ih) = (box.west, box.south, invWidth, invHeight)
         func column(_ x: Double) -> Int { min(n - 1, max(0, Int(((x - w) * iw).rounded(.down)))) }
         func row(_ y: Double) -> Int { min(n - 1, max(0, Int(((y - s) * ih).rounded(.down)))) }
         let eps = 1e-9
@@ -75,17 +73,37 @@ package struct PolygonRaster: Sendable {
             }
             for i in region { cells[i] = value }
         }
-        words = InlineArray(repeating: 0)
+        words = [UInt64](repeating: 0, count: Self.wordCount)
         for (i, v) in cells.enumerated() { words[i / 32] |= UInt64(v) << UInt64((i % 32) * 2) }
     }
 
-    /// `inside`, `outside`, or `unknown` (test exactly); `outside` for a point outside the box.
+    /// Cells per degree of longitude and of latitude over `box` (the same arithmetic when building and when classifying).
     @inline(__always)
-    package func classify(lon: Double, lat: Double) -> UInt8 {
-        guard lon >= west, lon <= east, lat >= south, lat <= north else { return Self.outside }
-        let n = Self.side
-        let c = min(n - 1, max(0, Int(((lon - west) * invWidth).rounded(.down))))
-        let r = min(n - 1, max(0, Int(((lat - south) * invHeight).rounded(.down))))
+    static func scale(_ box: BoundingBox) -> (Double, Double) {
+        (Double(side) / max(box.east - box.west, 1e-12), Double(side) / max(box.north - box.south, 1e-12))
+    }
+
+    /// A raster from the words of one built earlier over the same box.
+    package init(words: some Collection<UInt64>) {
+        precondition(words.count == Self.wordCount)
+        self.words = Array(words)
+    }
+
+    /// `inside`, `outside`, or `unknown` (test exactly); `outside` for a point outside the box.
+    /// `box` must be the one the raster was built over.
+    package func classify(box: BoundingBox, lon: Double, lat: Double) -> UInt8 {
+        words.withUnsafeBufferPointer { Self.classify($0.baseAddress!, box: box, lon: lon, lat: lat) }
+    }
+
+    /// The same on a raster's words kept elsewhere (read in place: a 1 KiB value read through
+    /// an array or inline storage is copied out first).
+    @inline(__always)
+    package static func classify(_ words: UnsafePointer<UInt64>, box: BoundingBox, lon: Double, lat: Double) -> UInt8 {
+        guard lon >= box.west, lon <= box.east, lat >= box.south, lat <= box.north else { return outside }
+        let n = side
+        let (invWidth, invHeight) = scale(box)
+        let c = min(n - 1, max(0, Int(((lon - box.west) * invWidth).rounded(.down))))
+        let r = min(n - 1, max(0, Int(((lat - box.south) * invHeight).rounded(.down))))
         let i = r * n + c
         return UInt8((words[i / 32] >> UInt64((i % 32) * 2)) & 3)
     }

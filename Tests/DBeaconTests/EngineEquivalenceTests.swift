@@ -140,8 +140,10 @@ import Testing
                     points.append(Position(lon: a.lon, lat: (a.lat + b.lat) / 2))
                 }
             }
-            // The raster may only say "inside"/"outside" where that is exactly true.
-            let raster = PolygonRaster(polygons: [polygon], box: BoundingBox(of: polygon.exterior)) { x, y in
+            // The raster may only say "inside"/"outside" where that is exactly true. It is built
+            // over the grid entry's (rounded-out) box, as the engine builds it.
+            let rasterBox = HierarchicalGrid<Int>.roundedOut(BoundingBox(of: polygon.exterior))
+            let raster = PolygonRaster(polygons: [polygon], box: rasterBox) { x, y in
                 indexed.covers(lon: x, lat: y)
             }
             var inside = 0, settled = 0
@@ -150,9 +152,8 @@ import Testing
                 if expected { inside += 1 }
                 #expect(indexed.covers(lon: p.lon, lat: p.lat) == expected, "\(p) round \(round)")
                 #expect(IndexedPolygon.covers(polygon, lon: p.lon, lat: p.lat) == expected, "unindexed \(p) round \(round)")
-                let box = BoundingBox(of: polygon.exterior)
-                guard box.contains(p) else { continue }
-                switch raster.classify(lon: p.lon, lat: p.lat) {
+                guard rasterBox.contains(p) else { continue }
+                switch raster.classify(box: rasterBox, lon: p.lon, lat: p.lat) {
                 case PolygonRaster.inside: settled += 1; #expect(expected, "raster inside \(p) round \(round)")
                 case PolygonRaster.outside: settled += 1; #expect(!expected, "raster outside \(p) round \(round)")
                 default: break
