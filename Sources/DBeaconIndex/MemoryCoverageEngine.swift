@@ -55,8 +55,9 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         case circle(lat: Double, lon: Double, radius: Double)
         /// `FlatPerimeter.covers` on the block (`FlatPerimeter.base`, owned by the slot's `Cold`).
         case small(UnsafePointer<Double>)
-        /// The raster (its number in `rasterWords`, or -1), then the edge index in the slot's `Cold`.
-        case indexed(raster: Int32)
+        /// The raster's summary and number in `rasterWords` (or -1: none), then the edge index
+        /// in the slot's `Cold`.
+        case indexed(raster: Int32, coarse: (UInt64, UInt64))
         /// Edge by edge on the beacon's perimeter until `warm` builds the index.
         case pending
 
@@ -429,7 +430,9 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                 h.test = .pending
             } else if !prep.indexed.isEmpty {
                 var raster: Int32 = -1
+                var coarse: (UInt64, UInt64) = (0, 0)
                 if let r = prep.raster {
+                    coarse = r.coarse
                     if let free = freeRasters.popLast() {
                         rasterWords.replaceSubrange(rasterRange(free), with: r.words)
                         raster = free
@@ -438,14 +441,14 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                         rasterWords.append(contentsOf: r.words)
                     }
                 }
-                h.test = .indexed(raster: raster)
+                h.test = .indexed(raster: raster, coarse: coarse)
             } else if let flat = prep.flat {
                 h.test = .small(UnsafePointer(flat.base))
             }
         }
         let kind = h.test.kind
         var raster: Int32 = -1
-        if case .indexed(let r) = h.test { raster = r }
+        if case .indexed(let r, _) = h.test { raster = r }
         for (box, c) in zip(boxes, prep.cells) { grid.insert(slot, box: box, level: c.level, keys: c.keys, record: h) }
         if kind == .pending { pending += 1 }
         cold[Int(slot)] = Cold(beacon: beacon, flat: prep.flat, indexed: prep.indexed, members: members, boxes: boxes,
@@ -583,6 +586,8 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             service = i
         }
         var multiBoxSeen: [Int32] = []
+        // The rasters' words do not move while the read lock is held.
+        let rasterBase = rasterWords.withUnsafeBufferPointer { $0.baseAddress }
         grid.forEachCandidate(lon: lon, lat: lat) { entry in
             let slot = entry.slot, h = entry.record
             guard h.lifeStart <= at, at < h.lifeEnd else { return }
@@ -607,11 +612,11 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                 }
             case .small(let flat):
                 if FlatPerimeter.covers(flat, lon: lon, lat: lat) { body(slot) }
-            case .indexed(let raster):
+            case .indexed(let raster, let coarse):
                 if raster >= 0 {
                     // Built over the entry's box (a beacon with a raster has one box).
-                    let words = rasterWords.withUnsafeBufferPointer { $0.baseAddress! + Int(raster) * PolygonRaster.wordCount }
-                    switch PolygonRaster.classify(words, box: entry.box, lon: lon, lat: lat) {
+                    switch PolygonRaster.classify(coarse: coarse, rasterBase! + Int(raster) * PolygonRaster.wordCount,
+                                                  box: entry.box, lon: lon, lat: lat) {
                     case PolygonRaster.inside: body(slot); return
                     case PolygonRaster.outside: return
                     default: break

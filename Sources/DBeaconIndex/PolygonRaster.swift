@@ -12,6 +12,10 @@ package struct PolygonRaster: Sendable {
     /// (test exactly). The box is not kept here: a query passes it again (the grid entry has it
     /// at hand), so a test reads one cache line of the raster.
     package private(set) var words: [UInt64]
+    /// An 8×8 summary (two bits per block of 8×8 cells: `inside` or `outside` when every cell
+    /// of the block is, else `unknown`), small enough to sit in the grid entry: most points are
+    /// settled there without reading `words` (cells 0–31 of the summary in `coarse.0`).
+    package private(set) var coarse: (UInt64, UInt64) = (0, 0)
     /// Number of words of a raster (the engine keeps all rasters' words in one array).
     package static let wordCount = side * side / 32
 
@@ -75,6 +79,23 @@ package struct PolygonRaster: Sendable {
         }
         words = [UInt64](repeating: 0, count: Self.wordCount)
         for (i, v) in cells.enumerated() { words[i / 32] |= UInt64(v) << UInt64((i % 32) * 2) }
+        coarse = Self.summary(words)
+    }
+
+    /// The 8×8 summary of a raster's words.
+    static func summary(_ words: [UInt64]) -> (UInt64, UInt64) {
+        let n = side, block = side / 8
+        var blocks = [UInt8](repeating: 255, count: 64) // 255: no cell seen yet
+        for i in 0..<(n * n) {
+            let v = UInt8((words[i / 32] >> UInt64((i % 32) * 2)) & 3)
+            let b = (i / n / block) * 8 + (i % n) / block
+            blocks[b] = blocks[b] == 255 || blocks[b] == v ? v : unknown
+        }
+        var out: (UInt64, UInt64) = (0, 0)
+        for (b, v) in blocks.enumerated() {
+            if b < 32 { out.0 |= UInt64(v) << UInt64(b * 2) } else { out.1 |= UInt64(v) << UInt64((b - 32) * 2) }
+        }
+        return out
     }
 
     /// Cells per degree of longitude and of latitude over `box` (the same arithmetic when building and when classifying).
@@ -87,24 +108,30 @@ package struct PolygonRaster: Sendable {
     package init(words: some Collection<UInt64>) {
         precondition(words.count == Self.wordCount)
         self.words = Array(words)
+        coarse = Self.summary(self.words)
     }
 
     /// `inside`, `outside`, or `unknown` (test exactly); `outside` for a point outside the box.
     /// `box` must be the one the raster was built over.
     package func classify(box: BoundingBox, lon: Double, lat: Double) -> UInt8 {
-        words.withUnsafeBufferPointer { Self.classify($0.baseAddress!, box: box, lon: lon, lat: lat) }
+        words.withUnsafeBufferPointer { Self.classify(coarse: coarse, $0.baseAddress!, box: box, lon: lon, lat: lat) }
     }
 
-    /// The same on a raster's words kept elsewhere (read in place: a 1 KiB value read through
-    /// an array or inline storage is copied out first).
+    /// The same on a raster's summary and words kept elsewhere (read in place: a 1 KiB value
+    /// read through an array or inline storage is copied out first). `words` is read only when
+    /// the summary does not settle the point.
     @inline(__always)
-    package static func classify(_ words: UnsafePointer<UInt64>, box: BoundingBox, lon: Double, lat: Double) -> UInt8 {
+    package static func classify(coarse: (UInt64, UInt64), _ words: @autoclosure () -> UnsafePointer<UInt64>,
+                                 box: BoundingBox, lon: Double, lat: Double) -> UInt8 {
         guard lon >= box.west, lon <= box.east, lat >= box.south, lat <= box.north else { return outside }
         let n = side
         let (invWidth, invHeight) = scale(box)
         let c = min(n - 1, max(0, Int(((lon - box.west) * invWidth).rounded(.down))))
         let r = min(n - 1, max(0, Int(((lat - box.south) * invHeight).rounded(.down))))
+        let b = (r >> 3) * 8 + (c >> 3)
+        let summary = UInt8(((b < 32 ? coarse.0 : coarse.1) >> UInt64((b & 31) * 2)) & 3)
+        if summary != unknown { return summary }
         let i = r * n + c
-        return UInt8((words[i / 32] >> UInt64((i % 32) * 2)) & 3)
+        return UInt8((words()[i / 32] >> UInt64((i % 32) * 2)) & 3)
     }
 }
