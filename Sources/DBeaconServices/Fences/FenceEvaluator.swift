@@ -25,6 +25,8 @@ package struct FenceEvaluator: Sendable {
     private var inside: [UserID: [BeaconID: FenceState]] = [:]
     /// Reverse index: who is inside each beacon.
     private var holders: [BeaconID: Set<UserID>] = [:]
+    /// Counts `setState`/`removeState` calls: a batch of fixes that made none has no states to diff.
+    private var stateWrites = 0
     /// Inside states whose dwell event is still due.
     private var dwellPending: Set<FenceKey> = []
     /// Inside states held by sightings (their exit timeout runs in `tick`).
@@ -96,13 +98,14 @@ package struct FenceEvaluator: Sendable {
         for list in coverage {
             var coveredInside = 0 // covering ids are distinct
             for id in list {
-                if states[id] != nil { coveredInside += 1 } else if known[id] == nil { missing.insert(id) }
+                if states[id] != nil { coveredInside += 1 } else if known.isEmpty || known[id] == nil { missing.insert(id) }
             }
             guard coveredInside < states.count else { continue } // every state covered: no exit to check
             let covered = Set(list)
-            for id in states.keys where !covered.contains(id) && known[id] == nil { missing.insert(id) }
+            for id in states.keys where !covered.contains(id) && (known.isEmpty || known[id] == nil) { missing.insert(id) }
         }
-        for (id, state) in states where !state.dwelled && last.seconds(since: state.enteredAt) >= config.dwellSeconds && known[id] == nil {
+        for (id, state) in states where !state.dwelled && last.seconds(since: state.enteredAt) >= config.dwellSeconds
+            && (known.isEmpty || known[id] == nil) {
             missing.insert(id)
         }
         return missing
@@ -143,6 +146,7 @@ package struct FenceEvaluator: Sendable {
     package mutating func applyFixes(user: UserID, fixes: [LocationFix], coverage: [[BeaconID]], known: [BeaconID: Beacon],
                                      tracking: [Beacon], now: Timestamp) -> FixOutcome {
         let before = inside[user] ?? [:]
+        let writesBefore = stateWrites
         var update = FenceUpdate()
         var events: [Event] = []
         var accepted = 0, ignored = 0
@@ -163,7 +167,7 @@ package struct FenceEvaluator: Sendable {
         if let lastAccepted, let current = locations[user] {
             location = current
             update.locations.append(current)
-            diff(user: user, before: before, into: &update)
+            if stateWrites != writesBefore { diff(user: user, before: before, into: &update) }
             for var beacon in tracking {
                 beacon.location = lastAccepted.position
                 update.moves.append((beacon.id, beacon.location, beacon.perimeter.radiusM))
@@ -181,13 +185,22 @@ package struct FenceEvaluator: Sendable {
         // Covering ids are distinct: when as many are (now) inside as the user is inside, the
         // fix covers every beacon the user is in and nothing can be left (the common case).
         var coveredInside = 0
-        for id in covering {
-            if inside[user]?[id] != nil {
-                coveredInside += 1
-                continue
+        var entering: [Beacon] = []
+        do {
+            // The user's states looked up once (not per covering id); entered after the scan,
+            // so this copy is gone before the states change (no copy-on-write of them).
+            let states = inside[user] ?? [:]
+            for id in covering {
+                if states[id] != nil {
+                    coveredInside += 1
+                    continue
+                }
+                // A beacon that moves with this user never contains them.
+                guard let beacon = known[id], !(beacon.tracksOwner && beacon.owner == user) else { continue }
+                entering.append(beacon)
             }
-            // A beacon that moves with this user never contains them.
-            guard let beacon = known[id], !(beacon.tracksOwner && beacon.owner == user) else { continue }
+        }
+        for beacon in entering {
             setState(user, FenceState(beacon: beacon.id, enteredAt: fix.timestamp, dwelled: false))
             coveredInside += 1
             events.append(Self.fenceEvent(.entered, user: user, beacon: beacon, at: fix.timestamp, position: fix.position,
@@ -411,6 +424,7 @@ package struct FenceEvaluator: Sendable {
     // MARK: State bookkeeping
 
     private mutating func setState(_ user: UserID, _ state: FenceState) {
+        stateWrites &+= 1
         inside[user, default: [:]][state.beacon] = state
         holders[state.beacon, default: []].insert(user)
         let key = FenceKey(user: user, beacon: state.beacon)
@@ -419,6 +433,7 @@ package struct FenceEvaluator: Sendable {
     }
 
     private mutating func removeState(_ user: UserID, _ beacon: BeaconID) {
+        stateWrites &+= 1
         inside[user]?[beacon] = nil
         if inside[user]?.isEmpty == true { inside[user] = nil }
         holders[beacon]?.remove(user)
