@@ -32,7 +32,8 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     /// a cell touches no reference counts). A copy sits in each of the slot's grid entries, so
     /// a query reads them from the cell's contiguous list rather than from a record elsewhere
     /// in memory per candidate; the exact box is not needed there: circles are decided by
-    /// their distance, polygons by their edges (and the raster checks its own box).
+    /// their distance, polygons by their edges (a raster is laid over the entry's own
+    /// rounded-out box, which the query has at hand).
     struct Hot {
         /// How the point is tested (its payload is all the test reads besides the point).
         var test: Test = .free
