@@ -78,7 +78,7 @@ package struct HierarchicalGrid<Record> {
     }
 
     /// The cells a box occupies: (level, keys).
-    static func cells(for box: BoundingBox) -> (level: Int, keys: [UInt64]) {
+    package static func cells(for box: BoundingBox) -> (level: Int, keys: [UInt64]) {
         let level = level(for: box)
         let s = size(level)
         let x0 = index(box.west, offset: 180, size: s), x1 = index(box.east, offset: 180, size: s)
@@ -91,22 +91,53 @@ package struct HierarchicalGrid<Record> {
 
     package mutating func insert(_ slot: Int32, box: BoundingBox, level: Int, keys: [UInt64], record: Record) {
         let entry = Entry(slot: slot, box: box, record: record)
-        for k in keys { cells[level][k, default: []].append(entry) }
+        if staged != nil {
+            for k in keys { staged?[level].append((k, entry)) }
+        } else {
+            for k in keys { cells[level][k, default: []].append(entry) }
+        }
         population[level] += 1
         if population[level] == 1 { occupied = (0..<Self.levels).filter { population[$0] > 0 } }
     }
 
-    /// Gives back the spare capacity the cells' lists grew (after a bulk load: a list appended
-    /// to one entry at a time has up to twice the room it needs).
-    package mutating func shrink() {
-        for level in occupied {
-            cells[level] = cells[level].mapValues { list in
-                list.capacity > list.count + list.count / 8 ? list.withUnsafeBufferPointer { Array($0) } : list
+    /// Entries inserted while staging, per level, with their cell: queries do not see them until
+    /// `endStaging`. A bulk load appending to each cell's list as it comes reaches a random list
+    /// per entry (half of installing 1M beacons); staged entries are sorted by cell and each
+    /// list is built in one allocation of the size it needs.
+    private var staged: [[(key: UInt64, entry: Entry)]]?
+
+    /// Starts staging inserts (see `staged`): for a load nothing queries until it ends.
+    package mutating func beginStaging() {
+        if staged == nil { staged = Array(repeating: [], count: Self.levels) }
+    }
+
+    /// Puts the staged entries in their cells; queries see them from now on.
+    package mutating func endStaging() {
+        guard let staged else { return }
+        self.staged = nil
+        for level in staged.indices where !staged[level].isEmpty {
+            let entries = staged[level]
+            var order = entries.indices.map { (key: entries[$0].key, index: Int32($0)) }
+            order.sort { $0.key < $1.key }
+            var start = 0
+            while start < order.count {
+                let key = order[start].key
+                var end = start + 1
+                while end < order.count && order[end].key == key { end += 1 }
+                var list = cells[level].removeValue(forKey: key) ?? []
+                list.reserveCapacity(list.count + end - start)
+                for i in start..<end { list.append(entries[Int(order[i].index)].entry) }
+                cells[level][key] = list
+                start = end
             }
         }
     }
 
     package mutating func remove(_ slot: Int32, level: Int, keys: [UInt64]) {
+        if staged != nil { // a change during a load: rare; its entries may be staged still
+            endStaging()
+            beginStaging()
+        }
         for k in keys {
             guard var list = cells[level][k], let i = list.firstIndex(where: { $0.slot == slot }) else { continue }
             list.swapAt(i, list.count - 1)

@@ -155,10 +155,18 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     package func load(from store: any BeaconStore, batchSize: Int = 20_000, prepare: Bool = true) async throws -> LoadReport {
         let started = ContinuousClock.now
         let report = ReportBox()
-        _ = try await loadAll(from: store, batchSize: batchSize, prepare: prepare, report: report)
-        // The cells' lists grew one entry at a time; give back their spare room (~0.3 s at 1M under
-        // the write lock: done here when preparing, else by `warm` after start-up).
-        if prepare { lock.write { grid.shrink() } }
+        // The grid's entries are staged and put in their cells when the load ends (nothing
+        // queries the engine before): each cell's list is built once, at its size.
+        lock.write { grid.beginStaging() }
+        do {
+            _ = try await loadAll(from: store, batchSize: batchSize, prepare: prepare, report: report)
+        } catch {
+            lock.write { grid.endStaging() }
+            throw error
+        }
+        let t = ContinuousClock.now
+        lock.write { grid.endStaging() }
+        report.value.installSeconds += Self.seconds(ContinuousClock.now - t)
         report.value.seconds = Self.seconds(ContinuousClock.now - started)
         report.value.beacons = count
         return report.value
@@ -378,10 +386,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             if batch.isEmpty {
                 // A move of a pending polygon may have reinstalled it in a slot already passed:
                 // scan again while passes make progress.
-                if donePass == 0 || pendingCount == 0 {
-                    lock.write { grid.shrink() } // after a load without preparing (see `load`)
-                    return done
-                }
+                if donePass == 0 || pendingCount == 0 { return done }
                 next = 0
                 donePass = 0
                 continue
