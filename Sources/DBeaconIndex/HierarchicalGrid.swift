@@ -139,10 +139,9 @@ package struct HierarchicalGrid<Record> {
             beginStaging()
         }
         for k in keys {
-            guard var list = cells[level][k], let i = list.firstIndex(where: { $0.slot == slot }) else { continue }
-            list.swapAt(i, list.count - 1)
-            list.removeLast()
-            cells[level][k] = list.isEmpty ? nil : list
+            // In place: a list taken out of the table and put back is copied whole on its first change.
+            cells[level][k]?.removeFirstSwapped { $0.slot == slot }
+            if cells[level][k]?.isEmpty == true { cells[level][k] = nil }
         }
         population[level] -= 1
         if population[level] == 0 { occupied = (0..<Self.levels).filter { population[$0] > 0 } }
@@ -162,5 +161,14 @@ package struct HierarchicalGrid<Record> {
                 for i in entries.indices where entries[i].mayContain(lon: flon, lat: flat) { body(entries[i]) }
             }
         }
+    }
+}
+
+extension Array {
+    /// Removes the first element matching `predicate`; the last element takes its place.
+    mutating func removeFirstSwapped(where predicate: (Element) -> Bool) {
+        guard let i = firstIndex(where: predicate) else { return }
+        swapAt(i, count - 1)
+        removeLast()
     }
 }
