@@ -60,29 +60,31 @@ package struct AppServices: Sendable {
             store.observeRemoteChanges { if relayRemote { continuation.yield($0) } }
         case .memory:
             // Observe before loading, so a change committed during the load is not lost.
-            let memory = MemoryCoverageEngine()
-            store.observeChanges { change in
-                memory.apply(change)
+            let memory = MemoryCoverageEngine(store: store)
+            // Weakly: the engine holds the store (answers read beacons from it), and the store
+            // keeps its observers.
+            store.observeChanges { [weak memory] change in
+                memory?.apply(change)
                 continuation.yield(change)
             }
-            store.observeRemoteChanges { change in
-                memory.apply(change)
+            store.observeRemoteChanges { [weak memory] change in
+                memory?.apply(change)
                 if relayRemote { continuation.yield(change) }
             }
             // After a lost listener connection, reload: notifications sent meanwhile are gone.
             let resyncLogger = logger
-            // The store keeps its observers: they hold it weakly, else neither is ever freed.
-            store.observeResyncNeeded { [weak store] in
-                guard let store else { return }
+            // The store keeps its observers: they hold the engine weakly, else neither is ever freed.
+            store.observeResyncNeeded { [weak memory] in
+                guard let memory else { return }
                 Task {
-                    do { try await memory.resync(from: store) } catch {
+                    do { try await memory.resync() } catch {
                         resyncLogger.error("index resync failed", metadata: ["error": "\(error)"])
                     }
                 }
             }
-            // Polygons' exact tests (edge indexes, GEOS preparation) are built after the server
-            // is up; until each is, it is answered by the unindexed edge test (same answers).
-            let load = try await memory.load(from: store, prepare: false)
+            // Large polygons' rasters are built after the server is up; until each is, its
+            // compact edge test answers alone (same answers).
+            let load = try await memory.load(prepare: false)
             func s(_ x: Double) -> Logger.MetadataValue { "\((x * 10).rounded() / 10)" }
             logger.info("in-memory index loaded", metadata: [
                 "beacons": "\(load.beacons)", "seconds": s(load.seconds), "install_s": s(load.installSeconds),
@@ -91,6 +93,7 @@ package struct AppServices: Sendable {
             Task.detached(priority: .utility) {
                 let started = ContinuousClock.now
                 let prepared = await memory.warm()
+                releaseFreedMemory()
                 let d = (ContinuousClock.now - started).components
                 warmLogger.info("in-memory index prepared", metadata: [
                     "polygons": "\(prepared)", "seconds": s(Double(d.seconds) + Double(d.attoseconds) / 1e18),

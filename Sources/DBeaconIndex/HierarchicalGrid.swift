@@ -55,6 +55,10 @@ package struct HierarchicalGrid<Record> {
         population = Array(repeating: 0, count: Self.levels)
     }
 
+    /// Entries in all cells (a box in several cells counts once per cell), and cells.
+    package var entryCount: Int { cells.reduce(0) { $0 + $1.values.reduce(0) { $0 + $1.count } } }
+    package var cellCount: Int { cells.reduce(0) { $0 + $1.count } }
+
     /// The box an entry keeps for `box`: rounded outwards to `Float` (it contains `box`).
     package static func roundedOut(_ box: BoundingBox) -> BoundingBox {
         BoundingBox(west: Double(Float(box.west).nextDown), south: Double(Float(box.south).nextDown),

@@ -10,22 +10,26 @@ import Glibc
 import Darwin
 #endif
 
-/// The fast path of "which beacons cover this point": every beacon in memory, indexed by a
-/// hierarchical grid over its perimeter's bounding box(es).
+/// The fast path of "which beacons cover this point": an index of every beacon's perimeter,
+/// visibility and lifetime, by a hierarchical grid over its perimeter's bounding box(es).
 ///
 /// A query looks up one grid cell per occupied level, then filters the candidates with
 /// plain-old-data checks (box, lifetime, tag bits, service, visibility) before the exact
 /// test: geodesic distance for circles (the same `Geodesy.circleContains` the SQL path
 /// registers as `dbeacon_circle_contains`), GEOS's point-location rules on one block of
-/// coordinates for small polygons (`FlatPerimeter`), and an edge-indexed polygon
-/// (`IndexedPolygon`, the same rules) for large ones, so a 5,000-vertex region costs a few
-/// dozen edge tests rather than thousands.
+/// coordinates for small polygons (`FlatPerimeter`), and a compact edge-indexed form for large
+/// ones (`CompactPolygon`: 16-bit coordinates in memory, the exact ones in a mapped
+/// `CoordinateFile`), behind a raster that settles most points (`PolygonRaster`).
+///
+/// The index keeps no whole beacons: answers that need them (`covering`, `beacons(ids:)`)
+/// read them from the store through a bounded `BeaconCache`, keeping a copy only if the beacon
+/// did not change meanwhile.
 ///
 /// Readers run in parallel under a read lock; a change (create, update, delete, move) is
 /// prepared outside the lock and swapped in under the write lock, synchronously from the
 /// store's commit hook, so a write is visible to queries as soon as the writer returns.
 package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
-    /// Polygons with more vertices than this use `IndexedPolygon` instead of `FlatPerimeter`.
+    /// Polygons with more vertices than this use `CompactPolygon` instead of `FlatPerimeter`.
     package static let largePolygonThreshold = 256
 
     /// The fields a query filters on and tests with, packed without references (the scan over
@@ -56,19 +60,16 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         case circle(lat: Double, lon: Double, radius: Double)
         /// `FlatPerimeter.covers` on the block (`FlatPerimeter.base`, owned by the slot's `Cold`).
         case small(UnsafePointer<Double>)
-        /// The raster's summary and number in `rasterWords` (or -1: none), then the edge index
-        /// in the slot's `Cold`.
-        case indexed(raster: Int32, coarse: (UInt64, UInt64))
-        /// Edge by edge on the beacon's perimeter until `warm` builds the index.
-        case pending
+        /// The raster's summary and number in `rasterWords` (or -1: none yet, or several boxes),
+        /// then the compact polygons in the slot's `Cold`.
+        case large(raster: Int32, coarse: (UInt64, UInt64))
 
         var kind: Kind {
             switch self {
             case .free: .free
             case .circle: .circle
             case .small: .small
-            case .indexed: .indexed
-            case .pending: .pending
+            case .large: .large
             }
         }
     }
@@ -77,46 +78,100 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     @inline(__always)
     static func memberBit(_ u: Int32) -> UInt64 { u < 0 ? 0 : 1 << UInt64(u & 63) }
 
-    /// `small`: a polygon tested on its `FlatPerimeter`; `indexed`: a large one with an edge
-    /// index; `pending`: a large polygon whose index is not built yet (a fast start-up loads
-    /// without building them; `warm` builds them in the background): tested edge by edge meanwhile.
-    enum Kind: UInt8 { case free, circle, small, indexed, pending }
+    /// `small`: a polygon tested on its `FlatPerimeter`; `large`: compact polygons with an edge index.
+    enum Kind: UInt8 { case free, circle, small, large }
 
-    /// Everything else about a slot (a class: reading it from a query copies one reference).
-    final class Cold {
-        let beacon: Beacon
+    /// Everything else about a slot (a class: reading it from a query copies one reference). A
+    /// change installs a new one, so an answer can tell whether a slot changed since it looked
+    /// (`===`). Immutable.
+    final class Cold: @unchecked Sendable {
+        let id: BeaconID
+        let version: Int
+        let hot: Hot
+        let tracksOwner: Bool
         let flat: FlatPerimeter?
-        let indexed: [IndexedPolygon]
-        let members: Set<Int32>
-        /// The boxes of a perimeter indexed under several (across the antimeridian); empty for
-        /// one box (`MemoryCoverageEngine.boxes(of:)` gives them again on removal).
+        let compact: [CompactPolygon]
+        /// User indexes of the members of a private beacon, sorted.
+        let members: [Int32]
+        /// The tags, kept only when one of them has no bit in `Hot.tagBits`.
+        let overflowTags: [String]
+        /// The box the perimeter is indexed under (the first when there are several).
+        let box: BoundingBox
+        /// All boxes of a perimeter indexed under several (across the antimeridian); empty for one.
         let splitBoxes: [BoundingBox]
-        let kind: Kind
-        /// Number of the raster in `rasterWords`, or -1.
-        let raster: Int32
 
-        init(beacon: Beacon, flat: FlatPerimeter?, indexed: [IndexedPolygon], members: Set<Int32>, boxes: [BoundingBox],
-             kind: Kind, raster: Int32) {
-            self.beacon = beacon
+        init(id: BeaconID, version: Int, hot: Hot, tracksOwner: Bool, flat: FlatPerimeter?, compact: [CompactPolygon],
+             members: [Int32], overflowTags: [String], boxes: [BoundingBox]) {
+            self.id = id
+            self.version = version
+            self.hot = hot
+            self.tracksOwner = tracksOwner
             self.flat = flat
-            self.indexed = indexed
+            self.compact = compact
             self.members = members
+            self.overflowTags = overflowTags
+            box = boxes.first ?? BoundingBox(west: 0, south: 0, east: 0, north: 0)
             splitBoxes = boxes.count > 1 ? boxes : []
-            self.kind = kind
-            self.raster = raster
         }
 
         /// The boxes the beacon is indexed under.
-        var boxes: [BoundingBox] { splitBoxes.isEmpty ? MemoryCoverageEngine.boxes(of: beacon) : splitBoxes }
+        var boxes: [BoundingBox] { splitBoxes.isEmpty ? [box] : splitBoxes }
+
+        var kind: Kind { hot.test.kind }
+
+        /// Number of the raster in `rasterWords`, or -1.
+        var raster: Int32 {
+            if case .large(let r, _) = hot.test { return r }
+            return -1
+        }
+
+        /// A large polygon with one box and no raster yet (`warm` builds it).
+        var needsRaster: Bool { kind == .large && raster < 0 && splitBoxes.isEmpty }
+
+        func covers(lon: Double, lat: Double) -> Bool {
+            compact.contains { $0.covers(lon: lon, lat: lat) }
+        }
+    }
+
+    /// What `install` needs of a beacon (taken from it outside the lock).
+    struct Spec {
+        var id: BeaconID
+        var version: Int
+        var owner: UserID
+        var tracksOwner: Bool
+        var members: [UserID]?
+        var tags: [String]
+        var service: String?
+        var lifeStart: Int64, lifeEnd: Int64
+        var center: Position
+        var radius: Double?
+
+        init(_ b: Beacon) {
+            id = b.id
+            version = b.version
+            owner = b.owner
+            tracksOwner = b.tracksOwner
+            members = b.members
+            tags = b.tags
+            service = b.service
+            lifeStart = b.lifetime?.start?.millis ?? .min
+            lifeEnd = b.lifetime?.end?.millis ?? .max
+            center = b.location
+            if case .circle(let r) = b.perimeter { radius = r }
+        }
     }
 
     private let lock = ReadWriteLock()
-    /// The words of the edge-indexed polygons' rasters, `PolygonRaster.wordCount` each (reused through `freeRasters`).
+    /// Where whole beacons come from for answers.
+    private let store: any BeaconStore
+    /// Whole beacons read for answers (bounded).
+    package let cache: BeaconCache
+    /// The exact coordinates of large polygons (nil: kept on the heap).
+    private let coordinates: CoordinateFile?
+    /// The words of the large polygons' rasters, `PolygonRaster.wordCount` each (reused through `freeRasters`).
     private var rasterWords: [UInt64] = []
     private var freeRasters: [Int32] = []
     private var cold: [Cold?] = []
-    /// The beacon id of each slot (dense, so an id is one read away from the slot).
-    private var ids: [BeaconID?] = []
     private var freeSlots: [Int32] = []
     private var slots: [BeaconID: Int32] = [:]
     private var grid = HierarchicalGrid<Hot>()
@@ -128,7 +183,14 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     private var touchedDuringLoad: Set<BeaconID>?
     private var loadsInProgress = 0
 
-    package init() {}
+    /// An engine over `store` (which `load` reads and answers come from); large polygons' exact
+    /// coordinates go to `coordinates` (an unnamed file in the temporary folder when nil, or
+    /// the heap if none can be made); `cacheBytes` bounds the whole beacons kept for answers.
+    package init(store: any BeaconStore, coordinates: CoordinateFile? = nil, cacheBytes: Int = 64 << 20) {
+        self.store = store
+        self.coordinates = coordinates ?? (try? CoordinateFile(creating: nil))
+        cache = BeaconCache(capacityBytes: cacheBytes)
+    }
 
     package var name: String { "memory" }
 
@@ -148,18 +210,18 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     /// Bulk-loads every stored beacon. Register `apply` with the store before calling this:
     /// changes committed while loading win over the loader's (older) copy.
     ///
-    /// With `prepare: false` large polygons are loaded without their edge index and answered
-    /// by an unindexed edge test (the same rules) until `warm()` has built it: the server
-    /// starts answering in about half the time and builds them in the background.
+    /// With `prepare: false` large polygons are loaded without their raster (answered by their
+    /// compact edge test, the same answers) until `warm()` has built it: the server starts
+    /// answering sooner and builds them in the background.
     @discardableResult
-    package func load(from store: any BeaconStore, batchSize: Int = 20_000, prepare: Bool = true) async throws -> LoadReport {
+    package func load(batchSize: Int = 20_000, prepare: Bool = true) async throws -> LoadReport {
         let started = ContinuousClock.now
         let report = ReportBox()
         // The grid's entries are staged and put in their cells when the load ends (nothing
         // queries the engine before): each cell's list is built once, at its size.
         lock.write { grid.beginStaging() }
         do {
-            _ = try await loadAll(from: store, batchSize: batchSize, prepare: prepare, report: report)
+            _ = try await loadAll(batchSize: batchSize, prepare: prepare, report: report)
         } catch {
             lock.write { grid.endStaging() }
             throw error
@@ -179,28 +241,29 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     /// Brings the index back in line with the store after changes may have been missed (a
     /// PostgreSQL listener that reconnected): reloads every beacon and drops the ones that no
     /// longer exist, while queries go on being answered. Changes applied meanwhile win.
-    package func resync(from store: any BeaconStore, batchSize: Int = 20_000) async throws {
+    package func resync(batchSize: Int = 20_000) async throws {
         let before = lock.read { Set(slots.keys) }
-        _ = try await loadAll(from: store, batchSize: batchSize) { [self] seen, touched in
+        _ = try await loadAll(batchSize: batchSize) { [self] seen, touched in
             for id in before where !seen.contains(id) && !touched.contains(id) {
                 if let slot = slots[id] { uninstall(slot) }
             }
         }
+        cache.removeAll()
     }
 
     /// Loads everything; `finish` runs under the write lock with the ids loaded and the ids
     /// changed through `apply` meanwhile, before loading mode ends.
-    private func loadAll(from store: any BeaconStore, batchSize: Int, prepare: Bool = true, report: ReportBox? = nil,
+    private func loadAll(batchSize: Int, prepare: Bool = true, report: ReportBox? = nil,
                          finish: ((Set<BeaconID>, Set<BeaconID>) -> Void)? = nil) async throws -> Set<BeaconID> {
         let loading = UncheckedSendable(LoadProgress())
         let trackSeen = finish != nil
+        let store = self.store
         let expected = try await store.beaconCount()
         lock.write {
             beginLoad()
             // One allocation for the tables instead of repeated growth (1M beacons: ~20 rehashes).
             slots.reserveCapacity(expected)
             cold.reserveCapacity(expected)
-            ids.reserveCapacity(expected)
         }
         // Batches are prepared and installed on a queue of their own while the store reads the
         // next ones (a bounded number in flight), so reading overlaps indexing; with more than
@@ -215,12 +278,13 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             inFlight.wait()
             installer.async { [self] in
                 defer { inFlight.signal() }
-                let prepared = Self.prepareConcurrently(batch, pending: !prepare)
+                let prepared = prepareConcurrently(batch, raster: prepare)
+                let specs = batch.map(Spec.init)
                 let t1 = ContinuousClock.now
                 lock.write {
-                    for (beacon, prep) in zip(batch, prepared) {
-                        if trackSeen { loading.value.seen.insert(beacon.id) } // only a resync needs them
-                        if !(touchedDuringLoad?.contains(beacon.id) ?? false) { install(beacon, prep) }
+                    for (spec, prep) in zip(specs, prepared) {
+                        if trackSeen { loading.value.seen.insert(spec.id) } // only a resync needs them
+                        if !(touchedDuringLoad?.contains(spec.id) ?? false) { install(spec, prep) }
                     }
                 }
                 report?.value.installSeconds += Self.seconds(ContinuousClock.now - t1)
@@ -264,90 +328,95 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     /// A load's timings (written only by the loading task).
     final class ReportBox: @unchecked Sendable { var value = LoadReport() }
 
-    /// Applies one committed change (the store's change observer calls this).
+    /// Applies one committed change (the store's change observer calls this); cached copies of
+    /// the beacon are replaced in the same step.
     package func apply(_ change: BeaconChange) {
         switch change {
         case .upsert(let beacon):
-            let prep = Self.prepare(beacon)
+            let prep = prepare(beacon, raster: true)
+            let spec = Spec(beacon)
             lock.write {
                 touchedDuringLoad?.insert(beacon.id)
-                install(beacon, prep)
+                install(spec, prep)
+                cache.put(beacon, onlyReplace: true)
             }
         case .delete(let id):
             lock.write {
                 touchedDuringLoad?.insert(id)
                 if let slot = slots[id] { uninstall(slot) }
+                cache.remove(id)
             }
         case .move(let id, let position):
             // A move keeps the perimeter's shape: circles move with the location; a polygon of a
-            // moving beacon stays where it is (the model moves circles only). So the polygon's
-            // test is reused (only the boxes are recomputed), and the read and the swap
-            // happen under one write lock (no newer version can slip between).
+            // moving beacon stays where it is (the model moves circles only). So the slot is
+            // reinstalled with the same geometry (new boxes for a circle), and the read and the
+            // swap happen under one write lock (no newer version can slip between).
             lock.write {
                 touchedDuringLoad?.insert(id)
+                cache.move(id, to: position)
                 guard let slot = slots[id], let c = cold[Int(slot)] else { return }
-                var beacon = c.beacon
-                beacon.location = position
-                install(beacon, Prepared(boxes: Self.boxes(of: beacon), flat: c.flat, indexed: c.indexed,
-                                         raster: c.raster >= 0 ? PolygonRaster(words: rasterWords[rasterRange(c.raster)]) : nil, pending: c.kind == .pending))
+                var hot = c.hot
+                var boxes = c.boxes
+                if case .circle(_, _, let radius) = hot.test {
+                    hot.test = .circle(lat: position.lat, lon: position.lon, radius: radius)
+                    boxes = Geodesy.boundingBoxes(center: position, radiusM: radius)
+                }
+                let moved = Cold(id: c.id, version: c.version, hot: hot, tracksOwner: c.tracksOwner, flat: c.flat,
+                                 compact: c.compact, members: c.members, overflowTags: c.overflowTags, boxes: boxes)
+                reinstall(slot, moved, replacing: c)
             }
         }
     }
 
-    /// What an exact test needs, built outside the lock (an edge index can take milliseconds).
+    /// What an exact test needs, built outside the lock (a compact polygon and its raster can
+    /// take milliseconds).
     struct Prepared: @unchecked Sendable {
         /// The boxes the perimeter is indexed under (`boxes(of:)`).
         var boxes: [BoundingBox]
         var flat: FlatPerimeter? = nil
-        var indexed: [IndexedPolygon] = []
+        var compact: [CompactPolygon] = []
         var raster: PolygonRaster? = nil
-        /// A polygon not prepared yet (`Kind.pending`).
-        var pending = false
         /// The grid cells of `boxes` (computed with the rest, outside the lock).
         var cells: [(level: Int, keys: [UInt64])] = []
 
-        init(boxes: [BoundingBox], flat: FlatPerimeter? = nil, indexed: [IndexedPolygon] = [],
-             raster: PolygonRaster? = nil, pending: Bool = false) {
+        init(boxes: [BoundingBox], flat: FlatPerimeter? = nil, compact: [CompactPolygon] = [], raster: PolygonRaster? = nil) {
             self.boxes = boxes
             self.flat = flat
-            self.indexed = indexed
+            self.compact = compact
             self.raster = raster
-            self.pending = pending
             cells = boxes.map(HierarchicalGrid<Hot>.cells(for:))
         }
     }
 
-    /// Without the edge index of a large polygon: it is built later (`warm`).
-    static func pending(_ beacon: Beacon) -> Prepared {
-        if case .circle = beacon.perimeter { return Prepared(boxes: boxes(of: beacon)) }
-        if beacon.perimeter.vertexCount > largePolygonThreshold { return Prepared(boxes: boxes(of: beacon), pending: true) }
-        return prepare(beacon)
-    }
-
-    static func prepare(_ beacon: Beacon) -> Prepared {
+    /// The exact test of a beacon's perimeter; with `raster`, a large polygon's raster too (else
+    /// `warm` builds it later).
+    func prepare(_ beacon: Beacon, raster: Bool) -> Prepared {
         let boxes = Self.boxes(of: beacon)
         switch beacon.perimeter {
         case .circle:
             return Prepared(boxes: boxes)
         case .polygon, .multiPolygon:
             let polygons = beacon.perimeter.polygons
-            if beacon.perimeter.vertexCount > largePolygonThreshold {
-                let indexed = polygons.map(IndexedPolygon.init)
-                // One raster over the whole box; perimeters split into several boxes (across the
-                // antimeridian) go straight to the edge test.
-                let raster = boxes.count == 1 ? PolygonRaster(polygons: polygons, box: HierarchicalGrid<Hot>.roundedOut(boxes[0])) { x, y in
-                    indexed.contains { $0.covers(lon: x, lat: y) }
-                } : nil
-                return Prepared(boxes: boxes, indexed: indexed, raster: raster)
+            if beacon.perimeter.vertexCount > Self.largePolygonThreshold {
+                let compact = polygons.map { CompactPolygon($0, file: coordinates) }
+                let r = raster && boxes.count == 1 ? Self.raster(compact, box: boxes[0]) : nil
+                return Prepared(boxes: boxes, compact: compact, raster: r)
             }
             return Prepared(boxes: boxes, flat: FlatPerimeter(polygons))
         }
     }
 
-    static func prepareConcurrently(_ batch: [Beacon], pending: Bool = false) -> [Prepared] {
+    /// The raster of compact polygons, over the grid entry's (rounded-out) box.
+    static func raster(_ compact: [CompactPolygon], box: BoundingBox) -> PolygonRaster {
+        PolygonRaster(box: HierarchicalGrid<Hot>.roundedOut(box), edgeBoxes: { mark in
+            for c in compact { c.forEachEdgeBox(mark) }
+        }, covers: { x, y in compact.contains { $0.covers(lon: x, lat: y) } })
+    }
+
+    func prepareConcurrently(_ batch: [Beacon], raster: Bool) -> [Prepared] {
         let results = UnsafeMutableBufferPointer<Prepared>.allocate(capacity: batch.count)
         results.initialize(repeating: Prepared(boxes: []))
-        defer { results.deallocate() }
+        defer { results.deinitialize().deallocate() }
         let workers = max(1, ProcessInfo.processInfo.activeProcessorCount)
         let chunk = (batch.count + workers - 1) / workers
         // Each worker writes its own disjoint range of `results`.
@@ -355,20 +424,20 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         DispatchQueue.concurrentPerform(iterations: workers) { w in
             let lo = w * chunk, hi = min(batch.count, lo + chunk)
             guard lo < hi else { return }
-            for i in lo..<hi { (output.value + i).pointee = pending ? Self.pending(batch[i]) : prepare(batch[i]) }
+            for i in lo..<hi { (output.value + i).pointee = prepare(batch[i], raster: raster) }
         }
         return Array(results)
     }
 
-    /// Number of large polygons still waiting for their edge index (`load(prepare: false)`).
+    /// Number of large polygons still waiting for their raster (`load(prepare: false)`).
     package var pendingCount: Int { lock.read { pending } }
-    /// Slots of kind `.pending` (kept by `install`/`uninstall`).
+    /// Slots with `needsRaster` (kept by `install`/`uninstall`).
     private var pending = 0
 
-    /// Builds the edge indexes of the large polygons loaded without them, in batches, outside the
-    /// lock; each is swapped in only if its slot still holds the same version (a change
-    /// applied meanwhile was prepared by `apply` already). Queries go on meanwhile.
-    /// Returns the number prepared.
+    /// Builds the rasters of the large polygons loaded without them, in batches, outside the
+    /// lock; each is swapped in only if its slot did not change meanwhile (a change applied
+    /// meanwhile was prepared by `apply` already). Queries go on meanwhile. Returns the number
+    /// prepared.
     @discardableResult
     package func warm(batchSize: Int = 2_000) async -> Int {
         var done = 0
@@ -378,108 +447,124 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             let batch: [(Int32, Cold)] = lock.read {
                 var out: [(Int32, Cold)] = []
                 while next < cold.count && out.count < batchSize {
-                    if let c = cold[next], c.kind == .pending { out.append((Int32(next), c)) }
+                    if let c = cold[next], c.needsRaster { out.append((Int32(next), c)) }
                     next += 1
                 }
                 return out
             }
             if batch.isEmpty {
-                // A move of a pending polygon may have reinstalled it in a slot already passed:
-                // scan again while passes make progress.
+                // A move may have reinstalled a waiting polygon in a slot already passed: scan
+                // again while passes make progress.
                 if donePass == 0 || pendingCount == 0 { return done }
                 next = 0
                 donePass = 0
                 continue
             }
-            let prepared = Self.prepareConcurrently(batch.map(\.1.beacon))
+            let rasters = UnsafeMutableBufferPointer<PolygonRaster?>.allocate(capacity: batch.count)
+            rasters.initialize(repeating: nil)
+            let output = UncheckedSendable(rasters.baseAddress!)
+            let colds = batch.map(\.1)
+            DispatchQueue.concurrentPerform(iterations: batch.count) { i in
+                (output.value + i).pointee = Self.raster(colds[i].compact, box: colds[i].box)
+            }
             lock.write {
-                for ((slot, c), prep) in zip(batch, prepared) where cold[Int(slot)] === c {
-                    install(c.beacon, prep)
+                for (i, (slot, c)) in batch.enumerated() where cold[Int(slot)] === c {
+                    guard let r = rasters[i] else { continue }
+                    var hot = c.hot
+                    hot.test = .large(raster: storeRaster(r), coarse: r.coarse)
+                    reinstall(slot, Cold(id: c.id, version: c.version, hot: hot, tracksOwner: c.tracksOwner, flat: nil,
+                                         compact: c.compact, members: c.members, overflowTags: c.overflowTags, boxes: c.boxes),
+                              replacing: c)
                     done += 1
                     donePass += 1
                 }
             }
+            rasters.deinitialize().deallocate()
             await Task.yield()
         }
     }
 
+    /// Keeps a raster's words; returns its number. Must hold the write lock.
+    private func storeRaster(_ r: PolygonRaster) -> Int32 {
+        if let free = freeRasters.popLast() {
+            rasterWords.replaceSubrange(rasterRange(free), with: r.words)
+            return free
+        }
+        let n = Int32(rasterWords.count / PolygonRaster.wordCount)
+        rasterWords.append(contentsOf: r.words)
+        return n
+    }
+
     /// Must hold the write lock.
-    private func install(_ beacon: Beacon, _ prep: Prepared) {
-        if let old = slots[beacon.id] { uninstall(old) }
+    private func install(_ spec: Spec, _ prep: Prepared) {
+        if let old = slots[spec.id] { uninstall(old) }
+        var h = Hot()
+        let boxes = prep.boxes
+        h.multiBox = boxes.count > 1
+        h.lifeStart = spec.lifeStart
+        h.lifeEnd = spec.lifeEnd
+        h.owner = userIndex(spec.owner)
+        h.service = spec.service.map(serviceIndex) ?? 0
+        h.isPrivate = spec.members != nil
+        let members = Array(Set((spec.members ?? []).map(userIndex))).sorted()
+        for m in members { h.memberBits |= Self.memberBit(m) }
+        for tag in spec.tags {
+            let id = tagIndex(tag)
+            if id < 64 { h.tagBits |= 1 << UInt64(id) } else { h.overflowTags = true }
+        }
+        if let radius = spec.radius {
+            h.test = .circle(lat: spec.center.lat, lon: spec.center.lon, radius: radius)
+        } else if !prep.compact.isEmpty {
+            let raster = prep.raster.map(storeRaster) ?? -1
+            h.test = .large(raster: raster, coarse: prep.raster?.coarse ?? (0, 0))
+        } else if let flat = prep.flat {
+            h.test = .small(UnsafePointer(flat.base))
+        }
+        let c = Cold(id: spec.id, version: spec.version, hot: h, tracksOwner: spec.tracksOwner, flat: prep.flat,
+                     compact: prep.compact, members: members, overflowTags: h.overflowTags ? spec.tags : [], boxes: boxes)
+        place(c, cells: prep.cells)
+    }
+
+    /// Puts a slot's record in a free slot and its boxes in the grid. Must hold the write lock.
+    private func place(_ c: Cold, cells: [(level: Int, keys: [UInt64])]? = nil) {
         let slot: Int32
         if let free = freeSlots.popLast() {
             slot = free
         } else {
             slot = Int32(cold.count)
             cold.append(nil)
-            ids.append(nil)
         }
-        var h = Hot()
-        let boxes = prep.boxes
-        h.multiBox = boxes.count > 1
-        h.lifeStart = beacon.lifetime?.start?.millis ?? .min
-        h.lifeEnd = beacon.lifetime?.end?.millis ?? .max
-        h.owner = userIndex(beacon.owner)
-        h.service = beacon.service.map(serviceIndex) ?? 0
-        h.isPrivate = beacon.members != nil
-        let members = Set((beacon.members ?? []).map(userIndex))
-        for m in members { h.memberBits |= Self.memberBit(m) }
-        for tag in beacon.tags {
-            let id = tagIndex(tag)
-            if id < 64 { h.tagBits |= 1 << UInt64(id) } else { h.overflowTags = true }
-        }
-        switch beacon.perimeter {
-        case .circle(let radius):
-            h.test = .circle(lat: beacon.location.lat, lon: beacon.location.lon, radius: radius)
-        case .polygon, .multiPolygon:
-            if prep.pending {
-                h.test = .pending
-            } else if !prep.indexed.isEmpty {
-                var raster: Int32 = -1
-                var coarse: (UInt64, UInt64) = (0, 0)
-                if let r = prep.raster {
-                    coarse = r.coarse
-                    if let free = freeRasters.popLast() {
-                        rasterWords.replaceSubrange(rasterRange(free), with: r.words)
-                        raster = free
-                    } else {
-                        raster = Int32(rasterWords.count / PolygonRaster.wordCount)
-                        rasterWords.append(contentsOf: r.words)
-                    }
-                }
-                h.test = .indexed(raster: raster, coarse: coarse)
-            } else if let flat = prep.flat {
-                h.test = .small(UnsafePointer(flat.base))
-            }
-        }
-        let kind = h.test.kind
-        var raster: Int32 = -1
-        if case .indexed(let r, _) = h.test { raster = r }
-        for (box, c) in zip(boxes, prep.cells) { grid.insert(slot, box: box, level: c.level, keys: c.keys, record: h) }
-        if kind == .pending { pending += 1 }
-        cold[Int(slot)] = Cold(beacon: beacon, flat: prep.flat, indexed: prep.indexed, members: members, boxes: boxes,
-                               kind: kind, raster: raster)
-        ids[Int(slot)] = beacon.id
-        slots[beacon.id] = slot
-        if beacon.tracksOwner { tracking[h.owner, default: []].insert(slot) }
+        let boxes = c.boxes
+        let cells = cells ?? boxes.map(HierarchicalGrid<Hot>.cells(for:))
+        for (box, cell) in zip(boxes, cells) { grid.insert(slot, box: box, level: cell.level, keys: cell.keys, record: c.hot) }
+        if c.needsRaster { pending += 1 }
+        cold[Int(slot)] = c
+        slots[c.id] = slot
+        if c.tracksOwner { tracking[c.hot.owner, default: []].insert(slot) }
+    }
+
+    /// Replaces a slot's record with one of the same beacon (moved, or with its raster). Must
+    /// hold the write lock.
+    private func reinstall(_ slot: Int32, _ c: Cold, replacing old: Cold) {
+        uninstall(slot, keepRaster: c.raster == old.raster)
+        place(c)
     }
 
     /// Must hold the write lock.
-    private func uninstall(_ slot: Int32) {
+    private func uninstall(_ slot: Int32, keepRaster: Bool = false) {
         guard let c = cold[Int(slot)] else { return }
         for box in c.boxes {
             let cell = HierarchicalGrid<Hot>.cells(for: box)
             grid.remove(slot, level: cell.level, keys: cell.keys)
         }
-        if c.beacon.tracksOwner, let owner = users[c.beacon.owner] {
-            tracking[owner]?.remove(slot)
-            if tracking[owner]?.isEmpty == true { tracking[owner] = nil }
+        if c.tracksOwner {
+            tracking[c.hot.owner]?.remove(slot)
+            if tracking[c.hot.owner]?.isEmpty == true { tracking[c.hot.owner] = nil }
         }
-        slots[c.beacon.id] = nil
-        if c.raster >= 0 { freeRasters.append(c.raster) }
-        if c.kind == .pending { pending -= 1 }
+        slots[c.id] = nil
+        if c.raster >= 0 && !keepRaster { freeRasters.append(c.raster) }
+        if c.needsRaster { pending -= 1 }
         cold[Int(slot)] = nil
-        ids[Int(slot)] = nil
         freeSlots.append(slot)
     }
 
@@ -523,26 +608,52 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         }
     }
 
+    /// Where the index's memory goes (bytes, estimated from the layouts; the bench logs it).
+    package var memoryReport: [(String, Int)] {
+        lock.read {
+            var compact = 0, flat = 0, members = 0, exact = 0
+            var large = 0, small = 0, circles = 0
+            for case let c? in cold {
+                for p in c.compact { compact += p.blockBytes; exact += 16 * p.vertexCount }
+                if let f = c.flat { flat += 8 * f.count }
+                members += 4 * c.members.count
+                switch c.kind {
+                case .large: large += 1
+                case .small: small += 1
+                case .circle: circles += 1
+                case .free: break
+                }
+            }
+            let entries = grid.entryCount
+            return [
+                ("beacons", slots.count), ("circles", circles), ("small polygons", small), ("large polygons", large),
+                ("slot records", cold.count * (MemoryLayout<Cold>.size + 16 + 48) + members),
+                ("id table", slots.capacity * (MemoryLayout<BeaconID>.stride + 4) + slots.count * 32),
+                ("grid entries", entries * MemoryLayout<HierarchicalGrid<Hot>.Entry>.stride),
+                ("small polygon blocks", flat), ("large polygon blocks", compact),
+                ("rasters", rasterWords.capacity * 8),
+                ("exact coordinates (mapped file)", exact), ("coordinate file", coordinates?.size ?? 0),
+                ("beacon cache", cache.bytes),
+            ]
+        }
+    }
+
     // MARK: Queries
 
     package func covering(_ query: CoverQuery) async throws -> [Beacon] {
-        coveringNow(query)
-    }
-
-    /// Synchronous form of `covering` (benchmarks and callers outside async contexts).
-    package func coveringNow(_ query: CoverQuery) -> [Beacon] {
-        var out: [Beacon] = []
-        lock.read {
-            visit(query) { slot in out.append(cold[Int(slot)]!.beacon) }
-        }
-        return out
+        var found: [Cold] = []
+        lock.read { visit(query) { slot in found.append(cold[Int(slot)]!) } }
+        return try await beacons(of: found)
     }
 
     package func coveringIDs(_ query: CoverQuery) async throws -> [BeaconID] {
+        coveringIDsNow(query)
+    }
+
+    /// Synchronous form of `coveringIDs` (benchmarks, callers outside async contexts).
+    package func coveringIDsNow(_ query: CoverQuery) -> [BeaconID] {
         var out: [BeaconID] = []
-        lock.read {
-            visit(query) { slot in out.append(ids[Int(slot)]!) }
-        }
+        lock.read { visit(query) { slot in out.append(cold[Int(slot)]!.id) } }
         return out
     }
 
@@ -601,7 +712,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             if service != 0 && h.service != service { return }
             if tagFilter && h.tagBits & tagMask == 0 {
                 guard overflowQuery && h.overflowTags,
-                      let c = cold[Int(slot)], query.tags.contains(where: c.beacon.tags.contains) else { return }
+                      let c = cold[Int(slot)], query.tags.contains(where: c.overflowTags.contains) else { return }
             }
             if !isAdmin && h.isPrivate && h.owner != viewer {
                 guard h.memberBits & viewerBit != 0, let c = cold[Int(slot)], c.members.contains(viewer) else { return }
@@ -618,7 +729,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                 }
             case .small(let flat):
                 if FlatPerimeter.covers(flat, lon: lon, lat: lat) { body(slot) }
-            case .indexed(let raster, let coarse):
+            case .large(let raster, let coarse):
                 if raster >= 0 {
                     // Built over the entry's box (a beacon with a raster has one box).
                     switch PolygonRaster.classify(coarse: coarse, rasterBase! + Int(raster) * PolygonRaster.wordCount,
@@ -628,11 +739,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                     default: break
                     }
                 }
-                if let c = cold[Int(slot)], c.indexed.contains(where: { $0.covers(lon: lon, lat: lat) }) { body(slot) }
-            case .pending:
-                if let c = cold[Int(slot)], c.beacon.perimeter.polygons.contains(where: { IndexedPolygon.covers($0, lon: lon, lat: lat) }) {
-                    body(slot)
-                }
+                if let c = cold[Int(slot)], c.covers(lon: lon, lat: lat) { body(slot) }
             case .free:
                 return
             }
@@ -640,13 +747,41 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     }
 
     package func beacons(ids: [BeaconID]) async throws -> [Beacon] {
-        lock.read { ids.compactMap { slots[$0].flatMap { cold[Int($0)]?.beacon } } }
+        let found: [Cold] = lock.read { ids.compactMap { slots[$0].flatMap { cold[Int($0)] } } }
+        return try await beacons(of: found)
     }
 
     package func trackingBeacons(owner: UserID) async throws -> [Beacon] {
-        lock.read {
+        let found: [Cold] = lock.read {
             guard let o = users[owner], let set = tracking[o] else { return [] }
-            return set.compactMap { cold[Int($0)]?.beacon }.sorted { $0.id < $1.id }
+            return set.compactMap { cold[Int($0)] }.sorted { $0.id < $1.id }
         }
+        return try await beacons(of: found)
+    }
+
+    /// The whole beacons of slots looked up (in their order; those deleted since are left out):
+    /// from the cache, else read from the store. A beacon read is cached only if its slot did
+    /// not change since it was looked up (so the copy is the one the index has), under the
+    /// read lock: `apply` replaces cached copies under the write lock.
+    private func beacons(of found: [Cold]) async throws -> [Beacon] {
+        guard !found.isEmpty else { return [] }
+        var out = [Beacon?](repeating: nil, count: found.count)
+        var missing: [Int] = []
+        for (i, c) in found.enumerated() {
+            if let b = cache.get(c.id), b.version >= c.version { out[i] = b } else { missing.append(i) }
+        }
+        if !missing.isEmpty {
+            var read: [BeaconID: Beacon] = [:]
+            for b in try await store.beacons(ids: missing.map { found[$0].id }) { read[b.id] = b }
+            lock.read {
+                for i in missing {
+                    let c = found[i]
+                    guard let b = read[c.id] else { continue }
+                    out[i] = b
+                    if let slot = slots[c.id], cold[Int(slot)] === c { cache.put(b) }
+                }
+            }
+        }
+        return out.compactMap { $0 }
     }
 }

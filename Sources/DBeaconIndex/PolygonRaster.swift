@@ -24,6 +24,23 @@ package struct PolygonRaster: Sendable {
     /// `covers` is the exact test of the whole perimeter (all polygons); `box` any box that holds
     /// them (the grid's rounded-out box of the perimeter, `HierarchicalGrid.roundedOut`).
     package init(polygons: [Polygon], box: BoundingBox, covers: (Double, Double) -> Bool) {
+        self.init(box: box, edgeBoxes: { mark in
+            for polygon in polygons {
+                for ring in polygon.rings where ring.count > 1 {
+                    for i in 0..<(ring.count - 1) {
+                        let a = ring[i], b = ring[i + 1]
+                        mark(min(a.lon, b.lon), min(a.lat, b.lat), max(a.lon, b.lon), max(a.lat, b.lat))
+                    }
+                }
+            }
+        }, covers: covers)
+    }
+
+    /// The same over boxes that together hold every edge (`edgeBoxes` calls `mark` with each
+    /// box's west, south, east and north): a cell none of them touches is wholly inside or
+    /// wholly outside.
+    package init(box: BoundingBox, edgeBoxes: ((Double, Double, Double, Double) -> Void) -> Void,
+                 covers: (Double, Double) -> Bool) {
         let n = Self.side
         let (invWidth, invHeight) = Self.scale(box)
         let free: UInt8 = 255, queued: UInt8 = 254
@@ -32,15 +49,10 @@ package struct PolygonRaster: Sendable {
         func column(_ x: Double) -> Int { min(n - 1, max(0, Int(((x - w) * iw).rounded(.down)))) }
         func row(_ y: Double) -> Int { min(n - 1, max(0, Int(((y - s) * ih).rounded(.down)))) }
         let eps = 1e-9
-        for polygon in polygons {
-            for ring in polygon.rings where ring.count > 1 {
-                for i in 0..<(ring.count - 1) {
-                    let a = ring[i], b = ring[i + 1]
-                    for r in row(min(a.lat, b.lat) - eps)...row(max(a.lat, b.lat) + eps) {
-                        for c in column(min(a.lon, b.lon) - eps)...column(max(a.lon, b.lon) + eps) {
-                            cells[r * n + c] = Self.unknown
-                        }
-                    }
+        edgeBoxes { west, south, east, north in
+            for r in row(south - eps)...row(north + eps) {
+                for c in column(west - eps)...column(east + eps) {
+                    cells[r * n + c] = Self.unknown
                 }
             }
         }

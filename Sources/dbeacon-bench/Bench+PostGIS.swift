@@ -33,8 +33,8 @@ extension BenchRun {
         var city = BenchCity(seed: command.seed &+ 1, now: now)
         let queries = (0..<100_000).map { _ in city.query() }
         let sql = SQLCoverageEngine(store: store)
-        let one = try await Self.sqlLookups(sql, queries, tasks: 1, seconds: command.duration)
-        let two = try await Self.sqlLookups(sql, queries, tasks: 2, seconds: command.duration)
+        let one = try await Self.asyncLookups(sql, queries, tasks: 1, seconds: command.duration)
+        let two = try await Self.asyncLookups(sql, queries, tasks: 2, seconds: command.duration)
         result.pg1 = one.rate
         result.pg2 = two.rate
         result.pgP50us = one.latencies.percentile(0.5) / 1000

@@ -236,12 +236,18 @@ struct BenchRun {
 
     func inProcess(into result: inout BenchResult) async throws {
         let store = try SpatiaLiteStore(path: path, synchronousFull: true)
-        let engine = MemoryCoverageEngine()
-        store.observeChanges { [weak engine] in engine?.apply($0) } // weak: released before the server runs
+        let engine = MemoryCoverageEngine(store: store)
+        store.observeChanges { [weak engine] in engine?.apply($0) } // weak: the engine holds the store
         let loadStart = monotonicNanos()
-        try await engine.load(from: store)
+        try await engine.load()
         result.loadSec = seconds(since: loadStart)
         log("index loaded in \(String(format: "%.2f", result.loadSec)) s")
+        await engine.warm()
+        log("index memory: " + engine.memoryReport.enumerated().map { i, e in i < 4 ? "\(e.0) \(e.1)" : "\(e.0) \(e.1 >> 20) MiB" }
+            .joined(separator: ", "))
+        if let own = residentBytes() { log("bench process resident with its index: \(own >> 20) MiB") }
+        releaseFreedMemory()
+        if let own = residentBytes() { log("… after malloc_trim: \(own >> 20) MiB") }
 
         var city = BenchCity(seed: command.seed &+ 1, now: now)
         let queries = (0..<100_000).map { _ in city.query() }
@@ -250,26 +256,27 @@ struct BenchRun {
         result.avgResults = Double(total) / 10_000
 
         if !command.skipLookups {
-            let one = Self.lookups(engine, queries, threads: 1, seconds: command.duration, beacons: false)
+            let one = Self.lookups(engine, queries, threads: 1, seconds: command.duration)
             result.lookups1 = one.rate
             result.lookupP50us = one.latencies.percentile(0.5) / 1000
             result.lookupP99us = one.latencies.percentile(0.99) / 1000
-            result.lookups2 = Self.lookups(engine, queries, threads: 2, seconds: command.duration, beacons: false).rate
+            result.lookups2 = Self.lookups(engine, queries, threads: 2, seconds: command.duration).rate
             log(String(format: "lookups: %.0f/s on 1 thread, %.0f/s on 2", result.lookups1, result.lookups2))
-            let full = Self.lookups(engine, queries, threads: 1, seconds: command.duration, beacons: true)
+            // Whole beacons come from the engine's cache, or the store for those not cached.
+            let full = try await Self.asyncLookups(engine, queries, tasks: 1, seconds: command.duration)
             result.full1 = full.rate
             result.fullP50us = full.latencies.percentile(0.5) / 1000
             result.fullP99us = full.latencies.percentile(0.99) / 1000
-            result.full2 = Self.lookups(engine, queries, threads: 2, seconds: command.duration, beacons: true).rate
+            result.full2 = try await Self.asyncLookups(engine, queries, tasks: 2, seconds: command.duration).rate
             log(String(format: "lookups returning beacons: %.0f/s on 1 thread, %.0f/s on 2", result.full1, result.full2))
         }
         if !command.skipSQL {
             let sql = SQLCoverageEngine(store: store)
-            let s1 = try await Self.sqlLookups(sql, queries, tasks: 1, seconds: command.duration)
+            let s1 = try await Self.asyncLookups(sql, queries, tasks: 1, seconds: command.duration)
             result.sql1 = s1.rate
             result.sqlP50us = s1.latencies.percentile(0.5) / 1000
             result.sqlP99us = s1.latencies.percentile(0.99) / 1000
-            result.sql2 = try await Self.sqlLookups(sql, queries, tasks: 2, seconds: command.duration).rate
+            result.sql2 = try await Self.asyncLookups(sql, queries, tasks: 2, seconds: command.duration).rate
             log(String(format: "SQL lookups: %.0f/s on 1 thread, %.0f/s on 2", s1.rate, result.sql2 ?? 0))
         }
         if !command.skipFixes {
@@ -277,10 +284,9 @@ struct BenchRun {
         }
     }
 
-    /// Lookups: the set of covering beacons (slots), or, with `beacons`, copies of the beacons
-    /// themselves as nearby and the fence engine receive them.
-    static func lookups(_ engine: MemoryCoverageEngine, _ queries: [CoverQuery], threads: Int, seconds: Double,
-                        beacons: Bool) -> (rate: Double, latencies: Latencies) {
+    /// Lookups: the set of covering beacons (slots).
+    static func lookups(_ engine: MemoryCoverageEngine, _ queries: [CoverQuery], threads: Int, seconds: Double)
+        -> (rate: Double, latencies: Latencies) {
         let results = UncheckedBox(Array(repeating: (0, Latencies()), count: threads))
         let deadline = monotonicNanos() + UInt64(seconds * 1e9)
         let started = monotonicNanos()
@@ -295,12 +301,8 @@ struct BenchRun {
             while true {
                 let q = queries[i % queries.count]
                 let t0 = monotonicNanos()
-                if beacons {
-                    sink &+= engine.coveringNow(q).count
-                } else {
-                    engine.coveringSlots(q, into: &slots)
-                    sink &+= slots.count
-                }
+                engine.coveringSlots(q, into: &slots)
+                sink &+= slots.count
                 let t1 = monotonicNanos()
                 if n & 7 == 0 { lat.add(t1 - t0) }
                 n += 1
@@ -317,7 +319,8 @@ struct BenchRun {
         return (Double(all.reduce(0) { $0 + $1.0 }) / elapsed, lat)
     }
 
-    static func sqlLookups(_ engine: SQLCoverageEngine, _ queries: [CoverQuery], tasks: Int, seconds: Double) async throws
+    /// Lookups returning whole beacons (`covering`), on `tasks` concurrent tasks.
+    static func asyncLookups(_ engine: any CoverageEngine, _ queries: [CoverQuery], tasks: Int, seconds: Double) async throws
         -> (rate: Double, latencies: Latencies) {
         let deadline = monotonicNanos() + UInt64(seconds * 1e9)
         let started = monotonicNanos()

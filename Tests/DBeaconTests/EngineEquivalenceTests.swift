@@ -62,15 +62,15 @@ import Testing
         #expect(try await compare(memory, sql, queries, label: "after insert") == 0)
 
         // A fresh engine bulk-loaded from the store agrees too.
-        let loaded = MemoryCoverageEngine()
-        try await loaded.load(from: h.store, batchSize: 97)
+        let loaded = MemoryCoverageEngine(store: h.store)
+        try await loaded.load(batchSize: 97)
         #expect(loaded.count == beacons.count)
         #expect(try await compare(loaded, sql, queries, label: "bulk load") == 0)
 
-        // Loaded without preparing (the server's fast start-up): large polygons answered by the
-        // unindexed edge test agree, and so do they once `warm` has built their edge indexes.
-        let lazy = MemoryCoverageEngine()
-        try await lazy.load(from: h.store, batchSize: 97, prepare: false)
+        // Loaded without rasters (the server's fast start-up): large polygons answered by their
+        // compact edge test alone agree, and so do they once `warm` has built their rasters.
+        let lazy = MemoryCoverageEngine(store: h.store)
+        try await lazy.load(batchSize: 97, prepare: false)
         let pending = lazy.pendingCount
         #expect(pending == beacons.filter { $0.perimeter.vertexCount > MemoryCoverageEngine.largePolygonThreshold }.count && pending >= 12)
         #expect(try await compare(lazy, sql, queries, label: "loaded, not prepared") == 0)
@@ -117,8 +117,10 @@ import Testing
         #expect(try await memory.trackingBeacons(owner: users[1]).map(\.id) == [mover.id])
     }
 
-    @Test func indexedPolygonAgreesWithGEOSOnBoundaries() throws {
+    @Test func indexedAndCompactPolygonsAgreeWithGEOSOnBoundaries() throws {
         var g = RandomBeacons(seed: 77, users: [UserID(uncheckedRawValue: "usr_x")])
+        let file = try CoordinateFile(creating: nil)
+        var compactDecided = 0, exactDecided = 0
         for round in 0..<21 {
             let c = g.point()
             // The last round has more vertices than 16-bit edge references can number.
@@ -126,6 +128,9 @@ import Testing
             guard case .polygon(let polygon) = Self.largePolygon(&g, at: c, vertices: vertices) else { return }
             let indexed = IndexedPolygon(polygon)
             #expect(indexed.hasNarrowEdges == (round < 20))
+            // The engine's compact form, its exact coordinates in a mapped file (or on the heap).
+            let compact = CompactPolygon(polygon, file: round % 2 == 0 ? file : nil)
+            #expect(compact.polygon == polygon)
             let geos = try #require(PreparedPerimeter([polygon]))
             var points: [Position] = (0..<400).map { _ in
                 Position(lon: c.lon + .random(in: -0.04...0.04, using: &g.rng), lat: c.lat + .random(in: -0.03...0.03, using: &g.rng))
@@ -138,6 +143,16 @@ import Testing
                     points.append(Position(lon: (a.lon + b.lon) / 2, lat: (a.lat + b.lat) / 2))
                     points.append(Position(lon: (a.lon + b.lon) / 2 + 1e-12, lat: (a.lat + b.lat) / 2))
                     points.append(Position(lon: a.lon, lat: (a.lat + b.lat) / 2))
+                    // Centimetres and less off the edge, on both sides: the compact coordinates
+                    // (a step is about a decimetre here) cannot decide these; the exact ones must.
+                    let len = ((b.lon - a.lon) * (b.lon - a.lon) + (b.lat - a.lat) * (b.lat - a.lat)).squareRoot()
+                    if len > 0 {
+                        let nx = -(b.lat - a.lat) / len, ny = (b.lon - a.lon) / len
+                        for d in [1e-10, 1e-9, 1e-8, 5e-8, 3e-7] {
+                            points.append(Position(lon: (a.lon + b.lon) / 2 + d * nx, lat: (a.lat + b.lat) / 2 + d * ny))
+                            points.append(Position(lon: (a.lon + b.lon) / 2 - d * nx, lat: (a.lat + b.lat) / 2 - d * ny))
+                        }
+                    }
                 }
             }
             // The raster may only say "inside"/"outside" where that is exactly true. It is built
@@ -152,6 +167,14 @@ import Testing
                 if expected { inside += 1 }
                 #expect(indexed.covers(lon: p.lon, lat: p.lat) == expected, "\(p) round \(round)")
                 #expect(IndexedPolygon.covers(polygon, lon: p.lon, lat: p.lat) == expected, "unindexed \(p) round \(round)")
+                #expect(compact.covers(lon: p.lon, lat: p.lat) == expected, "compact \(p) round \(round)")
+                // When the compact coordinates decide alone, they decide right.
+                if let answer = compact.compactAnswer(lon: p.lon, lat: p.lat) {
+                    compactDecided += 1
+                    #expect(answer == expected, "compact alone \(p) round \(round)")
+                } else {
+                    exactDecided += 1
+                }
                 guard rasterBox.contains(p) else { continue }
                 switch raster.classify(box: rasterBox, lon: p.lon, lat: p.lat) {
                 case PolygonRaster.inside: settled += 1; #expect(expected, "raster inside \(p) round \(round)")
@@ -162,6 +185,9 @@ import Testing
             #expect(inside > points.count / 10)
             #expect(settled > 0)
         }
+        // Both paths of the compact test were taken: most points decided on 16-bit coordinates,
+        // those on and next to edges on the exact ones.
+        #expect(compactDecided > 5_000 && exactDecided > 1_000, "compact \(compactDecided), exact \(exactDecided)")
     }
 
     /// Small polygons are tested on their flat coordinate block, not through GEOS: the same
@@ -276,7 +302,7 @@ import Testing
         let queries = g.queries(count: 400, beacons: beacons)
         #expect(memory.count == 200)
         #expect(try await compare(memory, sql, queries, label: "before resync (stale on purpose)", record: false) > 0)
-        try await memory.resync(from: h.store)
+        try await memory.resync()
         #expect(memory.count == 220)
         #expect(try await compare(memory, sql, queries, label: "after resync") == 0)
     }

@@ -1,0 +1,315 @@
+package import DBeaconCore
+
+/// Point-in-polygon for large polygons in about five bytes per vertex of memory.
+///
+/// The vertices are kept as 16-bit offsets from the south-west corner of the polygon's box
+/// (65,535 steps across it: about 4 cm for a 2.5 km region), and the edges are bucketed into
+/// horizontal strips as runs of consecutive edges (a ring crosses a strip a few times, so a
+/// strip holds a few runs, not a list of every edge). A test counts the crossings of a ray
+/// from the point eastwards with the edges of the point's strip on those compact coordinates.
+///
+/// The compact polygon differs from the true one by at most half a step per coordinate, so the
+/// answer on it is the true answer for every point further than one step from each of its
+/// edges; for a point nearer to an edge than that (about one test in ten thousand in a city),
+/// the test is made again on the exact coordinates (`exact`, usually in a `CoordinateFile`)
+/// with GEOS's `RayCrossingCounter` rules (`IndexedPolygon.countSegment`), so every answer,
+/// boundary included, is the one GEOS gives. Strips take in every edge that comes within one
+/// step of them, so both tests find all the edges they need in the point's strip.
+///
+/// Everything but the exact coordinates sits in one position-independent block (`block`), so
+/// a snapshot writes it as it is and maps it back.
+package final class CompactPolygon: @unchecked Sendable {
+    /// Steps across the box in each direction.
+    static let steps = 65_535.0
+    /// Within this many steps of an edge the compact answer may differ from the exact one (the
+    /// vertices moved at most √0.5 ≈ 0.71 steps; the rest is margin for the arithmetic).
+    static let margin = 1.0
+
+    package let west: Double, south: Double, east: Double, north: Double
+    let sx: Double, sy: Double
+    let stripHeight: Double
+    let stripCount: Int
+    package let vertexCount: Int
+    let ringCount: Int
+    let runCount: Int
+    private let ringStart: UnsafePointer<UInt32>
+    private let stripStart: UnsafePointer<UInt32>
+    private let runs: UnsafePointer<UInt32>
+    private let q: UnsafePointer<UInt16>
+    /// `lon, lat` of every vertex, rings one after the other (the same numbering as `q`).
+    package let exact: UnsafePointer<Double>
+    /// The block (header, ring starts, strip starts, runs, compact vertices).
+    package let block: UnsafeRawPointer
+    package let blockBytes: Int
+    /// Keeps `block` and `exact` alive: the heap copies this object owns, a `CoordinateFile`, a
+    /// snapshot's mapping.
+    private let owners: [AnyObject]
+    private let ownsBlock: Bool
+
+    /// The header's layout: 7 doubles, then 4 counts.
+    static let headerBytes = 7 * 8 + 4 * 4
+
+    /// Builds the compact form of `polygon`; its exact coordinates go to `file` (or, when it is
+    /// nil or the write fails, to a heap copy this object owns).
+    package convenience init(_ polygon: Polygon, file: CoordinateFile?) {
+        let rings = polygon.rings
+        let n = polygon.vertexCount
+        let exact = HeapDoubles(count: 2 * n)
+        var k = 0
+        for ring in rings {
+            for v in ring {
+                exact.base[k] = v.lon
+                exact.base[k + 1] = v.lat
+                k += 2
+            }
+        }
+        var exactPointer = UnsafePointer(exact.base)
+        var owner: AnyObject = exact
+        if let file {
+            let offset = file.reserve(doubles: 2 * n)
+            if let p = file.write(UnsafeBufferPointer(start: exact.base, count: 2 * n), at: offset) {
+                exactPointer = p
+                owner = file
+            }
+        }
+        let block = Self.build(rings: rings.map(\.count), exact: UnsafePointer(exact.base))
+        self.init(block: UnsafeRawPointer(block.pointer), bytes: block.bytes, ownsBlock: true, exact: exactPointer, owners: [owner])
+    }
+
+    /// A compact polygon over a block built earlier (a snapshot's), with its exact coordinates.
+    package init(block: UnsafeRawPointer, bytes: Int, ownsBlock: Bool, exact: UnsafePointer<Double>, owners: [AnyObject]) {
+        self.block = block
+        blockBytes = bytes
+        self.ownsBlock = ownsBlock
+        self.exact = exact
+        self.owners = owners
+        let d = block.assumingMemoryBound(to: Double.self)
+        west = d[0]
+        south = d[1]
+        east = d[2]
+        north = d[3]
+        sx = d[4]
+        sy = d[5]
+        stripHeight = d[6]
+        let c = (block + 56).assumingMemoryBound(to: UInt32.self)
+        vertexCount = Int(c[0])
+        ringCount = Int(c[1])
+        stripCount = Int(c[2])
+        runCount = Int(c[3])
+        let ringStart = (block + Self.headerBytes).assumingMemoryBound(to: UInt32.self)
+        self.ringStart = ringStart
+        stripStart = ringStart + (ringCount + 1)
+        runs = stripStart + (stripCount + 1)
+        q = UnsafeRawPointer(runs + 2 * runCount).assumingMemoryBound(to: UInt16.self)
+    }
+
+    deinit {
+        if ownsBlock { UnsafeMutableRawPointer(mutating: block).deallocate() }
+    }
+
+    /// The bytes of a block for `rings` (vertex counts) with `strips` strips and `runs` runs.
+    static func blockBytes(rings: Int, vertices: Int, strips: Int, runs: Int) -> Int {
+        let bytes = headerBytes + 4 * (rings + 1 + strips + 1 + 2 * runs) + 2 * 2 * vertices
+        return (bytes + 7) & ~7
+    }
+
+    /// Builds a block over the exact coordinates (`lon, lat` per vertex, rings of `rings` vertices).
+    static func build(rings: [Int], exact: UnsafePointer<Double>) -> (pointer: UnsafeMutableRawPointer, bytes: Int) {
+        let n = rings.reduce(0, +)
+        // The exterior ring's box (holes lie inside it).
+        var west = Double.infinity, south = Double.infinity, east = -Double.infinity, north = -Double.infinity
+        for i in 0..<(rings.first ?? 0) {
+            let x = exact[2 * i], y = exact[2 * i + 1]
+            west = min(west, x); east = max(east, x); south = min(south, y); north = max(north, y)
+        }
+        let sx = steps / max(east - west, 1e-300), sy = steps / max(north - south, 1e-300)
+        let qv = UnsafeMutablePointer<UInt16>.allocate(capacity: max(1, 2 * n))
+        defer { qv.deallocate() }
+        for i in 0..<n {
+            qv[2 * i] = UInt16(min(steps, max(0, ((exact[2 * i] - west) * sx).rounded())))
+            qv[2 * i + 1] = UInt16(min(steps, max(0, ((exact[2 * i + 1] - south) * sy).rounded())))
+        }
+        // Edges are numbered by their first vertex; `edgeEnd[r]` is one past ring r's last edge.
+        var starts = [Int](repeating: 0, count: rings.count + 1)
+        for (r, count) in rings.enumerated() { starts[r + 1] = starts[r] + count }
+        let edgeCount = rings.reduce(0) { $0 + max(0, $1 - 1) }
+        // About 24 edges per strip, but no more strips than keep each edge in about two (tall
+        // zig-zag edges: a strip costs a run for every edge passing through it).
+        var totalHeight = 0.0
+        for (r, count) in rings.enumerated() where count > 1 {
+            for i in starts[r]..<(starts[r] + count - 1) {
+                totalHeight += abs(Double(qv[2 * i + 3]) - Double(qv[2 * i + 1])) + 2 * margin
+            }
+        }
+        var strips = max(1, edgeCount / 24)
+        if totalHeight > 0 { strips = min(strips, max(1, Int(Double(edgeCount) * (steps + 1) / totalHeight))) }
+        strips = min(strips, 1 << 16)
+        let height = (steps + 1) / Double(strips)
+        let inverse = 1 / height
+        // The strips an edge's latitude range (grown by the margin) touches: lo...hi.
+        let lo = UnsafeMutablePointer<Int32>.allocate(capacity: max(1, n)), hi = UnsafeMutablePointer<Int32>.allocate(capacity: max(1, n))
+        defer { lo.deallocate(); hi.deallocate() }
+        let top = strips - 1
+        for (r, count) in rings.enumerated() where count > 1 {
+            for i in starts[r]..<(starts[r] + count - 1) {
+                let a = Double(qv[2 * i + 1]), b = Double(qv[2 * i + 3])
+                let s0 = Int(((min(a, b) - margin) * inverse).rounded(.down)), s1 = Int(((max(a, b) + margin) * inverse).rounded(.down))
+                lo[i] = Int32(s0 < 0 ? 0 : (s0 > top ? top : s0))
+                hi[i] = Int32(s1 < 0 ? 0 : (s1 > top ? top : s1))
+            }
+        }
+        // Two passes over the edges in order: count each strip's runs, then fill them. An edge
+        // extends the strip's last run when it follows that run's last edge in its ring.
+        let runStart = UnsafeMutablePointer<UInt32>.allocate(capacity: strips + 1)
+        runStart.initialize(repeating: 0, count: strips + 1)
+        let last = UnsafeMutablePointer<Int>.allocate(capacity: strips)
+        defer { runStart.deallocate(); last.deallocate() }
+        last.initialize(repeating: -2, count: strips)
+        for (r, count) in rings.enumerated() where count > 1 {
+            let first = starts[r]
+            for i in first..<(first + count - 1) {
+                for s in Int(lo[i])...Int(hi[i]) {
+                    if last[s] != i - 1 || i == first { runStart[s + 1] += 1 }
+                    last[s] = i
+                }
+            }
+        }
+        for s in 0..<strips { runStart[s + 1] += runStart[s] }
+        let runCount = Int(runStart[strips])
+        let bytes = blockBytes(rings: rings.count, vertices: n, strips: strips, runs: runCount)
+        let block = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 8)
+        block.initializeMemory(as: UInt8.self, repeating: 0, count: bytes)
+        let d = block.assumingMemoryBound(to: Double.self)
+        d[0] = west; d[1] = south; d[2] = east; d[3] = north; d[4] = sx; d[5] = sy; d[6] = height
+        let c = (block + 56).assumingMemoryBound(to: UInt32.self)
+        c[0] = UInt32(n); c[1] = UInt32(rings.count); c[2] = UInt32(strips); c[3] = UInt32(runCount)
+        let ringStart = (block + headerBytes).assumingMemoryBound(to: UInt32.self)
+        for (r, s) in starts.enumerated() { ringStart[r] = UInt32(s) }
+        let stripStart = ringStart + (rings.count + 1)
+        stripStart.update(from: runStart, count: strips + 1)
+        let runs = stripStart + (strips + 1)
+        // Fill: `runStart[s]` becomes the next free run of strip s.
+        last.update(repeating: -2, count: strips)
+        for (r, count) in rings.enumerated() where count > 1 {
+            let first = starts[r]
+            for i in first..<(first + count - 1) {
+                for s in Int(lo[i])...Int(hi[i]) {
+                    if last[s] != i - 1 || i == first {
+                        let k = Int(runStart[s])
+                        runs[2 * k] = UInt32(i)
+                        runs[2 * k + 1] = 1
+                        runStart[s] += 1
+                    } else {
+                        runs[2 * (Int(runStart[s]) - 1) + 1] += 1
+                    }
+                    last[s] = i
+                }
+            }
+        }
+        let qp = UnsafeMutableRawPointer(runs + 2 * runCount).assumingMemoryBound(to: UInt16.self)
+        qp.update(from: qv, count: 2 * n)
+        return (block, bytes)
+    }
+
+    /// True when the polygon covers the point (interior or boundary, holes excluded).
+    @inline(__always)
+    package func covers(lon x: Double, lat y: Double) -> Bool {
+        guard y >= south, y <= north, x >= west, x <= east else { return false }
+        let px = (x - west) * sx, py = (y - south) * sy
+        let s = min(stripCount - 1, max(0, Int((py / stripHeight).rounded(.down))))
+        let lo = Int(stripStart[s]), hi = Int(stripStart[s + 1])
+        if let answer = compactCovers(px, py, lo, hi) { return answer }
+        return exactCovers(x, y, lo, hi)
+    }
+
+    /// The test on the compact coordinates: nil when the point is within `margin` steps of an
+    /// edge (the exact test decides).
+    @inline(__always)
+    func compactCovers(_ px: Double, _ py: Double, _ lo: Int, _ hi: Int) -> Bool? {
+        var inside = false
+        let m = Self.margin
+        for r in lo..<hi {
+            let first = Int(runs[2 * r]), count = Int(runs[2 * r + 1])
+            var a = q + 2 * first
+            var ax = Double(a[0]), ay = Double(a[1])
+            for _ in 0..<count {
+                let bx = Double(a[2]), by = Double(a[3])
+                a += 2
+                defer { ax = bx; ay = by }
+                // Wholly west of the point: neither near it nor crossed by the eastward ray.
+                if ax < px - m && bx < px - m { continue }
+                if (ay < py - m && by < py - m) || (ay > py + m && by > py + m) { continue }
+                let dx = bx - ax, dy = by - ay
+                let cross = dx * (py - ay) - dy * (px - ax)
+                if !(ax > px + m && bx > px + m) && cross * cross <= (dx * dx + dy * dy) * (m * m) { return nil }
+                // The point is more than a step from the edge: the crossing is certain.
+                if (ay > py) != (by > py) && (by > ay) == (cross > 0) { inside.toggle() }
+            }
+        }
+        return inside
+    }
+
+    /// GEOS's rules on the exact coordinates of the strip's edges.
+    func exactCovers(_ x: Double, _ y: Double, _ lo: Int, _ hi: Int) -> Bool {
+        var crossings = 0
+        for r in lo..<hi {
+            let first = Int(runs[2 * r]), count = Int(runs[2 * r + 1])
+            for i in first..<(first + count) {
+                let p1 = Position(lon: exact[2 * i], lat: exact[2 * i + 1])
+                let p2 = Position(lon: exact[2 * i + 2], lat: exact[2 * i + 3])
+                if p1.lon < x && p2.lon < x { continue }
+                if IndexedPolygon.countSegment(p1, p2, x: x, y: y, crossings: &crossings) { return true }
+            }
+        }
+        return crossings & 1 == 1
+    }
+
+    /// Calls `body` with a box (west, south, east, north) around each edge that holds the exact
+    /// edge too: the compact edge's box grown by a step (a vertex moved at most half a step),
+    /// so a raster can be built without reading the exact coordinates.
+    package func forEachEdgeBox(_ body: (Double, Double, Double, Double) -> Void) {
+        let gx = 1 / sx, gy = 1 / sy
+        for r in 0..<ringCount {
+            let a = Int(ringStart[r]), b = Int(ringStart[r + 1])
+            guard b - a > 1 else { continue }
+            for i in a..<(b - 1) {
+                let x0 = Double(q[2 * i]), y0 = Double(q[2 * i + 1]), x1 = Double(q[2 * i + 2]), y1 = Double(q[2 * i + 3])
+                body(west + (min(x0, x1) - Self.margin) * gx, south + (min(y0, y1) - Self.margin) * gy,
+                     west + (max(x0, x1) + Self.margin) * gx, south + (max(y0, y1) + Self.margin) * gy)
+            }
+        }
+    }
+
+    /// The compact test alone (tests): nil when the exact coordinates would decide.
+    package func compactAnswer(lon x: Double, lat y: Double) -> Bool? {
+        guard y >= south, y <= north, x >= west, x <= east else { return false }
+        let px = (x - west) * sx, py = (y - south) * sy
+        let s = min(stripCount - 1, max(0, Int((py / stripHeight).rounded(.down))))
+        return compactCovers(px, py, Int(stripStart[s]), Int(stripStart[s + 1]))
+    }
+
+    /// The polygon again, from its exact coordinates.
+    package var polygon: Polygon {
+        var rings: [Ring] = []
+        rings.reserveCapacity(ringCount)
+        for r in 0..<ringCount {
+            let a = Int(ringStart[r]), b = Int(ringStart[r + 1])
+            rings.append((a..<b).map { Position(lon: exact[2 * $0], lat: exact[2 * $0 + 1]) })
+        }
+        return Polygon(rings: rings)
+    }
+
+    /// Heap bytes of the compact form (the block; the exact coordinates are counted apart).
+    package var compactBytes: Int { blockBytes }
+}
+
+/// Doubles on the heap, freed with the object.
+final class HeapDoubles: @unchecked Sendable {
+    let base: UnsafeMutablePointer<Double>
+    let count: Int
+    init(count: Int) {
+        self.count = count
+        base = .allocate(capacity: max(1, count))
+    }
+    deinit { base.deallocate() }
+}

@@ -1,0 +1,141 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The exact coordinates of large polygons, kept in a file mapped into memory rather than on the
+/// heap. The index tests points on compact 16-bit coordinates (`CompactPolygon`) and reads the
+/// exact ones only for the rare point within a few centimetres of an edge, so they are paged in
+/// by the kernel when needed and cost no anonymous memory: at 1M beacons they are 2.4 GB, more
+/// than the whole index.
+///
+/// Append-only while the process runs (a replaced polygon's coordinates stay until the file is
+/// written anew by a full load): a pointer handed out stays valid for the life of this object.
+/// The file is reserved a large virtual range once and mapped read-only and shared, so data
+/// written with `pwrite` is visible through the mapping without remapping.
+package final class CoordinateFile: @unchecked Sendable {
+    /// The file's path; nil for an unnamed file (removed as soon as it was opened).
+    package let path: String?
+    private let fd: Int32
+    private let base: UnsafeMutableRawPointer
+    private let reserved: Int
+    private let lock = NSLock()
+    /// Bytes appended (the file's size).
+    private var end: Int
+    /// Bytes of coordinates no polygon uses any more (memory accounting, compaction decisions).
+    private var dead = 0
+
+    /// Virtual address space reserved for the mapping (not memory: pages exist only as written).
+    static let reservation = 1 << 38 // 256 GiB
+
+    package enum Failure: Error, CustomStringConvertible {
+        case open(String, Int32), map(Int32), truncated(String)
+        package var description: String {
+            switch self {
+            case .open(let path, let e): "cannot open \(path): \(String(cString: strerror(e)))"
+            case .map(let e): "cannot map the coordinate file: \(String(cString: strerror(e)))"
+            case .truncated(let path): "\(path) is shorter than its snapshot says"
+            }
+        }
+    }
+
+    /// A new, empty file at `path` (replacing one there), or an unnamed one in the temporary
+    /// folder when `path` is nil.
+    package convenience init(creating path: String?) throws {
+        let fd: Int32
+        if let path {
+            fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw Failure.open(path, errno) }
+        } else {
+            let dir = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+            var template = Array("\(dir)/dbeacon-coords.XXXXXX".utf8CString)
+            fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+            guard fd >= 0 else { throw Failure.open(dir, errno) }
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+        }
+        try self.init(fd: fd, path: path, size: 0)
+    }
+
+    /// An existing file (a snapshot's), of which the first `size` bytes are in use; appends go
+    /// after them.
+    package convenience init(opening path: String, size: Int) throws {
+        let fd = open(path, O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { throw Failure.open(path, errno) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, Int(st.st_size) >= size else {
+            close(fd)
+            throw Failure.truncated(path)
+        }
+        if Int(st.st_size) > size { _ = ftruncate(fd, off_t(size)) } // appended after the snapshot: unused
+        try self.init(fd: fd, path: path, size: size)
+    }
+
+    private init(fd: Int32, path: String?, size: Int) throws {
+        self.fd = fd
+        self.path = path
+        end = size
+        reserved = Self.reservation
+        guard let p = mmap(nil, reserved, PROT_READ, MAP_SHARED | MAP_NORESERVE, fd, 0), p != MAP_FAILED else {
+            let e = errno
+            close(fd)
+            throw Failure.map(e)
+        }
+        base = p
+    }
+
+    deinit {
+        munmap(base, reserved)
+        close(fd)
+    }
+
+    /// Bytes in the file, and bytes of them no longer used.
+    package var size: Int { lock.withLock { end } }
+    package var deadBytes: Int { lock.withLock { dead } }
+
+    /// Reserves room for `count` doubles; returns the offset to write them at (`write`).
+    package func reserve(doubles count: Int) -> Int {
+        lock.withLock {
+            let offset = end
+            end += count * MemoryLayout<Double>.stride
+            return offset
+        }
+    }
+
+    /// Writes doubles at an offset returned by `reserve`; returns a pointer to them in the
+    /// mapping, or nil when the write failed (a full disk): the caller keeps them elsewhere.
+    package func write(_ values: UnsafeBufferPointer<Double>, at offset: Int) -> UnsafePointer<Double>? {
+        let bytes = values.count * MemoryLayout<Double>.stride
+        var done = 0
+        while done < bytes {
+            let n = pwrite(fd, UnsafeRawPointer(values.baseAddress!) + done, bytes - done, off_t(offset + done))
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return nil }
+            done += n
+        }
+        return pointer(at: offset)
+    }
+
+    /// The doubles at `offset` (written earlier).
+    package func pointer(at offset: Int) -> UnsafePointer<Double> {
+        UnsafePointer((base + offset).assumingMemoryBound(to: Double.self))
+    }
+
+    /// The offset of a pointer into this file's mapping, or nil for memory elsewhere.
+    package func offset(of pointer: UnsafePointer<Double>) -> Int? {
+        let p = UnsafeRawPointer(pointer), b = UnsafeRawPointer(base)
+        guard p >= b, p < b + reserved else { return nil }
+        return p - b
+    }
+
+    /// `count` doubles at a pointer of this file are no longer used.
+    package func release(doubles count: Int) {
+        lock.withLock { dead += count * MemoryLayout<Double>.stride }
+    }
+
+    /// Forces what was written to the disk (before a snapshot that refers to it is written).
+    package func sync() -> Bool { fsync(fd) == 0 }
+}
