@@ -288,16 +288,29 @@ package final class CompactPolygon: @unchecked Sendable {
         return compactCovers(px, py, Int(stripStart[s]), Int(stripStart[s + 1]))
     }
 
-    /// The polygon again, from its exact coordinates.
+    /// The polygon again, from its exact coordinates (read from their file without mapping
+    /// them: answers read every large polygon in time, and mapped pages would stay resident).
     package var polygon: Polygon {
         var rings: [Ring] = []
         rings.reserveCapacity(ringCount)
         for r in 0..<ringCount {
             let a = Int(ringStart[r]), b = Int(ringStart[r + 1])
-            rings.append((a..<b).map { Position(lon: exact[2 * $0], lat: exact[2 * $0 + 1]) })
+            var ring = Ring(repeating: Position(lon: 0, lat: 0), count: b - a)
+            let copied = ring.withUnsafeMutableBufferPointer { buffer in
+                buffer.baseAddress!.withMemoryRebound(to: Double.self, capacity: 2 * (b - a)) { out in
+                    file?.copy(exact + 2 * a, count: 2 * (b - a), into: out) ?? false
+                }
+            }
+            if !copied {
+                for i in a..<b { ring[i - a] = Position(lon: exact[2 * i], lat: exact[2 * i + 1]) }
+            }
+            rings.append(ring)
         }
         return Polygon(rings: rings)
     }
+
+    /// The file the exact coordinates are in, if any.
+    private var file: CoordinateFile? { owners.lazy.compactMap { $0 as? CoordinateFile }.first }
 
     /// Heap bytes of the compact form (the block; the exact coordinates are counted apart).
     package var compactBytes: Int { blockBytes }

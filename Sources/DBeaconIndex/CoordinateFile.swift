@@ -131,6 +131,22 @@ package final class CoordinateFile: @unchecked Sendable {
         return p - b
     }
 
+    /// Copies `count` doubles at `pointer` (into this file's mapping) with `pread`, so reading
+    /// them does not map their pages into the process (they stay in the page cache only).
+    /// Returns false when the pointer is not this file's or the read fails.
+    package func copy(_ pointer: UnsafePointer<Double>, count: Int, into out: UnsafeMutablePointer<Double>) -> Bool {
+        guard let offset = offset(of: pointer) else { return false }
+        let bytes = count * MemoryLayout<Double>.stride
+        var done = 0
+        while done < bytes {
+            let n = pread(fd, UnsafeMutableRawPointer(out) + done, bytes - done, off_t(offset + done))
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return false }
+            done += n
+        }
+        return true
+    }
+
     /// `count` doubles at a pointer of this file are no longer used.
     package func release(doubles count: Int) {
         lock.withLock { dead += count * MemoryLayout<Double>.stride }

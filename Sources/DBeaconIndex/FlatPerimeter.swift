@@ -41,6 +41,28 @@ package final class FlatPerimeter: @unchecked Sendable {
 
     deinit { base.deallocate() }
 
+    /// The polygons again.
+    package var polygons: [Polygon] {
+        var p = UnsafePointer(base)
+        let count = Int(p[0])
+        p += 1
+        var out: [Polygon] = []
+        out.reserveCapacity(count)
+        for _ in 0..<count {
+            let rings = Int(p[0])
+            p += 1
+            var polygon = Polygon(rings: [])
+            for _ in 0..<rings {
+                let n = Int(p[0])
+                p += 1
+                polygon.rings.append((0..<n).map { Position(lon: p[2 * $0], lat: p[2 * $0 + 1]) })
+                p += 2 * n
+            }
+            out.append(polygon)
+        }
+        return out
+    }
+
     /// True when one of the polygons covers the point (interior or boundary, holes excluded).
     @inline(__always)
     package func covers(lon x: Double, lat y: Double) -> Bool { Self.covers(UnsafePointer(base), lon: x, lat: y) }

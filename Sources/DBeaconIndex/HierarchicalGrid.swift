@@ -55,6 +55,17 @@ package struct HierarchicalGrid<Record> {
         population = Array(repeating: 0, count: Self.levels)
     }
 
+    /// The record of `slot`'s entry for `box` (as inserted), or nil.
+    package mutating func record(of slot: Int32, box: BoundingBox) -> Record? {
+        if staged != nil { // a change during a load: rare; its entry may be staged still
+            endStaging()
+            beginStaging()
+        }
+        let (level, keys) = Self.cells(for: box)
+        guard let k = keys.first, let list = cells[level][k] else { return nil }
+        return list.first { $0.slot == slot }?.record
+    }
+
     /// Entries in all cells (a box in several cells counts once per cell), and cells.
     package var entryCount: Int { cells.reduce(0) { $0 + $1.values.reduce(0) { $0 + $1.count } } }
     package var cellCount: Int { cells.reduce(0) { $0 + $1.count } }

@@ -21,9 +21,9 @@ import Darwin
 /// ones (`CompactPolygon`: 16-bit coordinates in memory, the exact ones in a mapped
 /// `CoordinateFile`), behind a raster that settles most points (`PolygonRaster`).
 ///
-/// The index keeps no whole beacons: answers that need them (`covering`, `beacons(ids:)`)
-/// read them from the store through a bounded `BeaconCache`, keeping a copy only if the beacon
-/// did not change meanwhile.
+/// The index keeps no `Beacon` values: each beacon's other fields are a compact byte record
+/// (`BeaconRecord`) in one arena, and an answer (`covering`, `beacons(ids:)`) rebuilds the
+/// beacons it returns from their records and their perimeters' exact coordinates.
 ///
 /// Readers run in parallel under a read lock; a change (create, update, delete, move) is
 /// prepared outside the lock and swapped in under the write lock, synchronously from the
@@ -82,48 +82,60 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     enum Kind: UInt8 { case free, circle, small, large }
 
     /// Everything else about a slot (a class: reading it from a query copies one reference). A
-    /// change installs a new one, so an answer can tell whether a slot changed since it looked
-    /// (`===`). Immutable.
+    /// change installs a new one, so a task can tell whether a slot changed since it looked
+    /// (`===`). Immutable but for `record`, which a compaction of the arena moves under the
+    /// write lock.
     final class Cold: @unchecked Sendable {
         let id: BeaconID
-        let version: Int
-        let hot: Hot
+        let location: Position
+        /// The circle's radius (metres), or 0.
+        let radius: Double
+        /// Offset of the beacon's record in `records`.
+        var record: Int
+        let recordLength: Int32
+        /// Number of the raster in `rasterWords`, or -1.
+        let raster: Int32
+        let kind: Kind
         let tracksOwner: Bool
+        /// The perimeter is a MultiPolygon (a polygon perimeter is rebuilt as a Polygon).
+        let isMulti: Bool
         let flat: FlatPerimeter?
         let compact: [CompactPolygon]
         /// User indexes of the members of a private beacon, sorted.
         let members: [Int32]
-        /// The tags, kept only when one of them has no bit in `Hot.tagBits`.
-        let overflowTags: [String]
         /// The box the perimeter is indexed under (the first when there are several).
         let box: BoundingBox
         /// All boxes of a perimeter indexed under several (across the antimeridian); empty for one.
         let splitBoxes: [BoundingBox]
 
-        init(id: BeaconID, version: Int, hot: Hot, tracksOwner: Bool, flat: FlatPerimeter?, compact: [CompactPolygon],
-             members: [Int32], overflowTags: [String], boxes: [BoundingBox]) {
+        init(id: BeaconID, location: Position, radius: Double, record: Int, recordLength: Int, raster: Int32, kind: Kind,
+             tracksOwner: Bool, isMulti: Bool, flat: FlatPerimeter?, compact: [CompactPolygon], members: [Int32],
+             boxes: [BoundingBox]) {
             self.id = id
-            self.version = version
-            self.hot = hot
+            self.location = location
+            self.radius = radius
+            self.record = record
+            self.recordLength = Int32(recordLength)
+            self.raster = raster
+            self.kind = kind
             self.tracksOwner = tracksOwner
+            self.isMulti = isMulti
             self.flat = flat
             self.compact = compact
             self.members = members
-            self.overflowTags = overflowTags
             box = boxes.first ?? BoundingBox(west: 0, south: 0, east: 0, north: 0)
             splitBoxes = boxes.count > 1 ? boxes : []
         }
 
+        /// The same slot with other values (a move, a raster built).
+        func with(location: Position? = nil, raster: Int32? = nil, boxes: [BoundingBox]? = nil) -> Cold {
+            Cold(id: id, location: location ?? self.location, radius: radius, record: record, recordLength: Int(recordLength),
+                 raster: raster ?? self.raster, kind: kind, tracksOwner: tracksOwner, isMulti: isMulti, flat: flat,
+                 compact: compact, members: members, boxes: boxes ?? self.boxes)
+        }
+
         /// The boxes the beacon is indexed under.
         var boxes: [BoundingBox] { splitBoxes.isEmpty ? [box] : splitBoxes }
-
-        var kind: Kind { hot.test.kind }
-
-        /// Number of the raster in `rasterWords`, or -1.
-        var raster: Int32 {
-            if case .large(let r, _) = hot.test { return r }
-            return -1
-        }
 
         /// A large polygon with one box and no raster yet (`warm` builds it).
         var needsRaster: Bool { kind == .large && raster < 0 && splitBoxes.isEmpty }
@@ -131,24 +143,35 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         func covers(lon: Double, lat: Double) -> Bool {
             compact.contains { $0.covers(lon: lon, lat: lat) }
         }
+
+        /// The perimeter again (the exact coordinates of large polygons read from their file).
+        var perimeter: Perimeter {
+            let polygons: [Polygon]
+            switch kind {
+            case .circle: return .circle(radiusM: radius)
+            case .small: polygons = flat?.polygons ?? []
+            case .large: polygons = compact.map(\.polygon)
+            case .free: polygons = []
+            }
+            return isMulti || polygons.count != 1 ? .multiPolygon(polygons) : .polygon(polygons[0])
+        }
     }
 
     /// What `install` needs of a beacon (taken from it outside the lock).
     struct Spec {
         var id: BeaconID
-        var version: Int
         var owner: UserID
         var tracksOwner: Bool
         var members: [UserID]?
         var tags: [String]
         var service: String?
         var lifeStart: Int64, lifeEnd: Int64
-        var center: Position
+        var location: Position
         var radius: Double?
+        var isMulti: Bool
 
         init(_ b: Beacon) {
             id = b.id
-            version = b.version
             owner = b.owner
             tracksOwner = b.tracksOwner
             members = b.members
@@ -156,18 +179,21 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             service = b.service
             lifeStart = b.lifetime?.start?.millis ?? .min
             lifeEnd = b.lifetime?.end?.millis ?? .max
-            center = b.location
+            location = b.location
             if case .circle(let r) = b.perimeter { radius = r }
+            if case .multiPolygon = b.perimeter { isMulti = true } else { isMulti = false }
         }
     }
 
     private let lock = ReadWriteLock()
-    /// Where whole beacons come from for answers.
+    /// Where `load` and `resync` read beacons.
     private let store: any BeaconStore
-    /// Whole beacons read for answers (bounded).
-    package let cache: BeaconCache
     /// The exact coordinates of large polygons (nil: kept on the heap).
     private let coordinates: CoordinateFile?
+    /// Every slot's `BeaconRecord`, one after the other; `recordGarbage` bytes of them belong
+    /// to no slot any more (`compactRecords` drops them).
+    private var records: [UInt8] = []
+    private var recordGarbage = 0
     /// The words of the large polygons' rasters, `PolygonRaster.wordCount` each (reused through `freeRasters`).
     private var rasterWords: [UInt64] = []
     private var freeRasters: [Int32] = []
@@ -183,13 +209,12 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     private var touchedDuringLoad: Set<BeaconID>?
     private var loadsInProgress = 0
 
-    /// An engine over `store` (which `load` reads and answers come from); large polygons' exact
-    /// coordinates go to `coordinates` (an unnamed file in the temporary folder when nil, or
-    /// the heap if none can be made); `cacheBytes` bounds the whole beacons kept for answers.
-    package init(store: any BeaconStore, coordinates: CoordinateFile? = nil, cacheBytes: Int = 64 << 20) {
+    /// An engine over `store` (which `load` reads); large polygons' exact coordinates go to
+    /// `coordinates` (an unnamed file in the temporary folder when nil, or the heap if none can
+    /// be made).
+    package init(store: any BeaconStore, coordinates: CoordinateFile? = nil) {
         self.store = store
         self.coordinates = coordinates ?? (try? CoordinateFile(creating: nil))
-        cache = BeaconCache(capacityBytes: cacheBytes)
     }
 
     package var name: String { "memory" }
@@ -248,7 +273,6 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                 if let slot = slots[id] { uninstall(slot) }
             }
         }
-        cache.removeAll()
     }
 
     /// Loads everything; `finish` runs under the write lock with the ids loaded and the ids
@@ -328,8 +352,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     /// A load's timings (written only by the loading task).
     final class ReportBox: @unchecked Sendable { var value = LoadReport() }
 
-    /// Applies one committed change (the store's change observer calls this); cached copies of
-    /// the beacon are replaced in the same step.
+    /// Applies one committed change (the store's change observer calls this).
     package func apply(_ change: BeaconChange) {
         switch change {
         case .upsert(let beacon):
@@ -338,32 +361,27 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             lock.write {
                 touchedDuringLoad?.insert(beacon.id)
                 install(spec, prep)
-                cache.put(beacon, onlyReplace: true)
             }
         case .delete(let id):
             lock.write {
                 touchedDuringLoad?.insert(id)
                 if let slot = slots[id] { uninstall(slot) }
-                cache.remove(id)
             }
         case .move(let id, let position):
             // A move keeps the perimeter's shape: circles move with the location; a polygon of a
             // moving beacon stays where it is (the model moves circles only). So the slot is
-            // reinstalled with the same geometry (new boxes for a circle), and the read and the
-            // swap happen under one write lock (no newer version can slip between).
+            // reinstalled with the same geometry and record (new boxes for a circle), and the
+            // read and the swap happen under one write lock (no newer version can slip between).
             lock.write {
                 touchedDuringLoad?.insert(id)
-                cache.move(id, to: position)
-                guard let slot = slots[id], let c = cold[Int(slot)] else { return }
-                var hot = c.hot
+                guard let slot = slots[id], let c = cold[Int(slot)], var hot = grid.record(of: slot, box: c.box) else { return }
                 var boxes = c.boxes
-                if case .circle(_, _, let radius) = hot.test {
-                    hot.test = .circle(lat: position.lat, lon: position.lon, radius: radius)
-                    boxes = Geodesy.boundingBoxes(center: position, radiusM: radius)
+                if c.kind == .circle {
+                    hot.test = .circle(lat: position.lat, lon: position.lon, radius: c.radius)
+                    boxes = Geodesy.boundingBoxes(center: position, radiusM: c.radius)
+                    hot.multiBox = boxes.count > 1
                 }
-                let moved = Cold(id: c.id, version: c.version, hot: hot, tracksOwner: c.tracksOwner, flat: c.flat,
-                                 compact: c.compact, members: c.members, overflowTags: c.overflowTags, boxes: boxes)
-                reinstall(slot, moved, replacing: c)
+                reinstall(slot, c.with(location: position, boxes: boxes), hot: hot)
             }
         }
     }
@@ -378,6 +396,8 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         var raster: PolygonRaster? = nil
         /// The grid cells of `boxes` (computed with the rest, outside the lock).
         var cells: [(level: Int, keys: [UInt64])] = []
+        /// The beacon's `BeaconRecord`.
+        var record: [UInt8] = []
 
         init(boxes: [BoundingBox], flat: FlatPerimeter? = nil, compact: [CompactPolygon] = [], raster: PolygonRaster? = nil) {
             self.boxes = boxes
@@ -391,6 +411,12 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     /// The exact test of a beacon's perimeter; with `raster`, a large polygon's raster too (else
     /// `warm` builds it later).
     func prepare(_ beacon: Beacon, raster: Bool) -> Prepared {
+        var prep = prepareGeometry(beacon, raster: raster)
+        BeaconRecord.encode(beacon, into: &prep.record)
+        return prep
+    }
+
+    private func prepareGeometry(_ beacon: Beacon, raster: Bool) -> Prepared {
         let boxes = Self.boxes(of: beacon)
         switch beacon.perimeter {
         case .circle:
@@ -469,12 +495,10 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             }
             lock.write {
                 for (i, (slot, c)) in batch.enumerated() where cold[Int(slot)] === c {
-                    guard let r = rasters[i] else { continue }
-                    var hot = c.hot
-                    hot.test = .large(raster: storeRaster(r), coarse: r.coarse)
-                    reinstall(slot, Cold(id: c.id, version: c.version, hot: hot, tracksOwner: c.tracksOwner, flat: nil,
-                                         compact: c.compact, members: c.members, overflowTags: c.overflowTags, boxes: c.boxes),
-                              replacing: c)
+                    guard let r = rasters[i], var hot = grid.record(of: slot, box: c.box) else { continue }
+                    let number = storeRaster(r)
+                    hot.test = .large(raster: number, coarse: r.coarse)
+                    reinstall(slot, c.with(raster: number), hot: hot)
                     done += 1
                     donePass += 1
                 }
@@ -512,21 +536,25 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             let id = tagIndex(tag)
             if id < 64 { h.tagBits |= 1 << UInt64(id) } else { h.overflowTags = true }
         }
+        var raster: Int32 = -1
         if let radius = spec.radius {
-            h.test = .circle(lat: spec.center.lat, lon: spec.center.lon, radius: radius)
+            h.test = .circle(lat: spec.location.lat, lon: spec.location.lon, radius: radius)
         } else if !prep.compact.isEmpty {
-            let raster = prep.raster.map(storeRaster) ?? -1
+            raster = prep.raster.map(storeRaster) ?? -1
             h.test = .large(raster: raster, coarse: prep.raster?.coarse ?? (0, 0))
         } else if let flat = prep.flat {
             h.test = .small(UnsafePointer(flat.base))
         }
-        let c = Cold(id: spec.id, version: spec.version, hot: h, tracksOwner: spec.tracksOwner, flat: prep.flat,
-                     compact: prep.compact, members: members, overflowTags: h.overflowTags ? spec.tags : [], boxes: boxes)
-        place(c, cells: prep.cells)
+        let offset = records.count
+        records.append(contentsOf: prep.record)
+        let c = Cold(id: spec.id, location: spec.location, radius: spec.radius ?? 0, record: offset, recordLength: prep.record.count,
+                     raster: raster, kind: h.test.kind, tracksOwner: spec.tracksOwner, isMulti: spec.isMulti, flat: prep.flat,
+                     compact: prep.compact, members: members, boxes: boxes)
+        place(c, hot: h, cells: prep.cells)
     }
 
     /// Puts a slot's record in a free slot and its boxes in the grid. Must hold the write lock.
-    private func place(_ c: Cold, cells: [(level: Int, keys: [UInt64])]? = nil) {
+    private func place(_ c: Cold, hot: Hot, cells: [(level: Int, keys: [UInt64])]? = nil) {
         let slot: Int32
         if let free = freeSlots.popLast() {
             slot = free
@@ -536,36 +564,57 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         }
         let boxes = c.boxes
         let cells = cells ?? boxes.map(HierarchicalGrid<Hot>.cells(for:))
-        for (box, cell) in zip(boxes, cells) { grid.insert(slot, box: box, level: cell.level, keys: cell.keys, record: c.hot) }
+        for (box, cell) in zip(boxes, cells) { grid.insert(slot, box: box, level: cell.level, keys: cell.keys, record: hot) }
         if c.needsRaster { pending += 1 }
         cold[Int(slot)] = c
         slots[c.id] = slot
-        if c.tracksOwner { tracking[c.hot.owner, default: []].insert(slot) }
+        if c.tracksOwner { tracking[hot.owner, default: []].insert(slot) }
     }
 
-    /// Replaces a slot's record with one of the same beacon (moved, or with its raster). Must
-    /// hold the write lock.
-    private func reinstall(_ slot: Int32, _ c: Cold, replacing old: Cold) {
-        uninstall(slot, keepRaster: c.raster == old.raster)
-        place(c)
+    /// Replaces a slot's `Cold` with one of the same beacon and record (moved, or with its
+    /// raster). Must hold the write lock.
+    private func reinstall(_ slot: Int32, _ c: Cold, hot: Hot) {
+        uninstall(slot, keepRecord: true)
+        place(c, hot: hot)
     }
 
     /// Must hold the write lock.
-    private func uninstall(_ slot: Int32, keepRaster: Bool = false) {
+    private func uninstall(_ slot: Int32, keepRecord: Bool = false) {
         guard let c = cold[Int(slot)] else { return }
+        let owner = c.tracksOwner ? grid.record(of: slot, box: c.box)?.owner : nil
         for box in c.boxes {
             let cell = HierarchicalGrid<Hot>.cells(for: box)
             grid.remove(slot, level: cell.level, keys: cell.keys)
         }
-        if c.tracksOwner {
-            tracking[c.hot.owner]?.remove(slot)
-            if tracking[c.hot.owner]?.isEmpty == true { tracking[c.hot.owner] = nil }
+        if let owner {
+            tracking[owner]?.remove(slot)
+            if tracking[owner]?.isEmpty == true { tracking[owner] = nil }
         }
         slots[c.id] = nil
-        if c.raster >= 0 && !keepRaster { freeRasters.append(c.raster) }
+        if !keepRecord {
+            if c.raster >= 0 { freeRasters.append(c.raster) }
+            recordGarbage += Int(c.recordLength)
+            if recordGarbage > 1 << 20 && recordGarbage > records.count / 2 { compactRecords(without: c) }
+        }
         if c.needsRaster { pending -= 1 }
         cold[Int(slot)] = nil
         freeSlots.append(slot)
+    }
+
+    /// Copies the records of the slots (but `dropped`) into a new arena, without the garbage.
+    /// Must hold the write lock.
+    private func compactRecords(without dropped: Cold) {
+        var fresh: [UInt8] = []
+        fresh.reserveCapacity(records.count - recordGarbage)
+        records.withUnsafeBufferPointer { old in
+            for case let c? in cold where c !== dropped {
+                let offset = fresh.count
+                fresh.append(contentsOf: old[c.record..<(c.record + Int(c.recordLength))])
+                c.record = offset
+            }
+        }
+        records = fresh
+        recordGarbage = 0
     }
 
     /// The words of raster `r` in `rasterWords`.
@@ -627,13 +676,12 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             let entries = grid.entryCount
             return [
                 ("beacons", slots.count), ("circles", circles), ("small polygons", small), ("large polygons", large),
-                ("slot records", cold.count * (MemoryLayout<Cold>.size + 16 + 48) + members),
+                ("slot objects", cold.count * 160 + members), ("records", records.capacity),
                 ("id table", slots.capacity * (MemoryLayout<BeaconID>.stride + 4) + slots.count * 32),
                 ("grid entries", entries * MemoryLayout<HierarchicalGrid<Hot>.Entry>.stride),
                 ("small polygon blocks", flat), ("large polygon blocks", compact),
                 ("rasters", rasterWords.capacity * 8),
                 ("exact coordinates (mapped file)", exact), ("coordinate file", coordinates?.size ?? 0),
-                ("beacon cache", cache.bytes),
             ]
         }
     }
@@ -641,9 +689,27 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     // MARK: Queries
 
     package func covering(_ query: CoverQuery) async throws -> [Beacon] {
-        var found: [Cold] = []
-        lock.read { visit(query) { slot in found.append(cold[Int(slot)]!) } }
-        return try await beacons(of: found)
+        coveringNow(query)
+    }
+
+    /// Synchronous form of `covering` (benchmarks and callers outside async contexts).
+    package func coveringNow(_ query: CoverQuery) -> [Beacon] {
+        var out: [Beacon] = []
+        lock.read {
+            records.withUnsafeBytes { records in
+                visit(query) { slot in out.append(beacon(cold[Int(slot)]!, records, perimeter: query.perimeters)) }
+            }
+        }
+        return out
+    }
+
+    /// The beacon of a slot, from its record (`records`: the arena's bytes) and its geometry;
+    /// without `perimeter`, a polygon perimeter comes back empty (nearby with `perimeter=none`
+    /// does not read a large polygon's coordinates).
+    private func beacon(_ c: Cold, _ records: UnsafeRawBufferPointer, perimeter: Bool = true) -> Beacon {
+        let bytes = UnsafeRawBufferPointer(rebasing: records[c.record..<(c.record + Int(c.recordLength))])
+        let p: Perimeter = perimeter || c.kind == .circle ? c.perimeter : .multiPolygon([])
+        return BeaconRecord.decode(bytes, id: c.id, location: c.location, perimeter: p)
     }
 
     package func coveringIDs(_ query: CoverQuery) async throws -> [BeaconID] {
@@ -711,8 +777,8 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             if checkNow && !isAdmin && h.owner != viewer && !(h.lifeStart <= now && now < h.lifeEnd) { return }
             if service != 0 && h.service != service { return }
             if tagFilter && h.tagBits & tagMask == 0 {
-                guard overflowQuery && h.overflowTags,
-                      let c = cold[Int(slot)], query.tags.contains(where: c.overflowTags.contains) else { return }
+                guard overflowQuery && h.overflowTags, let c = cold[Int(slot)],
+                      query.tags.contains(where: tags(of: c).contains) else { return }
             }
             if !isAdmin && h.isPrivate && h.owner != viewer {
                 guard h.memberBits & viewerBit != 0, let c = cold[Int(slot)], c.members.contains(viewer) else { return }
@@ -746,42 +812,25 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         }
     }
 
+    /// The tags of a slot (from its record: only beacons with a tag beyond the 64 with bits need this).
+    private func tags(of c: Cold) -> [String] {
+        records.withUnsafeBytes { beacon(c, $0, perimeter: false).tags }
+    }
+
     package func beacons(ids: [BeaconID]) async throws -> [Beacon] {
-        let found: [Cold] = lock.read { ids.compactMap { slots[$0].flatMap { cold[Int($0)] } } }
-        return try await beacons(of: found)
+        lock.read {
+            records.withUnsafeBytes { records in
+                ids.compactMap { id in slots[id].flatMap { cold[Int($0)] }.map { beacon($0, records) } }
+            }
+        }
     }
 
     package func trackingBeacons(owner: UserID) async throws -> [Beacon] {
-        let found: [Cold] = lock.read {
+        lock.read {
             guard let o = users[owner], let set = tracking[o] else { return [] }
-            return set.compactMap { cold[Int($0)] }.sorted { $0.id < $1.id }
-        }
-        return try await beacons(of: found)
-    }
-
-    /// The whole beacons of slots looked up (in their order; those deleted since are left out):
-    /// from the cache, else read from the store. A beacon read is cached only if its slot did
-    /// not change since it was looked up (so the copy is the one the index has), under the
-    /// read lock: `apply` replaces cached copies under the write lock.
-    private func beacons(of found: [Cold]) async throws -> [Beacon] {
-        guard !found.isEmpty else { return [] }
-        var out = [Beacon?](repeating: nil, count: found.count)
-        var missing: [Int] = []
-        for (i, c) in found.enumerated() {
-            if let b = cache.get(c.id), b.version >= c.version { out[i] = b } else { missing.append(i) }
-        }
-        if !missing.isEmpty {
-            var read: [BeaconID: Beacon] = [:]
-            for b in try await store.beacons(ids: missing.map { found[$0].id }) { read[b.id] = b }
-            lock.read {
-                for i in missing {
-                    let c = found[i]
-                    guard let b = read[c.id] else { continue }
-                    out[i] = b
-                    if let slot = slots[c.id], cold[Int(slot)] === c { cache.put(b) }
-                }
+            return records.withUnsafeBytes { records in
+                set.compactMap { cold[Int($0)] }.sorted { $0.id < $1.id }.map { beacon($0, records) }
             }
         }
-        return out.compactMap { $0 }
     }
 }

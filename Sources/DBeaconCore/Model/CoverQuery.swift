@@ -12,6 +12,9 @@ package struct CoverQuery: Sendable, Hashable {
     /// The real time, when `at` may differ from it (nearby's `at=`): a beacon the viewer does
     /// not own must then be alive now as well, so `at` only narrows what they see. Nil: `at`.
     package var now: Timestamp?
+    /// Whether the answer's beacons need their perimeters: false when only their other fields
+    /// are used (nearby with `perimeter=none`), so an engine may return polygon perimeters empty.
+    package var perimeters = true
 
     package init(point: Position, tags: [String] = [], at: Timestamp, viewer: Principal, service: String? = nil,
                  now: Timestamp? = nil) {

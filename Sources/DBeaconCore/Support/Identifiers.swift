@@ -28,11 +28,30 @@ extension PrefixedID {
     }
 }
 
+/// A string with its (per-process seeded) hash kept beside it. Beacon and user ids are
+/// hashed and compared constantly (fence states, the index's tables), and a 26-byte id is a
+/// heap string whose bytes lie elsewhere in memory: two different ids are told apart by
+/// their hashes without reading their bytes, and hashing one feeds the hasher eight bytes.
+package struct HashedString: Hashable, Sendable {
+    package let value: String
+    private let hash: Int
+
+    package init(_ value: String) {
+        self.value = value
+        hash = value.hashValue
+    }
+
+    package static func == (a: Self, b: Self) -> Bool { a.hash == b.hash && a.value == b.value }
+
+    package func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+}
+
 /// Id of a digital beacon (`bcn_…`).
 package struct BeaconID: PrefixedID {
     package static let prefix = "bcn_"
-    package let rawValue: String
-    package init(uncheckedRawValue: String) { rawValue = uncheckedRawValue }
+    private let key: HashedString
+    package var rawValue: String { key.value }
+    package init(uncheckedRawValue: String) { key = HashedString(uncheckedRawValue) }
 }
 
 extension BeaconID {
@@ -52,8 +71,9 @@ extension BeaconID {
 /// Id of a user (`usr_…`).
 package struct UserID: PrefixedID {
     package static let prefix = "usr_"
-    package let rawValue: String
-    package init(uncheckedRawValue: String) { rawValue = uncheckedRawValue }
+    private let key: HashedString
+    package var rawValue: String { key.value }
+    package init(uncheckedRawValue: String) { key = HashedString(uncheckedRawValue) }
 }
 
 /// Random strings for ids, tokens and secrets.

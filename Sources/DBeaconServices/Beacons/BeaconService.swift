@@ -58,10 +58,13 @@ package struct BeaconService: Sendable {
     /// `at` only narrows what a caller sees: a beacon that is not theirs must also be visible
     /// now (CONTRACT.md), so asking about the future does not reveal a meeting before its start
     /// and asking about the past does not bring back an ended beacon.
+    ///
+    /// Without `perimeters` the results' polygon perimeters may be empty (the answer leaves them out).
     package func nearby(point: Position, tags: [String], at: Timestamp?, limit: Int, service: String? = nil,
-                        by principal: Principal) async throws -> [NearbyResult] {
+                        perimeters: Bool = true, by principal: Principal) async throws -> [NearbyResult] {
         let now = clock.now()
-        let query = CoverQuery(point: point, tags: tags, at: at ?? now, viewer: principal, service: service, now: now)
+        var query = CoverQuery(point: point, tags: tags, at: at ?? now, viewer: principal, service: service, now: now)
+        query.perimeters = perimeters
         let found = try await engine.covering(query)
         var ranked = Self.rank(found, from: point, limit: limit)
         let presented = try await redacted(ranked.map(\.beacon), for: principal)

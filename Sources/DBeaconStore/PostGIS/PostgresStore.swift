@@ -173,6 +173,7 @@ package final class PostgresStore: SQLStore {
         let (result, changes): (T, [BeaconChange]) = try await transaction("BEGIN") { tx in
             var log = SQLWriteLog()
             let result = try await body(tx, &log)
+            try await Self.settleTouched(&log, db: tx)
             for change in log.changes {
                 _ = try await tx.rows("SELECT pg_notify($1, $2)", [channel, ChangeNotice(change, node: node.id).payload])
             }

@@ -82,7 +82,7 @@ extension SQLStore {
         try await write { db, log in
             try await Self.checkVersion(db, id: beacon.id, expected: expectedVersion)
             try await Self.update(beacon, db: db)
-            try await Self.dropUninvitedAttendees(db, meeting: beacon.id)
+            try await Self.dropUninvitedAttendees(db, meeting: beacon.id, log: &log)
             if let fanOut { try await Self.fanOutToFollowers(db, beacon: beacon.id, fanOut) }
             try await Self.insertEvents(db, events)
             var b = beacon
@@ -97,8 +97,12 @@ extension SQLStore {
         try await write { db, log in
             try await Self.checkVersion(db, id: id, expected: expectedVersion)
             if let fanOut { try await Self.fanOutToFollowers(db, beacon: id, fanOut) }
+            // Beacons that link to this one lose those relationships with it (cascade).
+            let linking = try await db.rows("SELECT DISTINCT source_id FROM relationships WHERE target_id = $1 AND source_id <> $1",
+                                            [id.rawValue])
             try await db.rows("DELETE FROM beacons WHERE id = $1", [id.rawValue])
             log.changes.append(.delete(id))
+            for row in linking { log.touched.append(BeaconID(uncheckedRawValue: try row.string("source_id"))) }
         }
     }
 
@@ -417,30 +421,32 @@ extension SQLStore {
     // MARK: Followers
 
     package func follow(beacon: BeaconID, user: UserID, at: Timestamp) async throws -> Bool {
-        try await write { db, _ in try await Self.addFollower(db, beacon: beacon, user: user, at: at) }
+        try await write { db, log in try await Self.addFollower(db, beacon: beacon, user: user, at: at, log: &log) }
     }
 
     package func unfollow(beacon: BeaconID, user: UserID) async throws -> Bool {
-        try await write { db, _ in try await Self.removeFollower(db, beacon: beacon, user: user) }
+        try await write { db, log in try await Self.removeFollower(db, beacon: beacon, user: user, log: &log) }
     }
 
     @discardableResult
-    static func addFollower(_ db: any SQLSession, beacon: BeaconID, user: UserID, at: Timestamp) async throws -> Bool {
+    static func addFollower(_ db: any SQLSession, beacon: BeaconID, user: UserID, at: Timestamp, log: inout SQLWriteLog) async throws -> Bool {
         let added = try await db.rows("""
             INSERT INTO followers(beacon_id, user_id, created_at) VALUES ($1, $2, $3) ON CONFLICT (beacon_id, user_id) DO NOTHING
             RETURNING seq
             """, [beacon.rawValue, user.rawValue, at.millis])
         guard !added.isEmpty else { return false }
         try await db.rows("UPDATE beacons SET followers_count = followers_count + 1 WHERE id = $1", [beacon.rawValue])
+        log.touched.append(beacon)
         return true
     }
 
     @discardableResult
-    static func removeFollower(_ db: any SQLSession, beacon: BeaconID, user: UserID) async throws -> Bool {
+    static func removeFollower(_ db: any SQLSession, beacon: BeaconID, user: UserID, log: inout SQLWriteLog) async throws -> Bool {
         let removed = try await db.rows("DELETE FROM followers WHERE beacon_id = $1 AND user_id = $2 RETURNING seq",
                                         [beacon.rawValue, user.rawValue])
         guard !removed.isEmpty else { return false }
         try await db.rows("UPDATE beacons SET followers_count = followers_count - 1 WHERE id = $1", [beacon.rawValue])
+        log.touched.append(beacon)
         return true
     }
 

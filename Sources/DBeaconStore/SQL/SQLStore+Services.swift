@@ -6,7 +6,7 @@ extension SQLStore {
     // MARK: Meetings
 
     package func joinMeeting(_ meeting: BeaconID, user: UserID, at: Timestamp) async throws -> (joined: Bool, attendees: Int) {
-        try await write { db, _ in
+        try await write { db, log in
             guard try await db.exists("SELECT 1 FROM beacons WHERE id = $1\(db.dialect.forShare)", [meeting.rawValue]) else {
                 throw DBeaconError.notFound("meeting \(meeting)")
             }
@@ -14,17 +14,17 @@ extension SQLStore {
                 INSERT INTO meeting_attendees(meeting_id, user_id, joined_at) VALUES ($1, $2, $3)
                 ON CONFLICT DO NOTHING RETURNING user_id
                 """, [meeting.rawValue, user.rawValue, at.millis]).isEmpty
-            try await Self.addFollower(db, beacon: meeting, user: user, at: at)
+            try await Self.addFollower(db, beacon: meeting, user: user, at: at, log: &log)
             let count = try await db.row("SELECT count(*) AS n FROM meeting_attendees WHERE meeting_id = $1", [meeting.rawValue])?.int("n") ?? 0
             return (joined, count)
         }
     }
 
     package func leaveMeeting(_ meeting: BeaconID, user: UserID) async throws -> Bool {
-        try await write { db, _ in
+        try await write { db, log in
             guard try await !db.rows("DELETE FROM meeting_attendees WHERE meeting_id = $1 AND user_id = $2 RETURNING user_id",
                                      [meeting.rawValue, user.rawValue]).isEmpty else { return false }
-            try await Self.removeFollower(db, beacon: meeting, user: user)
+            try await Self.removeFollower(db, beacon: meeting, user: user, log: &log)
             return true
         }
     }
@@ -50,7 +50,7 @@ extension SQLStore {
 
     /// The attendees of a private meeting who are no longer invited stop attending and
     /// following it (in the transaction that changed its invitees).
-    static func dropUninvitedAttendees(_ db: any SQLSession, meeting: BeaconID) async throws {
+    static func dropUninvitedAttendees(_ db: any SQLSession, meeting: BeaconID, log: inout SQLWriteLog) async throws {
         let dropped = try await db.rows("""
             DELETE FROM meeting_attendees
             WHERE meeting_id = $1 AND user_id IN (
@@ -60,7 +60,7 @@ extension SQLStore {
             RETURNING user_id
             """, [meeting.rawValue])
         for row in dropped {
-            _ = try await removeFollower(db, beacon: meeting, user: UserID(uncheckedRawValue: try row.string("user_id")))
+            _ = try await removeFollower(db, beacon: meeting, user: UserID(uncheckedRawValue: try row.string("user_id")), log: &log)
         }
     }
 
@@ -225,21 +225,21 @@ extension SQLStore {
     }
 
     package func followTour(_ tour: BeaconID, user: UserID, at: Timestamp) async throws -> Timestamp {
-        try await write { db, _ in
+        try await write { db, log in
             try await db.rows("""
                 INSERT INTO tour_followers(tour_id, user_id, started_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING
                 """, [tour.rawValue, user.rawValue, at.millis])
-            try await Self.addFollower(db, beacon: tour, user: user, at: at)
+            try await Self.addFollower(db, beacon: tour, user: user, at: at, log: &log)
             return try await db.row("SELECT started_at FROM tour_followers WHERE tour_id = $1 AND user_id = $2",
                                     [tour.rawValue, user.rawValue])?.timestamp("started_at") ?? at
         }
     }
 
     package func unfollowTour(_ tour: BeaconID, user: UserID) async throws -> Bool {
-        try await write { db, _ in
+        try await write { db, log in
             guard try await !db.rows("DELETE FROM tour_followers WHERE tour_id = $1 AND user_id = $2 RETURNING user_id",
                                      [tour.rawValue, user.rawValue]).isEmpty else { return false }
-            try await Self.removeFollower(db, beacon: tour, user: user)
+            try await Self.removeFollower(db, beacon: tour, user: user, log: &log)
             return true
         }
     }

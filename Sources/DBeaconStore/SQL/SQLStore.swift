@@ -6,8 +6,23 @@ package struct SQLWriteLog: Sendable {
     package var changes: [BeaconChange] = []
     /// Fence states or user locations were written (another process's fence engine reloads).
     package var fencesChanged = false
+    /// Beacons whose stored fields changed without an upsert of their own (a follower count, a
+    /// relationship removed with its deleted target): `settleTouched` reads them again as
+    /// upserts before the transaction commits, so in-memory copies stay exact.
+    package var touched: [BeaconID] = []
 
     package init() {}
+}
+
+extension SQLStore {
+    /// Appends an upsert of every touched beacon, as it is now in the transaction.
+    static func settleTouched(_ log: inout SQLWriteLog, db: any SQLSession) async throws {
+        guard !log.touched.isEmpty else { return }
+        var seen = Set<BeaconID>()
+        let ids = log.touched.filter { seen.insert($0).inserted }
+        log.touched = []
+        for b in try await beacons(ids: ids, db: db) { log.changes.append(.upsert(b)) }
+    }
 }
 
 /// A store whose every area (beacons, users, events and fences, webhooks, services,

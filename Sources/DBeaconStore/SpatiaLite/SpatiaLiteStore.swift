@@ -78,6 +78,7 @@ package final class SpatiaLiteStore: SQLStore {
         let result: T
         do {
             result = try await body(SQLiteSession(connection: writer), &log)
+            try await Self.settleTouched(&log, db: SQLiteSession(connection: writer))
             try logChanges(log, on: writer)
             try writer.execute("COMMIT")
         } catch {

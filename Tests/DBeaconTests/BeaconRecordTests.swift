@@ -1,0 +1,56 @@
+import DBeaconCore
+import DBeaconIndex
+import Testing
+
+/// The index keeps beacons as compact byte records (`BeaconRecord`) and rebuilds them for
+/// answers: every field must come back exactly, whichever optional parts a beacon has.
+@Suite struct BeaconRecordTests {
+    static func randomBeacon(_ g: inout RandomBeacons, index: Int) -> Beacon {
+        var b = g.beacon(index: index)
+        let users = g.users
+        func maybe<T>(_ value: @autoclosure () -> T) -> T? { Bool.random(using: &g.rng) ? value() : nil }
+        b.description = maybe("desc \(index) – ünïcødé ✓ \"quoted\"")
+        b.tracksOwner = Bool.random(using: &g.rng)
+        b.contentPolicy = ContentPolicy.allCases.randomElement(using: &g.rng)!
+        b.service = maybe(["tour", "promotion", "meeting"].randomElement(using: &g.rng)!)
+        b.followersCount = Int.random(in: 0...100_000, using: &g.rng)
+        b.version = Int.random(in: 1...1_000_000, using: &g.rng)
+        b.createdAt = Timestamp(millis: Int64.random(in: -10_000_000_000_000...10_000_000_000_000, using: &g.rng))
+        b.updatedAt = Timestamp(millis: Int64.random(in: 0...4_000_000_000_000, using: &g.rng))
+        switch Int.random(in: 0..<4, using: &g.rng) {
+        case 0: b.lifetime = nil
+        case 1: b.lifetime = Lifetime(start: nil, end: nil)
+        case 2: b.lifetime = Lifetime(start: Timestamp(millis: -5), end: nil)
+        default: b.lifetime = Lifetime(start: nil, end: Timestamp(millis: 1_764_000_000_123))
+        }
+        if Bool.random(using: &g.rng) { b.members = Bool.random(using: &g.rng) ? [] : g.users }
+        b.tags = (0..<Int.random(in: 0...70, using: &g.rng)).map { "tag-\($0)" }
+        b.relationships = (0..<Int.random(in: 0...3, using: &g.rng)).map { i in
+            Relationship(type: i == 0 ? "tour" : "related", target: BeaconID(uncheckedRawValue: "bcn_t\(i)"),
+                         order: i == 0 ? Int.random(in: -5...500, using: &g.rng) : nil)
+        }
+        b.content = (0..<Int.random(in: 0...3, using: &g.rng)).map { (i: Int) -> ContentRef in
+            let title: String? = i == 1 ? nil : "title \(i)"
+            let addedBy: UserID? = i == 2 ? users.first : nil
+            let createdAt: Timestamp? = i == 0 ? nil : Timestamp(millis: 1_700_000_000_000 + Int64(i))
+            return ContentRef(kind: "image", url: "https://example.org/\(index)/\(i).jpg", title: title, addedBy: addedBy,
+                              createdAt: createdAt)
+        }
+        return b
+    }
+
+    @Test func everyFieldComesBack() {
+        let users = ["usr_a", "usr_b", "usr_c"].map { UserID(uncheckedRawValue: $0) }
+        var g = RandomBeacons(seed: 31, users: users)
+        for i in 0..<2_000 {
+            let b = Self.randomBeacon(&g, index: i)
+            var bytes: [UInt8] = [9, 9] // appended after what is there
+            BeaconRecord.encode(b, into: &bytes)
+            #expect(bytes.prefix(2) == [9, 9])
+            let back = bytes.withUnsafeBytes {
+                BeaconRecord.decode(UnsafeRawBufferPointer(rebasing: $0[2...]), id: b.id, location: b.location, perimeter: b.perimeter)
+            }
+            #expect(back == b, "beacon \(i)")
+        }
+    }
+}
