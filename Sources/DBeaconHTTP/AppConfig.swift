@@ -1,6 +1,7 @@
 package import DBeaconGeo
 import Foundation
 package import DBeaconServices
+import DBeaconStore
 package import Logging
 
 /// Everything `dbeacon serve` can be told (CONTRACT.md, "Process").
@@ -50,8 +51,37 @@ package struct AppConfig: Sendable {
     package var maxBeaconsPerUser = 10_000
     /// The map console served at `/`.
     package var console = ConsoleConfig()
+    /// Snapshots of the in-memory index (SpatiaLite only; see `IndexSnapshotConfig`).
+    package var indexSnapshots = IndexSnapshotConfig()
 
     package init() {}
+}
+
+/// Whether and where the in-memory index is kept as a snapshot file, so a restart maps it
+/// instead of reading every beacon (`MemoryCoverageEngine.load(snapshotFrom:stamp:)`).
+package struct IndexSnapshotConfig: Sendable {
+    package enum Mode: String, Sendable, CaseIterable {
+        /// Neither read nor written (tests, PostGIS).
+        case off
+        /// Read when current, never written (the CLI next to a running server).
+        case read
+        /// Read when current; written after a full load, every `intervalSeconds` when beacons
+        /// changed, and at shutdown (the server).
+        case readWrite = "read-write"
+    }
+
+    package var mode: Mode = .off
+    /// The folder; nil: `<database file>.index` (no snapshots for a PostgreSQL database).
+    package var directory: String?
+    package var intervalSeconds = 600.0
+
+    package init() {}
+
+    /// The folder for a database, or nil when there is none.
+    package func folder(for databasePath: String) -> String? {
+        guard mode != .off, !StoreLocation.isPostgres(databasePath) else { return nil }
+        return directory ?? databasePath + ".index"
+    }
 }
 
 /// The map console (`/`): a web page on the API, with Leaflet from Debian's `libjs-leaflet`.

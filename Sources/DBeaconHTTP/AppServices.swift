@@ -34,10 +34,20 @@ package struct AppServices: Sendable {
     package let sightings: SightingService
     /// A token generated on first start (to be shown once), if any.
     package let generatedAdminToken: String?
+    /// The in-memory index's snapshot folder, if snapshots are kept.
+    package let indexSnapshots: IndexSnapshots?
+    let logger: Logger
 
     /// The background services to run with the HTTP server.
     package var backgroundServices: [any Service] {
-        config.runBackgroundServices ? [deliverer, ticker, relay, poller] : []
+        guard config.runBackgroundServices else { return [] }
+        var services: [any Service] = [deliverer, ticker, relay, poller]
+        if let snapshots = indexSnapshots, snapshots.writable, let memory = engine as? MemoryCoverageEngine {
+            services.append(IndexSnapshotService(memory: memory, snapshots: snapshots, store: store,
+                                                 interval: .milliseconds(Int64(config.indexSnapshots.intervalSeconds * 1000)),
+                                                 logger: logger))
+        }
+        return services
     }
 
     /// Opens the database, configures the admin token and loads samples when asked.
@@ -53,6 +63,7 @@ package struct AppServices: Sendable {
         // fence state, so the server evaluates its changes as its own.
         let relayRemote = store.remoteChangesNeedFenceEvaluation
         let engine: any CoverageEngine
+        var snapshots: IndexSnapshots?
         switch config.engine {
         case .sql:
             engine = SQLCoverageEngine(store: store)
@@ -82,22 +93,23 @@ package struct AppServices: Sendable {
                     }
                 }
             }
+            let snapshotFolder = config.indexSnapshots.folder(for: config.databasePath)
+            snapshots = snapshotFolder.map { IndexSnapshots(directory: $0, write: config.indexSnapshots.mode == .readWrite) }
+            let fromSnapshot = try await Self.loadIndex(memory, store: store, snapshots: snapshots, logger: logger)
             // Large polygons' rasters are built after the server is up; until each is, its
-            // compact edge test answers alone (same answers).
-            let load = try await memory.load(prepare: false)
-            func s(_ x: Double) -> Logger.MetadataValue { "\((x * 10).rounded() / 10)" }
-            logger.info("in-memory index loaded", metadata: [
-                "beacons": "\(load.beacons)", "seconds": s(load.seconds), "install_s": s(load.installSeconds),
-            ])
+            // compact edge test answers alone (same answers). Then, after a load from the
+            // database, a snapshot for the next start.
             let warmLogger = logger
-            Task.detached(priority: .utility) {
+            Task.detached(priority: .utility) { [snapshots] in
                 let started = ContinuousClock.now
                 let prepared = await memory.warm()
                 releaseFreedMemory()
-                let d = (ContinuousClock.now - started).components
                 warmLogger.info("in-memory index prepared", metadata: [
-                    "polygons": "\(prepared)", "seconds": s(Double(d.seconds) + Double(d.attoseconds) / 1e18),
+                    "polygons": "\(prepared)", "seconds": Self.rounded(Self.seconds(since: started)),
                 ])
+                if let snapshots, snapshots.writable, !fromSnapshot || prepared > 0 {
+                    await Self.writeSnapshot(memory, to: snapshots, logger: warmLogger, force: true)
+                }
             }
             engine = memory
         }
@@ -129,11 +141,98 @@ package struct AppServices: Sendable {
             domain: await DomainServices.make(beacons: beacons, store: store, fences: fences, config: config.services, logger: logger),
             registry: registry,
             sightings: SightingService(registry: registry, store: store, fences: fences, clock: clock, config: config.sightings),
-            generatedAdminToken: generated)
+            generatedAdminToken: generated, indexSnapshots: snapshots, logger: logger)
         if let dir = config.samplesDirectory {
             try await SampleLoader(services: services).loadIfEmpty(directory: dir, logger: logger)
         }
         return services
+    }
+
+    // MARK: The in-memory index and its snapshot
+
+    /// Loads the in-memory index: from its snapshot when that is current (same store, no change
+    /// since), else from the database (then, in a folder this process owns, with a new
+    /// coordinate file the next snapshot refers to). Returns whether the snapshot was used.
+    static func loadIndex(_ memory: MemoryCoverageEngine, store: any AppStore, snapshots: IndexSnapshots?,
+                          logger: Logger) async throws -> Bool {
+        if let snapshots, let stamp = try await store.changeStamp() {
+            do {
+                if let report = try memory.load(snapshotFrom: snapshots, stamp: stamp) {
+                    snapshots.current = stamp
+                    logger.info("in-memory index loaded from its snapshot", metadata: [
+                        "beacons": "\(report.beacons)", "seconds": rounded(report.seconds), "folder": "\(snapshots.directory)",
+                    ])
+                    return true
+                }
+                logger.info("no current index snapshot: loading from the database", metadata: ["folder": "\(snapshots.directory)"])
+            } catch {
+                logger.warning("index snapshot unreadable: loading from the database", metadata: ["error": "\(error)"])
+                memory.reset()
+            }
+            if snapshots.writable {
+                do { memory.useCoordinates(try snapshots.newCoordinateFile()) } catch {
+                    logger.warning("no coordinate file in the snapshot folder: no snapshots this run", metadata: ["error": "\(error)"])
+                }
+            }
+        }
+        let load = try await memory.load(prepare: false)
+        logger.info("in-memory index loaded", metadata: [
+            "beacons": "\(load.beacons)", "seconds": rounded(load.seconds), "install_s": rounded(load.installSeconds),
+        ])
+        return false
+    }
+
+    /// Writes the index's snapshot unless the one in the folder is current, logging the outcome
+    /// (failures are logged, not thrown: the next start loads from the database).
+    @discardableResult
+    static func writeSnapshot(_ memory: MemoryCoverageEngine, to snapshots: IndexSnapshots, logger: Logger,
+                              force: Bool = false) async -> ChangeStamp? {
+        do {
+            if !force, let current = snapshots.current, try await memory.store.changeStamp() == current { return current }
+            guard let report = try await memory.writeSnapshot(to: snapshots) else { return nil }
+            logger.info("index snapshot written", metadata: [
+                "beacons": "\(report.beacons)", "bytes": "\(report.bytes)", "seconds": rounded(report.seconds),
+                "counter": "\(report.stamp.counter)",
+            ])
+            return report.stamp
+        } catch {
+            logger.error("index snapshot failed", metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// Writes the index's snapshot now (at shutdown, once nothing else writes), if this process
+    /// keeps one.
+    package func writeIndexSnapshot() async {
+        guard let snapshots = indexSnapshots, snapshots.writable, let memory = engine as? MemoryCoverageEngine else { return }
+        await Self.writeSnapshot(memory, to: snapshots, logger: logger)
+    }
+
+    static func seconds(since start: ContinuousClock.Instant) -> Double {
+        let d = (ContinuousClock.now - start).components
+        return Double(d.seconds) + Double(d.attoseconds) / 1e18
+    }
+
+    static func rounded(_ x: Double) -> Logger.MetadataValue { "\((x * 10).rounded() / 10)" }
+}
+
+/// Writes the index's snapshot every `interval` when beacons changed since the last one (so a
+/// crash costs at most that much of a restart's work: a stale snapshot is rebuilt anyway).
+package struct IndexSnapshotService: Service {
+    let memory: MemoryCoverageEngine
+    let snapshots: IndexSnapshots
+    let store: any AppStore
+    let interval: Duration
+    let logger: Logger
+
+    package func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                guard !Task.isCancelled else { return }
+                await AppServices.writeSnapshot(memory, to: snapshots, logger: logger)
+            }
+        }
     }
 }
 

@@ -32,6 +32,8 @@ package final class CompactPolygon: @unchecked Sendable {
     package let vertexCount: Int
     let ringCount: Int
     let runCount: Int
+    /// Runs take two words each (see `runCountBits`).
+    let wideRuns: Bool
     private let ringStart: UnsafePointer<UInt32>
     private let stripStart: UnsafePointer<UInt32>
     private let runs: UnsafePointer<UInt32>
@@ -47,11 +49,15 @@ package final class CompactPolygon: @unchecked Sendable {
     private let ownsBlock: Bool
 
     /// The header's layout: 7 doubles, then 4 counts.
-    static let headerBytes = 7 * 8 + 4 * 4
+    static let headerBytes = 7 * 8 + 5 * 4
+    /// A run is one word, `first edge << 12 | edge count`, when every edge number fits in 20
+    /// bits (polygons up to a million vertices); else two words (first, count): `wideRuns`.
+    static let runCountBits: UInt32 = 12
+    static let narrowRunLimit: UInt32 = 1 << 12 - 1
 
     /// Builds the compact form of `polygon`; its exact coordinates go to `file` (or, when it is
     /// nil or the write fails, to a heap copy this object owns).
-    package convenience init(_ polygon: Polygon, file: CoordinateFile?) {
+    package convenience init(_ polygon: Polygon, file: CoordinateFile?, wideRuns: Bool? = nil) {
         let rings = polygon.rings
         let n = polygon.vertexCount
         let exact = HeapDoubles(count: 2 * n)
@@ -72,7 +78,7 @@ package final class CompactPolygon: @unchecked Sendable {
                 owner = file
             }
         }
-        let block = Self.build(rings: rings.map(\.count), exact: UnsafePointer(exact.base))
+        let block = Self.build(rings: rings.map(\.count), exact: UnsafePointer(exact.base), wideRuns: wideRuns)
         self.init(block: UnsafeRawPointer(block.pointer), bytes: block.bytes, ownsBlock: true, exact: exactPointer, owners: [owner])
     }
 
@@ -96,11 +102,12 @@ package final class CompactPolygon: @unchecked Sendable {
         ringCount = Int(c[1])
         stripCount = Int(c[2])
         runCount = Int(c[3])
+        wideRuns = c[4] & 1 != 0
         let ringStart = (block + Self.headerBytes).assumingMemoryBound(to: UInt32.self)
         self.ringStart = ringStart
         stripStart = ringStart + (ringCount + 1)
         runs = stripStart + (stripCount + 1)
-        q = UnsafeRawPointer(runs + 2 * runCount).assumingMemoryBound(to: UInt16.self)
+        q = UnsafeRawPointer(runs + (wideRuns ? 2 : 1) * runCount).assumingMemoryBound(to: UInt16.self)
     }
 
     deinit {
@@ -108,13 +115,14 @@ package final class CompactPolygon: @unchecked Sendable {
     }
 
     /// The bytes of a block for `rings` (vertex counts) with `strips` strips and `runs` runs.
-    static func blockBytes(rings: Int, vertices: Int, strips: Int, runs: Int) -> Int {
-        let bytes = headerBytes + 4 * (rings + 1 + strips + 1 + 2 * runs) + 2 * 2 * vertices
+    static func blockBytes(rings: Int, vertices: Int, strips: Int, runWords: Int) -> Int {
+        let bytes = headerBytes + 4 * (rings + 1 + strips + 1 + runWords) + 2 * 2 * vertices
         return (bytes + 7) & ~7
     }
 
     /// Builds a block over the exact coordinates (`lon, lat` per vertex, rings of `rings` vertices).
-    static func build(rings: [Int], exact: UnsafePointer<Double>) -> (pointer: UnsafeMutableRawPointer, bytes: Int) {
+    /// `wideRuns` nil: two-word runs only when edge numbers need them.
+    static func build(rings: [Int], exact: UnsafePointer<Double>, wideRuns: Bool? = nil) -> (pointer: UnsafeMutableRawPointer, bytes: Int) {
         let n = rings.reduce(0, +)
         // The exterior ring's box (holes lie inside it).
         var west = Double.infinity, south = Double.infinity, east = -Double.infinity, north = -Double.infinity
@@ -163,26 +171,34 @@ package final class CompactPolygon: @unchecked Sendable {
         let runStart = UnsafeMutablePointer<UInt32>.allocate(capacity: strips + 1)
         runStart.initialize(repeating: 0, count: strips + 1)
         let last = UnsafeMutablePointer<Int>.allocate(capacity: strips)
-        defer { runStart.deallocate(); last.deallocate() }
+        let length = UnsafeMutablePointer<UInt32>.allocate(capacity: strips)
+        defer { runStart.deallocate(); last.deallocate(); length.deallocate() }
+        let wide = wideRuns ?? (n > 1 << (32 - Int(runCountBits)))
+        let maxRun = wide ? UInt32.max : narrowRunLimit
         last.initialize(repeating: -2, count: strips)
+        length.initialize(repeating: 0, count: strips)
         for (r, count) in rings.enumerated() where count > 1 {
             let first = starts[r]
             for i in first..<(first + count - 1) {
                 for s in Int(lo[i])...Int(hi[i]) {
-                    if last[s] != i - 1 || i == first { runStart[s + 1] += 1 }
+                    if last[s] != i - 1 || i == first || length[s] == maxRun {
+                        runStart[s + 1] += 1
+                        length[s] = 0
+                    }
+                    length[s] += 1
                     last[s] = i
                 }
             }
         }
         for s in 0..<strips { runStart[s + 1] += runStart[s] }
         let runCount = Int(runStart[strips])
-        let bytes = blockBytes(rings: rings.count, vertices: n, strips: strips, runs: runCount)
+        let bytes = blockBytes(rings: rings.count, vertices: n, strips: strips, runWords: (wide ? 2 : 1) * runCount)
         let block = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 8)
         block.initializeMemory(as: UInt8.self, repeating: 0, count: bytes)
         let d = block.assumingMemoryBound(to: Double.self)
         d[0] = west; d[1] = south; d[2] = east; d[3] = north; d[4] = sx; d[5] = sy; d[6] = height
         let c = (block + 56).assumingMemoryBound(to: UInt32.self)
-        c[0] = UInt32(n); c[1] = UInt32(rings.count); c[2] = UInt32(strips); c[3] = UInt32(runCount)
+        c[0] = UInt32(n); c[1] = UInt32(rings.count); c[2] = UInt32(strips); c[3] = UInt32(runCount); c[4] = wide ? 1 : 0
         let ringStart = (block + headerBytes).assumingMemoryBound(to: UInt32.self)
         for (r, s) in starts.enumerated() { ringStart[r] = UInt32(s) }
         let stripStart = ringStart + (rings.count + 1)
@@ -190,25 +206,41 @@ package final class CompactPolygon: @unchecked Sendable {
         let runs = stripStart + (strips + 1)
         // Fill: `runStart[s]` becomes the next free run of strip s.
         last.update(repeating: -2, count: strips)
+        length.update(repeating: 0, count: strips)
         for (r, count) in rings.enumerated() where count > 1 {
             let first = starts[r]
             for i in first..<(first + count - 1) {
                 for s in Int(lo[i])...Int(hi[i]) {
-                    if last[s] != i - 1 || i == first {
+                    if last[s] != i - 1 || i == first || length[s] == maxRun {
                         let k = Int(runStart[s])
-                        runs[2 * k] = UInt32(i)
-                        runs[2 * k + 1] = 1
+                        if wide {
+                            runs[2 * k] = UInt32(i)
+                            runs[2 * k + 1] = 1
+                        } else {
+                            runs[k] = UInt32(i) << runCountBits | 1
+                        }
                         runStart[s] += 1
+                        length[s] = 0
                     } else {
-                        runs[2 * (Int(runStart[s]) - 1) + 1] += 1
+                        let k = Int(runStart[s]) - 1
+                        if wide { runs[2 * k + 1] += 1 } else { runs[k] += 1 }
                     }
+                    length[s] += 1
                     last[s] = i
                 }
             }
         }
-        let qp = UnsafeMutableRawPointer(runs + 2 * runCount).assumingMemoryBound(to: UInt16.self)
+        let qp = UnsafeMutableRawPointer(runs + (wide ? 2 : 1) * runCount).assumingMemoryBound(to: UInt16.self)
         qp.update(from: qv, count: 2 * n)
         return (block, bytes)
+    }
+
+    /// Run `r`: its first edge and number of edges.
+    @inline(__always)
+    private func run(_ r: Int) -> (Int, Int) {
+        if wideRuns { return (Int(runs[2 * r]), Int(runs[2 * r + 1])) }
+        let v = runs[r]
+        return (Int(v >> Self.runCountBits), Int(v & Self.narrowRunLimit))
     }
 
     /// True when the polygon covers the point (interior or boundary, holes excluded).
@@ -229,7 +261,7 @@ package final class CompactPolygon: @unchecked Sendable {
         var inside = false
         let m = Self.margin
         for r in lo..<hi {
-            let first = Int(runs[2 * r]), count = Int(runs[2 * r + 1])
+            let (first, count) = run(r)
             var a = q + 2 * first
             var ax = Double(a[0]), ay = Double(a[1])
             for _ in 0..<count {
@@ -253,7 +285,7 @@ package final class CompactPolygon: @unchecked Sendable {
     func exactCovers(_ x: Double, _ y: Double, _ lo: Int, _ hi: Int) -> Bool {
         var crossings = 0
         for r in lo..<hi {
-            let first = Int(runs[2 * r]), count = Int(runs[2 * r + 1])
+            let (first, count) = run(r)
             for i in first..<(first + count) {
                 let p1 = Position(lon: exact[2 * i], lat: exact[2 * i + 1])
                 let p2 = Position(lon: exact[2 * i + 2], lat: exact[2 * i + 3])

@@ -60,19 +60,23 @@ package final class CoordinateFile: @unchecked Sendable {
         try self.init(fd: fd, path: path, size: 0)
     }
 
-    /// An existing file (a snapshot's), of which the first `size` bytes are in use; appends go
-    /// after them.
-    package convenience init(opening path: String, size: Int) throws {
-        let fd = open(path, O_RDWR | O_CLOEXEC)
+    /// An existing file (a snapshot's), of which the first `size` bytes are in use. Writable:
+    /// appends go after them (what was appended after the snapshot is dropped). Read-only: for
+    /// a process that only reads the snapshot (the CLI) while a server may own the file.
+    package convenience init(opening path: String, size: Int, writable: Bool) throws {
+        let fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC)
         guard fd >= 0 else { throw Failure.open(path, errno) }
         var st = stat()
         guard fstat(fd, &st) == 0, Int(st.st_size) >= size else {
             close(fd)
             throw Failure.truncated(path)
         }
-        if Int(st.st_size) > size { _ = ftruncate(fd, off_t(size)) } // appended after the snapshot: unused
+        if writable && Int(st.st_size) > size { _ = ftruncate(fd, off_t(size)) } // appended after the snapshot: unused
         try self.init(fd: fd, path: path, size: size)
     }
+
+    /// The file's name in its folder (nil for an unnamed file).
+    package var name: String? { path.map { ($0 as NSString).lastPathComponent } }
 
     private init(fd: Int32, path: String?, size: Int) throws {
         self.fd = fd

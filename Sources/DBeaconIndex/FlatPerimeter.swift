@@ -14,10 +14,19 @@ package import DBeaconCore
 /// Layout, all `Double` (counts are small integers, exact): polygon count; per polygon its
 /// ring count; per ring its vertex count, then `lon, lat` per vertex (closed rings).
 package final class FlatPerimeter: @unchecked Sendable {
-    /// The block (immutable once built; freed with the object).
+    /// The block (immutable once built; freed with the object unless it is a snapshot's).
     package let base: UnsafeMutablePointer<Double>
     /// Number of `Double`s in the block (memory accounting).
     package let count: Int
+    /// What holds a block this object does not own (a snapshot's mapping).
+    private let owner: AnyObject?
+
+    /// A block built earlier (in a snapshot's mapping, kept alive by `owner`).
+    package init(block: UnsafePointer<Double>, count: Int, owner: AnyObject) {
+        base = UnsafeMutablePointer(mutating: block)
+        self.count = count
+        self.owner = owner
+    }
 
     package init(_ polygons: [Polygon]) {
         var n = 1
@@ -26,6 +35,7 @@ package final class FlatPerimeter: @unchecked Sendable {
             for ring in polygon.rings { n += 1 + 2 * ring.count }
         }
         count = n
+        owner = nil
         base = .allocate(capacity: n)
         var p = base
         func put(_ v: Double) { p.initialize(to: v); p += 1 }
@@ -39,7 +49,7 @@ package final class FlatPerimeter: @unchecked Sendable {
         }
     }
 
-    deinit { base.deallocate() }
+    deinit { if owner == nil { base.deallocate() } }
 
     /// The polygons again.
     package var polygons: [Polygon] {

@@ -66,6 +66,14 @@ package struct HierarchicalGrid<Record> {
         return list.first { $0.slot == slot }?.record
     }
 
+    /// `record(of:box:)` without changing anything: nil while entries are staged.
+    package func peekRecord(of slot: Int32, box: BoundingBox) -> Record? {
+        guard staged == nil else { return nil }
+        let (level, keys) = Self.cells(for: box)
+        guard let k = keys.first, let list = cells[level][k] else { return nil }
+        return list.first { $0.slot == slot }?.record
+    }
+
     /// Entries in all cells (a box in several cells counts once per cell), and cells.
     package var entryCount: Int { cells.reduce(0) { $0 + $1.values.reduce(0) { $0 + $1.count } } }
     package var cellCount: Int { cells.reduce(0) { $0 + $1.count } }

@@ -185,36 +185,57 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         }
     }
 
-    private let lock = ReadWriteLock()
+    let lock = ReadWriteLock()
     /// Where `load` and `resync` read beacons.
-    private let store: any BeaconStore
+    package let store: any BeaconStore & BeaconChangeFeed
     /// The exact coordinates of large polygons (nil: kept on the heap).
-    private let coordinates: CoordinateFile?
+    var coordinates: CoordinateFile?
     /// Every slot's `BeaconRecord`, one after the other; `recordGarbage` bytes of them belong
     /// to no slot any more (`compactRecords` drops them).
-    private var records: [UInt8] = []
-    private var recordGarbage = 0
+    var records: [UInt8] = []
+    var recordGarbage = 0
     /// The words of the large polygons' rasters, `PolygonRaster.wordCount` each (reused through `freeRasters`).
-    private var rasterWords: [UInt64] = []
-    private var freeRasters: [Int32] = []
-    private var cold: [Cold?] = []
-    private var freeSlots: [Int32] = []
-    private var slots: [BeaconID: Int32] = [:]
-    private var grid = HierarchicalGrid<Hot>()
-    private var users: [UserID: Int32] = [:]
-    private var tagIDs: [String: Int] = [:]
-    private var services: [String: Int32] = [:]
-    private var tracking: [Int32: Set<Int32>] = [:]
+    var rasterWords: [UInt64] = []
+    var freeRasters: [Int32] = []
+    var cold: [Cold?] = []
+    var freeSlots: [Int32] = []
+    var slots: [BeaconID: Int32] = [:]
+    var grid = HierarchicalGrid<Hot>()
+    var users: [UserID: Int32] = [:]
+    var tagIDs: [String: Int] = [:]
+    var services: [String: Int32] = [:]
+    var tracking: [Int32: Set<Int32>] = [:]
     /// Ids changed through `apply` while `load` runs: the loader must not overwrite them.
-    private var touchedDuringLoad: Set<BeaconID>?
-    private var loadsInProgress = 0
+    var touchedDuringLoad: Set<BeaconID>?
+    var loadsInProgress = 0
 
     /// An engine over `store` (which `load` reads); large polygons' exact coordinates go to
     /// `coordinates` (an unnamed file in the temporary folder when nil, or the heap if none can
     /// be made).
-    package init(store: any BeaconStore, coordinates: CoordinateFile? = nil) {
+    package init(store: any BeaconStore & BeaconChangeFeed, coordinates: CoordinateFile? = nil) {
         self.store = store
-        self.coordinates = coordinates ?? (try? CoordinateFile(creating: nil))
+        self.coordinates = coordinates
+    }
+
+    let coordinatesLock = NSLock()
+    private var coordinatesTried = false
+
+    /// The file large polygons' exact coordinates go to: the one given, else an unnamed one made
+    /// on first use (nil if none can be made: they stay on the heap).
+    var coordinateFile: CoordinateFile? {
+        coordinatesLock.withLock {
+            if coordinates == nil && !coordinatesTried {
+                coordinatesTried = true
+                coordinates = try? CoordinateFile(creating: nil)
+            }
+            return coordinates
+        }
+    }
+
+    /// Sends large polygons' exact coordinates to `file` from now on (before a load: a
+    /// snapshot's, or a new one next to it).
+    package func useCoordinates(_ file: CoordinateFile) {
+        coordinatesLock.withLock { coordinates = file }
     }
 
     package var name: String { "memory" }
@@ -336,12 +357,12 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
 
     /// Loads may overlap (a resync during start-up): changes are tracked until the last ends.
     /// Must hold the write lock.
-    private func beginLoad() {
+    func beginLoad() {
         loadsInProgress += 1
         if touchedDuringLoad == nil { touchedDuringLoad = [] }
     }
 
-    private func endLoad() {
+    func endLoad() {
         loadsInProgress -= 1
         if loadsInProgress == 0 { touchedDuringLoad = nil }
     }
@@ -424,7 +445,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         case .polygon, .multiPolygon:
             let polygons = beacon.perimeter.polygons
             if beacon.perimeter.vertexCount > Self.largePolygonThreshold {
-                let compact = polygons.map { CompactPolygon($0, file: coordinates) }
+                let compact = polygons.map { CompactPolygon($0, file: coordinateFile) }
                 let r = raster && boxes.count == 1 ? Self.raster(compact, box: boxes[0]) : nil
                 return Prepared(boxes: boxes, compact: compact, raster: r)
             }
@@ -458,7 +479,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     /// Number of large polygons still waiting for their raster (`load(prepare: false)`).
     package var pendingCount: Int { lock.read { pending } }
     /// Slots with `needsRaster` (kept by `install`/`uninstall`).
-    private var pending = 0
+    var pending = 0
 
     /// Builds the rasters of the large polygons loaded without them, in batches, outside the
     /// lock; each is swapped in only if its slot did not change meanwhile (a change applied
@@ -509,7 +530,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     }
 
     /// Keeps a raster's words; returns its number. Must hold the write lock.
-    private func storeRaster(_ r: PolygonRaster) -> Int32 {
+    func storeRaster(_ r: PolygonRaster) -> Int32 {
         if let free = freeRasters.popLast() {
             rasterWords.replaceSubrange(rasterRange(free), with: r.words)
             return free
@@ -554,7 +575,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     }
 
     /// Puts a slot's record in a free slot and its boxes in the grid. Must hold the write lock.
-    private func place(_ c: Cold, hot: Hot, cells: [(level: Int, keys: [UInt64])]? = nil) {
+    func place(_ c: Cold, hot: Hot, cells: [(level: Int, keys: [UInt64])]? = nil) {
         let slot: Int32
         if let free = freeSlots.popLast() {
             slot = free
@@ -579,7 +600,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     }
 
     /// Must hold the write lock.
-    private func uninstall(_ slot: Int32, keepRecord: Bool = false) {
+    func uninstall(_ slot: Int32, keepRecord: Bool = false) {
         guard let c = cold[Int(slot)] else { return }
         let owner = c.tracksOwner ? grid.record(of: slot, box: c.box)?.owner : nil
         for box in c.boxes {
@@ -618,25 +639,25 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     }
 
     /// The words of raster `r` in `rasterWords`.
-    private func rasterRange(_ r: Int32) -> Range<Int> {
+    func rasterRange(_ r: Int32) -> Range<Int> {
         Int(r) * PolygonRaster.wordCount ..< Int(r + 1) * PolygonRaster.wordCount
     }
 
-    private func userIndex(_ user: UserID) -> Int32 {
+    func userIndex(_ user: UserID) -> Int32 {
         if let i = users[user] { return i }
         let i = Int32(users.count)
         users[user] = i
         return i
     }
 
-    private func serviceIndex(_ service: String) -> Int32 {
+    func serviceIndex(_ service: String) -> Int32 {
         if let i = services[service] { return i }
         let i = Int32(services.count + 1)
         services[service] = i
         return i
     }
 
-    private func tagIndex(_ tag: String) -> Int {
+    func tagIndex(_ tag: String) -> Int {
         if let i = tagIDs[tag] { return i }
         let i = tagIDs.count
         tagIDs[tag] = i
@@ -681,7 +702,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                 ("grid entries", entries * MemoryLayout<HierarchicalGrid<Hot>.Entry>.stride),
                 ("small polygon blocks", flat), ("large polygon blocks", compact),
                 ("rasters", rasterWords.capacity * 8),
-                ("exact coordinates (mapped file)", exact), ("coordinate file", coordinates?.size ?? 0),
+                ("exact coordinates (mapped file)", exact), ("coordinate file", coordinatesLock.withLock { coordinates?.size ?? 0 }),
             ]
         }
     }
@@ -706,7 +727,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     /// The beacon of a slot, from its record (`records`: the arena's bytes) and its geometry;
     /// without `perimeter`, a polygon perimeter comes back empty (nearby with `perimeter=none`
     /// does not read a large polygon's coordinates).
-    private func beacon(_ c: Cold, _ records: UnsafeRawBufferPointer, perimeter: Bool = true) -> Beacon {
+    func beacon(_ c: Cold, _ records: UnsafeRawBufferPointer, perimeter: Bool = true) -> Beacon {
         let bytes = UnsafeRawBufferPointer(rebasing: records[c.record..<(c.record + Int(c.recordLength))])
         let p: Perimeter = perimeter || c.kind == .circle ? c.perimeter : .multiPolygon([])
         return BeaconRecord.decode(bytes, id: c.id, location: c.location, perimeter: p)

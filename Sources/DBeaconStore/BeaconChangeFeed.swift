@@ -26,4 +26,25 @@ package protocol BeaconChangeFeed: AnyObject, Sendable {
     /// writer was a one-shot process (SpatiaLite's CLI) that does not keep users' fence state;
     /// false on PostGIS, where the writing node evaluates its users.
     var remoteChangesNeedFenceEvaluation: Bool { get }
+    /// The store's identity and change counter now, for an index snapshot: the counter grows
+    /// with every committed beacon change (of any process), so a snapshot taken at one stamp is
+    /// current while the stamp is unchanged. Nil when the store keeps none (PostGIS: several
+    /// nodes write at once, and an index is always loaded from the database).
+    func changeStamp() async throws -> ChangeStamp?
+    /// Runs `body` with the stamp once every change counted in it has reached the observers
+    /// (other processes' changes are polled first), while no change of this process can commit;
+    /// nil (without running `body`) when the store keeps no stamp.
+    func withSettledChanges<T: Sendable>(_ body: @Sendable (ChangeStamp) throws -> T) async throws -> T?
+}
+
+/// Where a store stands: its identity (a random id made once per database) and its change
+/// counter.
+package struct ChangeStamp: Sendable, Hashable {
+    package var store: String
+    package var counter: Int64
+
+    package init(store: String, counter: Int64) {
+        self.store = store
+        self.counter = counter
+    }
 }

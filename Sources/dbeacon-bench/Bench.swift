@@ -89,6 +89,8 @@ struct BenchResult {
     var http: Double?, httpP50ms: Double?, httpP99ms: Double?, httpBytesPerResponse: Double?
     var httpLean: Double?, httpLeanP99ms: Double?, httpLeanBytesPerResponse: Double?
     var startupSec: Double?
+    /// Exec to healthy without a snapshot (every beacon read from the database).
+    var startupColdSec: Double?
     /// Exec to every polygon's exact test prepared (the background warm-up done).
     var indexReadySec: Double?
     var rssBytes: Int?
@@ -111,7 +113,7 @@ struct BenchResult {
             ("http_no_perimeter_requests_per_sec", n(httpLean)), ("http_no_perimeter_p99_ms", n(httpLeanP99ms)),
             ("http_no_perimeter_bytes_per_response", n(httpLeanBytesPerResponse)),
             ("fixes_per_sec", n(fixes)), ("fix_events_per_sec", n(fixEvents)), ("fix_p99_ms", n(fixP99ms)),
-            ("startup_sec", n(startupSec)), ("index_ready_sec", n(indexReadySec)), ("index_load_sec", n(loadSec)), ("rss_bytes", i(rssBytes)),
+            ("startup_sec", n(startupSec)), ("startup_from_database_sec", n(startupColdSec)), ("index_ready_sec", n(indexReadySec)), ("index_load_sec", n(loadSec)), ("rss_bytes", i(rssBytes)),
             ("generate_sec", n(generateSec)), ("db_bytes", i(dbBytes)),
         ]))
         return JSONWriter.string(o)
@@ -150,7 +152,8 @@ struct BenchResult {
             ("  p99 (ms), response (KiB)", { "\(f($0.httpLeanP99ms, 2)) / \(f($0.httpLeanBytesPerResponse.map { $0 / 1024 }, 1))" }),
             ("location fixes/s (durable)", { count($0.fixes) }),
             ("  events/s, fix p99 (ms)", { "\(count($0.fixEvents)) / \(f($0.fixP99ms, 1))" }),
-            ("server start-up (s)", { f($0.startupSec, 2) }),
+            ("server start-up, snapshot (s)", { f($0.startupSec, 2) }),
+            ("… from the database (s)", { f($0.startupColdSec, 2) }),
             ("… index prepared (s)", { f($0.indexReadySec, 2) }),
             ("server resident memory (MiB)", { $0.rssBytes.map { "\($0 / (1 << 20))" } ?? "—" }),
             ("index load in-process (s)", { f($0.loadSec, 2) }),
@@ -206,7 +209,7 @@ struct BenchRun {
                 return
             }
         }
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        for suffix in ["", "-wal", "-shm", ".index"] { try? FileManager.default.removeItem(atPath: path + suffix) }
         let started = monotonicNanos()
         let store = try SpatiaLiteStore(path: path, synchronousFull: false)
         for i in 0..<BenchCity.userCount {
@@ -239,9 +242,17 @@ struct BenchRun {
         let engine = MemoryCoverageEngine(store: store)
         store.observeChanges { [weak engine] in engine?.apply($0) } // weak: the engine holds the store
         let loadStart = monotonicNanos()
-        try await engine.load()
-        result.loadSec = seconds(since: loadStart)
-        log("index loaded in \(String(format: "%.2f", result.loadSec)) s")
+        // The server's snapshot when it is current (read only), else every beacon from the database.
+        let snapshots = IndexSnapshots(directory: snapshotFolder, write: false)
+        if let stamp = try await store.changeStamp(), (try? engine.load(snapshotFrom: snapshots, stamp: stamp)) ?? nil != nil {
+            result.loadSec = seconds(since: loadStart)
+            log("index loaded from the snapshot in \(String(format: "%.2f", result.loadSec)) s")
+        } else {
+            engine.reset()
+            try await engine.load()
+            result.loadSec = seconds(since: loadStart)
+            log("index loaded from the database in \(String(format: "%.2f", result.loadSec)) s")
+        }
         await engine.warm()
         log("index memory: " + engine.memoryReport.enumerated().map { i, e in i < 4 ? "\(e.0) \(e.1)" : "\(e.0) \(e.1 >> 20) MiB" }
             .joined(separator: ", "))
@@ -405,8 +416,12 @@ struct BenchRun {
 
     // MARK: Server
 
-    func server(into result: inout BenchResult) async throws {
-        // The server under test is the `dbeacon` built next to this executable.
+    /// The folder of the index snapshot `dbeacon serve` keeps next to the database.
+    var snapshotFolder: String { path + ".index" }
+
+    /// Starts `dbeacon serve` (built next to this executable) on the database; returns it and
+    /// the seconds from exec to its first healthy answer.
+    func startServer() async throws -> (Process, Double) {
         let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         let executable = URL(fileURLWithPath: me).deletingLastPathComponent().appendingPathComponent("dbeacon")
         let process = Process()
@@ -415,6 +430,37 @@ struct BenchRun {
                              "--log-level", "warning"]
         let started = monotonicNanos()
         try process.run()
+        let base = "http://127.0.0.1:\(command.port)"
+        while seconds(since: started) < 300 && process.isRunning {
+            if let response = try? await HTTPClient.shared.execute(HTTPClientRequest(url: base + "/healthz"), timeout: .seconds(1)),
+               response.status == .ok {
+                return (process, seconds(since: started))
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        if process.isRunning { process.terminate() }
+        throw ValidationError("the server did not start (see its output above)")
+    }
+
+    func server(into result: inout BenchResult) async throws {
+        // First from the database alone (no snapshot): the server loads every beacon, builds the
+        // rasters, then writes its snapshot; then stopped and started again from the snapshot,
+        // as a restart is. HTTP and memory are measured on the second.
+        try? FileManager.default.removeItem(atPath: snapshotFolder)
+        let (cold, coldSeconds) = try await startServer()
+        result.startupColdSec = coldSeconds
+        log(String(format: "server up in %.2f s from the database", coldSeconds))
+        let snapshotFile = snapshotFolder + "/index.snapshot"
+        let coldStart = monotonicNanos()
+        while cold.isRunning && !FileManager.default.fileExists(atPath: snapshotFile) && seconds(since: coldStart) < 600 {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        log(String(format: "index snapshot written %.2f s after start", coldSeconds + seconds(since: coldStart)))
+        cold.terminate()
+        cold.waitUntilExit()
+
+        let started = monotonicNanos()
+        let (process, warmSeconds) = try await startServer()
         defer {
             if process.isRunning {
                 process.terminate()
@@ -423,18 +469,9 @@ struct BenchRun {
         }
         let client = HTTPClient.shared
         let base = "http://127.0.0.1:\(command.port)"
-        var up = false
-        while seconds(since: started) < 300 && process.isRunning {
-            if let response = try? await client.execute(HTTPClientRequest(url: base + "/healthz"), timeout: .seconds(1)),
-               response.status == .ok {
-                up = true
-                break
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        guard up else { throw ValidationError("the server did not start (see its output above)") }
-        result.startupSec = seconds(since: started)
-        log(String(format: "server up in %.2f s", result.startupSec ?? 0))
+        result.startupSec = warmSeconds
+        log(String(format: "server up in %.2f s from its snapshot", warmSeconds))
+        if let rss = residentBytes(pid: process.processIdentifier) { log("server resident when up: \(rss >> 20) MiB") }
         // Polygons' exact tests are prepared in the background after start-up: measure HTTP
         // (and memory) once they are, as a server that has been up a while would be.
         while seconds(since: started) < 600 && process.isRunning {

@@ -32,6 +32,12 @@ struct ServeCommand: AsyncParsableCommand {
     var webhookRetrySchedule = "0,5,300,1800,7200,18000,36000,36000"
     @Option(help: "Coverage engine: memory (in-memory spatial index, the default) or sql (SpatiaLite R*Tree + ST_Covers, the reference path).")
     var engine: AppConfig.Engine = .memory
+    @Option(name: .customLong("index-snapshot"), help: ArgumentHelp(
+        "Folder of the in-memory index's snapshot (default: the database file's path + .index; none: no snapshot).",
+        discussion: "Written after a load from the database, every --index-snapshot-interval seconds when beacons changed, and at shutdown; a restart maps it instead of reading every beacon when the database has not changed since. Not used with PostgreSQL."))
+    var indexSnapshot: String?
+    @Option(name: .customLong("index-snapshot-interval"), help: "Seconds between snapshots of the in-memory index while beacons change.")
+    var indexSnapshotInterval = 600.0
     @Option(name: .customLong("dwell-seconds"), help: "Time inside a beacon before beacon.dwelled.") var dwellSeconds = 300.0
     @Option(name: .customLong("exit-cushion-m"), help: "Distance outside a perimeter before beacon.exited (at least the fix accuracy).")
     var exitCushionM = 25.0
@@ -82,6 +88,10 @@ struct ServeCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (1...65535).contains(port) else { throw ValidationError("--port must be between 1 and 65535") }
+        guard indexSnapshotInterval > 0, indexSnapshotInterval.isFinite else {
+            throw ValidationError("--index-snapshot-interval must be a positive number of seconds")
+        }
+        if indexSnapshot?.isEmpty == true { throw ValidationError("--index-snapshot needs a folder (or none)") }
         guard maxVertices >= 4 else { throw ValidationError("--max-vertices must be at least 4") }
         guard groupStaleSeconds > 0, promotionPicksPerHour >= 1 else {
             throw ValidationError("--group-stale-seconds must be positive and --promotion-picks-per-hour at least 1")
@@ -127,6 +137,9 @@ struct ServeCommand: AsyncParsableCommand {
         config.allowPrivateWebhooks = allowPrivateWebhooks
         config.webhookRetrySchedule = try parseSchedule()
         config.engine = engine
+        config.indexSnapshots.mode = indexSnapshot == "none" ? .off : .readWrite
+        config.indexSnapshots.directory = indexSnapshot == "none" ? nil : indexSnapshot
+        config.indexSnapshots.intervalSeconds = indexSnapshotInterval
         config.limits.maxVertices = maxVertices
         config.fences.dwellSeconds = dwellSeconds
         config.fences.exitCushionM = exitCushionM
@@ -158,8 +171,13 @@ struct ServeCommand: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "dbeacon")
-        let app = try await buildApplication(config, logger: logger)
-        try await app.runService()
+        let services = try await AppServices.make(config, logger: logger)
+        if let token = services.generatedAdminToken {
+            print("Generated admin token (shown only this once; store it safely): \(token)")
+        }
+        try await buildApplication(services, logger: logger).runService()
+        // Everything has stopped: the snapshot holds the last state for the next start.
+        await services.writeIndexSnapshot()
     }
 }
 

@@ -143,8 +143,9 @@ import Testing
             guard case .polygon(let polygon) = Self.largePolygon(&g, at: c, vertices: vertices) else { return }
             let indexed = IndexedPolygon(polygon)
             #expect(indexed.hasNarrowEdges == (round < 20))
-            // The engine's compact form, its exact coordinates in a mapped file (or on the heap).
-            let compact = CompactPolygon(polygon, file: round % 2 == 0 ? file : nil)
+            // The engine's compact form, its exact coordinates in a mapped file (or on the heap);
+            // the largest with two-word runs (as polygons of over a million vertices have).
+            let compact = CompactPolygon(polygon, file: round % 2 == 0 ? file : nil, wideRuns: round == 20)
             #expect(compact.polygon == polygon)
             let geos = try #require(PreparedPerimeter([polygon]))
             var points: [Position] = (0..<400).map { _ in
@@ -199,6 +200,20 @@ import Testing
             }
             #expect(inside > points.count / 10)
             #expect(settled > 0)
+        }
+        // A strip crossed by one long run of edges (a straight side of 10,000 vertices): runs
+        // longer than a one-word run can count are split.
+        let side = (0...10_000).map { Position(lon: 9.0 + Double($0) * 1e-6, lat: 48.0) }
+        let sliver = Polygon(rings: [side + [Position(lon: 9.01, lat: 48.002), Position(lon: 9.0, lat: 48.002), side[0]]])
+        let compactSliver = CompactPolygon(sliver, file: file)
+        let geosSliver = try #require(PreparedPerimeter([sliver]))
+        var sliverPoints = (0..<2_000).map { _ in
+            Position(lon: 8.9995 + .random(in: 0...0.011, using: &g.rng), lat: 47.9995 + .random(in: 0...0.003, using: &g.rng))
+        }
+        sliverPoints += side.enumerated().filter { $0.offset % 97 == 0 }.flatMap { [$0.element, Position(lon: $0.element.lon + 5e-7, lat: 48.0),
+                                                                                Position(lon: $0.element.lon, lat: 48.0 + 1e-9)] }
+        for p in sliverPoints {
+            #expect(compactSliver.covers(lon: p.lon, lat: p.lat) == geosSliver.covers(p), "sliver \(p)")
         }
         // Both paths of the compact test were taken: most points decided on 16-bit coordinates,
         // those on and next to edges on the exact ones.

@@ -45,8 +45,9 @@ package enum NearbyEncoding {
 
 /// Serialised polygon perimeters by beacon id and version (circles are short and move with
 /// their beacon, so they are not cached). Bounded in entries and in bytes (at 1M beacons a
-/// region's perimeter is 100 KiB of JSON, and 20,000 of them held 1.5 GiB): cleared when
-/// either bound is reached.
+/// region's perimeter is 100 KiB of JSON, and 20,000 of them held 1.5 GiB; 64 MiB keeps the
+/// regions of a few busy areas, and answers over a whole city of them are bound by their size
+/// on the wire, not by formatting): cleared when either bound is reached.
 package final class PerimeterJSONCache: Sendable {
     package static let shared = PerimeterJSONCache()
 
@@ -65,7 +66,7 @@ package final class PerimeterJSONCache: Sendable {
     private let capacity: Int
     private let maxBytes: Int
 
-    package init(capacity: Int = 20_000, maxBytes: Int = 256 << 20) {
+    package init(capacity: Int = 20_000, maxBytes: Int = 64 << 20) {
         self.capacity = capacity
         self.maxBytes = maxBytes
     }

@@ -5,4 +5,6 @@ extension PostgresStore: BeaconChangeFeed {
     package var remoteChangePollInterval: Duration? { nil }
     package func pollRemoteChanges() async throws {}
     package var remoteChangesNeedFenceEvaluation: Bool { false }
+    package func changeStamp() async throws -> ChangeStamp? { nil }
+    package func withSettledChanges<T: Sendable>(_ body: @Sendable (ChangeStamp) throws -> T) async throws -> T? { nil }
 }

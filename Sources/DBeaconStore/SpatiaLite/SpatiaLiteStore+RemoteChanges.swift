@@ -44,50 +44,87 @@ extension SpatiaLiteStore: BeaconChangeFeed {
 
     package var remoteChangesNeedFenceEvaluation: Bool { true }
 
+    /// The key of the setting that names this database for index snapshots.
+    static let storeIDSetting = "index_store_id"
+
+    /// The database's id (made on first use; a setting, so no beacon change) and the last
+    /// `beacon_changes` sequence number handed out (`sqlite_sequence` keeps it after pruning).
+    package func changeStamp() async throws -> ChangeStamp? {
+        let id = try await storeID()
+        return try await withWriter { db in ChangeStamp(store: id, counter: try Self.changeCounter(db)) }
+    }
+
+    package func withSettledChanges<T: Sendable>(_ body: @Sendable (ChangeStamp) throws -> T) async throws -> T? {
+        let id = try await storeID()
+        return try await withWriter { db in
+            // Local commits reach the observers before the write lock is released; other
+            // processes' are applied here, and the counter is read in the same transaction.
+            let counter = try await pollRemoteChangesLocked(db, force: true)
+            return try body(ChangeStamp(store: id, counter: counter))
+        }
+    }
+
+    private func storeID() async throws -> String {
+        if let id = try await setting(Self.storeIDSetting) { return id }
+        return try await setSettingIfAbsent(Self.storeIDSetting, value: UUID().uuidString)
+    }
+
+    static func changeCounter(_ db: SQLiteConnection) throws -> Int64 {
+        try db.rows("SELECT seq FROM sqlite_sequence WHERE name = 'beacon_changes'", []).first?.int64("seq") ?? 0
+    }
+
     /// Reports the changes other processes committed since the last poll (nothing when no
     /// other connection committed). Cheap when idle: one pragma on the writer connection.
     package func pollRemoteChanges() async throws {
+        try await withWriter { db in _ = try await pollRemoteChangesLocked(db, force: false) }
+    }
+
+    /// `pollRemoteChanges` on the writer connection (holding the write lock); with `force`, also
+    /// when no other connection committed. Returns the change counter as of the changes applied
+    /// (only when forced; else 0).
+    private func pollRemoteChangesLocked(_ db: SQLiteConnection, force: Bool) async throws -> Int64 {
         let cursor = remoteCursor
         let me = writerID
-        try await withWriter { db in
-            let version = try db.rows("PRAGMA data_version", []).first?.int("data_version") ?? 0
-            let now = Timestamp.now()
-            if now.seconds(since: cursor.lastPrune) > 60 {
-                cursor.lastPrune = now
-                _ = try db.rows("DELETE FROM beacon_changes WHERE created_at < $1", [now.adding(seconds: -Self.changeLogRetention).millis])
-            }
-            guard version != cursor.dataVersion else { return }
-            cursor.dataVersion = version
-            var fences = false
-            try db.execute("BEGIN")
-            let changes: [BeaconChange]
-            do {
-                let rows = try db.rows("SELECT seq, beacon_id, kind, writer FROM beacon_changes WHERE seq > $1 ORDER BY seq",
-                                       [cursor.lastSeq])
-                var ids: [String] = []
-                var seen = Set<String>()
-                for row in rows {
-                    cursor.lastSeq = try row.int64("seq")
-                    guard try row.string("writer") != me else { continue }
-                    guard let id = try row.optionalString("beacon_id") else {
-                        fences = true
-                        continue
-                    }
-                    if seen.insert(id).inserted { ids.append(id) }
-                }
-                // The current state of each changed beacon: deleted if it is gone.
-                var current: [String: Beacon] = [:]
-                for b in try await Self.beacons(ids: ids.map(BeaconID.init(uncheckedRawValue:)), db: SQLiteSession(connection: db)) {
-                    current[b.id.rawValue] = b
-                }
-                changes = ids.map { id in current[id].map(BeaconChange.upsert) ?? .delete(BeaconID(uncheckedRawValue: id)) }
-                try db.execute("COMMIT")
-            } catch {
-                try? db.execute("ROLLBACK")
-                throw error
-            }
-            if let observer = cursor.observer { for change in changes { observer(change) } }
-            if fences { cursor.fenceWrites?() }
+        let version = try db.rows("PRAGMA data_version", []).first?.int("data_version") ?? 0
+        let now = Timestamp.now()
+        if now.seconds(since: cursor.lastPrune) > 60 {
+            cursor.lastPrune = now
+            _ = try db.rows("DELETE FROM beacon_changes WHERE created_at < $1", [now.adding(seconds: -Self.changeLogRetention).millis])
         }
-    }
+        guard version != cursor.dataVersion || force else { return 0 }
+        cursor.dataVersion = version
+        var fences = false
+        try db.execute("BEGIN")
+        let changes: [BeaconChange]
+        let counter: Int64
+        do {
+            let rows = try db.rows("SELECT seq, beacon_id, kind, writer FROM beacon_changes WHERE seq > $1 ORDER BY seq",
+                                   [cursor.lastSeq])
+            var ids: [String] = []
+            var seen = Set<String>()
+            for row in rows {
+                cursor.lastSeq = try row.int64("seq")
+                guard try row.string("writer") != me else { continue }
+                guard let id = try row.optionalString("beacon_id") else {
+                    fences = true
+                    continue
+                }
+                if seen.insert(id).inserted { ids.append(id) }
+            }
+            // The current state of each changed beacon: deleted if it is gone.
+            var current: [String: Beacon] = [:]
+            for b in try await Self.beacons(ids: ids.map(BeaconID.init(uncheckedRawValue:)), db: SQLiteSession(connection: db)) {
+                current[b.id.rawValue] = b
+            }
+            changes = ids.map { id in current[id].map(BeaconChange.upsert) ?? .delete(BeaconID(uncheckedRawValue: id)) }
+            counter = force ? try Self.changeCounter(db) : 0
+            try db.execute("COMMIT")
+        } catch {
+            try? db.execute("ROLLBACK")
+            throw error
+        }
+        if let observer = cursor.observer { for change in changes { observer(change) } }
+        if fences { cursor.fenceWrites?() }
+        return counter
+}
 }

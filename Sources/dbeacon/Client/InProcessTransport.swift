@@ -24,6 +24,8 @@ struct InProcessTransport: APITransport {
         var config = AppConfig()
         config.databasePath = path
         config.followRemoteChanges = false
+        // A server's current snapshot spares reading every beacon; the CLI never writes one.
+        config.indexSnapshots.mode = .read
         config.rateLimits = .off
         config.maxBodyBytes = config.maxImportBytes
         return try await AppServices.make(config, logger: logger)
