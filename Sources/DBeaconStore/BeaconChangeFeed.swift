@@ -27,8 +27,8 @@ package protocol BeaconChangeFeed: AnyObject, Sendable {
     /// false on PostGIS, where the writing node evaluates its users.
     var remoteChangesNeedFenceEvaluation: Bool { get }
     /// The store's identity and change counter now, for an index snapshot: the counter grows
-    /// with every committed beacon change (of any process), so a snapshot taken at one stamp is
-    /// current while the stamp is unchanged. Nil when the store keeps none (PostGIS: several
+    /// with every committed transaction that changed beacons (of any process; fence writes do
+    /// not count), so a snapshot taken at one stamp is current while the stamp is unchanged. Nil when the store keeps none (PostGIS: several
     /// nodes write at once, and an index is always loaded from the database).
     func changeStamp() async throws -> ChangeStamp?
     /// Runs `body` with the stamp once every change counted in it has reached the observers

@@ -49,6 +49,11 @@ import Testing
         }
         let stamp = try #require(try await h.store.changeStamp())
         #expect(report?.stamp == stamp && report?.beacons == beacons.count)
+        // Location fixes write fence states, not beacons (of a user with no beacon moving with
+        // them): the snapshot stays current.
+        let walker = try await h.user("dora").id
+        for b in beacons.prefix(12) { try await h.fix(walker, lat: b.location.lat, lon: b.location.lon) }
+        #expect(try await h.store.changeStamp() == stamp)
 
         // Loaded from the snapshot (read-only, as the CLI does): the same answers, whole beacons
         // field for field, as the SQL path; rasters included (nothing left to prepare).

@@ -27,6 +27,14 @@ extension SpatiaLiteStore: BeaconChangeFeed {
         if log.fencesChanged {
             _ = try db.rows(insert, [String?.none, "fences", writerID, now])
         }
+        // The change counter of index snapshots counts transactions that changed beacons (not
+        // fence writes: a fix does not make a snapshot stale).
+        if !log.changes.isEmpty {
+            _ = try db.rows("""
+                INSERT INTO settings(key, value) VALUES ($1, '1')
+                ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)
+                """, [Self.changeCounterSetting])
+        }
     }
 
     package func observeRemoteChanges(_ observer: @escaping @Sendable (BeaconChange) -> Void) {
@@ -47,8 +55,8 @@ extension SpatiaLiteStore: BeaconChangeFeed {
     /// The key of the setting that names this database for index snapshots.
     static let storeIDSetting = "index_store_id"
 
-    /// The database's id (made on first use; a setting, so no beacon change) and the last
-    /// `beacon_changes` sequence number handed out (`sqlite_sequence` keeps it after pruning).
+    /// The database's id (made on first use; a setting, so no beacon change) and the number of
+    /// transactions that changed beacons (counted in `logChanges`, by every process).
     package func changeStamp() async throws -> ChangeStamp? {
         let id = try await storeID()
         return try await withWriter { db in ChangeStamp(store: id, counter: try Self.changeCounter(db)) }
@@ -69,8 +77,12 @@ extension SpatiaLiteStore: BeaconChangeFeed {
         return try await setSettingIfAbsent(Self.storeIDSetting, value: UUID().uuidString)
     }
 
+    /// The key of the setting that counts transactions that changed beacons.
+    static let changeCounterSetting = "beacon_change_counter"
+
     static func changeCounter(_ db: SQLiteConnection) throws -> Int64 {
-        try db.rows("SELECT seq FROM sqlite_sequence WHERE name = 'beacon_changes'", []).first?.int64("seq") ?? 0
+        let value = try db.rows("SELECT value FROM settings WHERE key = $1", [changeCounterSetting]).first?.string("value")
+        return value.flatMap { Int64($0) } ?? 0
     }
 
     /// Reports the changes other processes committed since the last poll (nothing when no
