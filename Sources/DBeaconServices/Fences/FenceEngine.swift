@@ -76,13 +76,43 @@ package actor FenceEngine {
             coverage.append(try await engine.coveringIDs(CoverQuery(point: fix.position, at: fix.timestamp, viewer: .user(user))))
         }
         let tracking = try await engine.trackingBeacons(owner: user)
-        return try await decide(user: user, fixes: sorted, coverage: coverage, tracking: tracking)
+        switch try await decide(user: user, fixes: sorted, coverage: coverage, tracking: tracking) {
+        case .reported(let report):
+            return report
+        case .decided(let decision):
+            // Durability is awaited off the actor, which goes on deciding other users' fixes
+            // meanwhile (the update was enqueued in decision order).
+            if let ticket = decision.ticket {
+                do {
+                    try await committer.wait(ticket)
+                } catch {
+                    await invalidate()
+                    throw error
+                }
+            }
+            return await Self.finish(user: user, outcome: decision.outcome, inside: decision.inside, listeners: decision.listeners)
+        }
     }
 
-    private func decide(user: UserID, fixes sorted: [LocationFix], coverage: [[BeaconID]], tracking: [Beacon]) async throws -> FixReport {
+    /// A decision made on the actor: its outcome, the user's beacons after it, the listeners to
+    /// tell, and the commit ticket of its update (nil: nothing to write).
+    private struct Decision: Sendable {
+        var outcome: FenceEvaluator.FixOutcome
+        var inside: [BeaconID]
+        var listeners: [any LocationListener]
+        var ticket: GroupCommitter.Ticket?
+    }
+
+    private enum DecideResult: Sendable {
+        case decided(Decision)
+        /// A shared store's decision, durable already.
+        case reported(FixReport)
+    }
+
+    private func decide(user: UserID, fixes sorted: [LocationFix], coverage: [[BeaconID]], tracking: [Beacon]) async throws -> DecideResult {
         if needsReload { try await reload() }
         if store.sharedFenceState {
-            return try await reportShared(user: user, fixes: sorted, coverage: coverage, tracking: tracking)
+            return .reported(try await reportShared(user: user, fixes: sorted, coverage: coverage, tracking: tracking))
         }
         var known: [BeaconID: Beacon] = [:]
         for b in tracking { known[b.id] = b }
@@ -99,12 +129,13 @@ package actor FenceEngine {
         // The decision: no suspension from here to the enqueue.
         let outcome = evaluator.applyFixes(user: user, fixes: sorted, coverage: coverage, known: known, tracking: tracking,
                                            now: clock.now())
-        try await commit(outcome.update)
-        return await finish(user: user, outcome: outcome, inside: evaluator.insideBeacons(of: user))
+        let ticket = outcome.update.isEmpty ? nil : committer.enqueue(outcome.update)
+        return .decided(Decision(outcome: outcome, inside: evaluator.insideBeacons(of: user), listeners: listeners, ticket: ticket))
     }
 
     /// Tells the listeners about an accepted fix; the report for the caller.
-    private func finish(user: UserID, outcome: FenceEvaluator.FixOutcome, inside: [BeaconID]) async -> FixReport {
+    private static func finish(user: UserID, outcome: FenceEvaluator.FixOutcome, inside: [BeaconID],
+                               listeners: [any LocationListener]) async -> FixReport {
         var reported = outcome.userEvents
         if let location = outcome.location {
             for listener in listeners {
@@ -135,7 +166,7 @@ package actor FenceEngine {
                                                now: clock.now())
             return (outcome.update, outcome)
         }
-        return await finish(user: user, outcome: outcome, inside: decided.insideBeacons(of: user))
+        return await Self.finish(user: user, outcome: outcome, inside: decided.insideBeacons(of: user), listeners: listeners)
     }
 
     /// A decision on a shared store over the stored state of the users it may touch: `decide`
