@@ -150,7 +150,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             switch kind {
             case .circle: return .circle(radiusM: radius)
             case .small: polygons = flat?.polygons ?? []
-            case .large: polygons = compact.map(\.polygon)
+            case .large: polygons = compact.map(PolygonCache.shared.polygon(of:))
             case .free: polygons = []
             }
             return isMulti || polygons.count != 1 ? .multiPolygon(polygons) : .polygon(polygons[0])
@@ -843,6 +843,15 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             records.withUnsafeBytes { records in
                 ids.compactMap { id in slots[id].flatMap { cold[Int($0)] }.map { beacon($0, records) } }
             }
+        }
+    }
+
+    package func canonical(_ ids: Set<BeaconID>) -> [BeaconID: BeaconID] {
+        lock.read {
+            var out: [BeaconID: BeaconID] = [:]
+            out.reserveCapacity(ids.count)
+            for id in ids { if let slot = slots[id], let c = cold[Int(slot)] { out[id] = c.id } }
+            return out
         }
     }
 
