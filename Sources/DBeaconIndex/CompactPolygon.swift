@@ -12,7 +12,7 @@ package import DBeaconCore
 /// answer on it is the true answer for every point further than one step from each of its
 /// edges; for a point nearer to an edge than that (about one test in ten thousand in a city),
 /// the test is made again on the exact coordinates (`exact`, usually in a `CoordinateFile`)
-/// with GEOS's `RayCrossingCounter` rules (`IndexedPolygon.countSegment`), so every answer,
+/// with GEOS's `RayCrossingCounter` rules (`RayCrossing.countSegment`), so every answer,
 /// boundary included, is the one GEOS gives. Strips take in every edge that comes within one
 /// step of them, so both tests find all the edges they need in the point's strip.
 ///
@@ -290,7 +290,7 @@ package final class CompactPolygon: @unchecked Sendable {
                 let p1 = Position(lon: exact[2 * i], lat: exact[2 * i + 1])
                 let p2 = Position(lon: exact[2 * i + 2], lat: exact[2 * i + 3])
                 if p1.lon < x && p2.lon < x { continue }
-                if IndexedPolygon.countSegment(p1, p2, x: x, y: y, crossings: &crossings) { return true }
+                if RayCrossing.countSegment(p1, p2, x: x, y: y, crossings: &crossings) { return true }
             }
         }
         return crossings & 1 == 1

@@ -2,7 +2,7 @@ package import DBeaconCore
 
 /// A small polygonal perimeter (up to `MemoryCoverageEngine.largePolygonThreshold` vertices)
 /// for point tests: its coordinates copied into one block and tested edge by edge with GEOS's
-/// `RayCrossingCounter` rules (`IndexedPolygon.countSegment`), one polygon at a time, so the
+/// `RayCrossingCounter` rules (`RayCrossing.countSegment`), one polygon at a time, so the
 /// answer, boundary included, is the one a GEOS prepared geometry gives.
 ///
 /// Replaces a GEOS prepared geometry per polygon: GEOS keeps its own copy of the coordinates
@@ -94,7 +94,7 @@ package final class FlatPerimeter: @unchecked Sendable {
                     let a = Position(lon: p[2 * i], lat: p[2 * i + 1]), b = Position(lon: p[2 * i + 2], lat: p[2 * i + 3])
                     i += 1
                     if a.lon < x && b.lon < x { continue }
-                    if IndexedPolygon.countSegment(a, b, x: x, y: y, crossings: &crossings) { return true }
+                    if RayCrossing.countSegment(a, b, x: x, y: y, crossings: &crossings) { return true }
                 }
                 p += 2 * n
             }

@@ -12,7 +12,7 @@ import Testing
 /// `ST_Covers`) on the same random data — before and after creates, updates, deletes and
 /// moves — and its edge-indexed polygons must agree with GEOS, boundaries included.
 @Suite struct EngineEquivalenceTests {
-    /// A star polygon with `vertices` vertices and a hole: large enough for `IndexedPolygon`.
+    /// A star polygon with `vertices` vertices and a hole: large enough for `CompactPolygon`.
     static func largePolygon(_ g: inout RandomBeacons, at c: Position, vertices: Int) -> Perimeter {
         let outer = g.starRing(c, vertices: vertices, rMin: 0.01, rMax: 0.03)
         let hole = g.starRing(c, vertices: max(3, vertices / 10), rMin: 0.002, rMax: 0.006)
@@ -132,17 +132,15 @@ import Testing
         #expect(try await memory.trackingBeacons(owner: users[1]).map(\.id) == [mover.id])
     }
 
-    @Test func indexedAndCompactPolygonsAgreeWithGEOSOnBoundaries() throws {
+    @Test func compactPolygonsAgreeWithGEOSOnBoundaries() throws {
         var g = RandomBeacons(seed: 77, users: [UserID(uncheckedRawValue: "usr_x")])
         let file = try CoordinateFile(creating: nil)
         var compactDecided = 0, exactDecided = 0
         for round in 0..<21 {
             let c = g.point()
-            // The last round has more vertices than 16-bit edge references can number.
+            // The last round is the largest (40,000 vertices), with two-word runs.
             let vertices = round == 20 ? 40_000 : 300 + round * 40
             guard case .polygon(let polygon) = Self.largePolygon(&g, at: c, vertices: vertices) else { return }
-            let indexed = IndexedPolygon(polygon)
-            #expect(indexed.hasNarrowEdges == (round < 20))
             // The engine's compact form, its exact coordinates in a mapped file (or on the heap);
             // the largest with two-word runs (as polygons of over a million vertices have).
             let compact = CompactPolygon(polygon, file: round % 2 == 0 ? file : nil, wideRuns: round == 20)
@@ -175,14 +173,13 @@ import Testing
             // over the grid entry's (rounded-out) box, as the engine builds it.
             let rasterBox = HierarchicalGrid<Int>.roundedOut(BoundingBox(of: polygon.exterior))
             let raster = PolygonRaster(polygons: [polygon], box: rasterBox) { x, y in
-                indexed.covers(lon: x, lat: y)
+                compact.covers(lon: x, lat: y)
             }
             var inside = 0, settled = 0
             for p in points {
                 let expected = geos.covers(p)
                 if expected { inside += 1 }
-                #expect(indexed.covers(lon: p.lon, lat: p.lat) == expected, "\(p) round \(round)")
-                #expect(IndexedPolygon.covers(polygon, lon: p.lon, lat: p.lat) == expected, "unindexed \(p) round \(round)")
+                #expect(RayCrossing.covers(polygon, lon: p.lon, lat: p.lat) == expected, "every edge \(p) round \(round)")
                 #expect(compact.covers(lon: p.lon, lat: p.lat) == expected, "compact \(p) round \(round)")
                 // When the compact coordinates decide alone, they decide right.
                 if let answer = compact.compactAnswer(lon: p.lon, lat: p.lat) {
