@@ -192,6 +192,7 @@ package struct AppServices: Sendable {
             guard let report = try await memory.writeSnapshot(to: snapshots) else { return nil }
             logger.info("index snapshot written", metadata: [
                 "beacons": "\(report.beacons)", "bytes": "\(report.bytes)", "seconds": rounded(report.seconds),
+                "capture_s": rounded(report.captureSeconds),
                 "counter": "\(report.stamp.counter)",
             ])
             return report.stamp

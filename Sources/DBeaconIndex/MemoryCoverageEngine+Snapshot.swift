@@ -16,6 +16,8 @@ extension MemoryCoverageEngine {
         package var beacons = 0
         package var bytes = 0
         package var seconds = 0.0
+        /// Of which the store's writes and the index's changes waited for (taking the view).
+        package var captureSeconds = 0.0
         package var stamp: ChangeStamp
     }
 
@@ -57,11 +59,13 @@ extension MemoryCoverageEngine {
         let started = ContinuousClock.now
         guard snapshots.writable, let coords = coordinatesLock.withLock({ coordinates }), let coordsName = coords.name,
               coords.path == "\(snapshots.directory)/\(coordsName)" else { return nil }
+        let captureStarted = ContinuousClock.now
         guard let captured = try await store.withSettledChanges({ [self] stamp in UncheckedSendable(view(stamp)) }),
               let view = captured.value else { return nil }
+        let captureSeconds = Self.seconds(ContinuousClock.now - captureStarted)
         let bytes = try snapshots.writing.withLock { try Self.write(view, coords: coords, coordsName: coordsName, to: snapshots) }
         return SnapshotWriteReport(beacons: view.slots.count, bytes: bytes, seconds: Self.seconds(ContinuousClock.now - started),
-                                   stamp: view.stamp)
+                                   captureSeconds: captureSeconds, stamp: view.stamp)
     }
 
     /// Writes a view's snapshot (under `snapshots.writing`); returns its size.
