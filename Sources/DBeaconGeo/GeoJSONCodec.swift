@@ -183,6 +183,42 @@ package enum GeoJSONCodec {
         .array(polygon.rings.map { ring in .array(ring.map(encode)) })
     }
 
+    /// `JSONWriter.serialize(encodePerimeter(perimeter))`, the same bytes, written directly:
+    /// no tree of values (an array per vertex) for a 5,000-vertex region.
+    package static func writePerimeter(_ perimeter: Perimeter, into w: inout JSONWriter) {
+        func rings(_ p: Polygon) {
+            w.appendASCII("[")
+            for (r, ring) in p.rings.enumerated() {
+                if r > 0 { w.appendASCII(",") }
+                w.appendASCII("[")
+                for (i, v) in ring.enumerated() {
+                    w.appendASCII(i > 0 ? ",[" : "[")
+                    w.writeNumber(v.lon)
+                    w.appendASCII(",")
+                    w.writeNumber(v.lat)
+                    w.appendASCII("]")
+                }
+                w.appendASCII("]")
+            }
+            w.appendASCII("]")
+        }
+        switch perimeter {
+        case .circle:
+            w.write(encodePerimeter(perimeter))
+        case .polygon(let p):
+            w.appendASCII("{\"type\":\"Polygon\",\"coordinates\":")
+            rings(p)
+            w.appendASCII("}")
+        case .multiPolygon(let ps):
+            w.appendASCII("{\"type\":\"MultiPolygon\",\"coordinates\":[")
+            for (i, p) in ps.enumerated() {
+                if i > 0 { w.appendASCII(",") }
+                rings(p)
+            }
+            w.appendASCII("]}")
+        }
+    }
+
     package static func encodePerimeter(_ perimeter: Perimeter) -> JSONValue {
         switch perimeter {
         case .circle(let r):

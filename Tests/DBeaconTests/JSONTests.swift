@@ -39,6 +39,26 @@ import Testing
         }
     }
 
+    /// Numbers are Swift's shortest round-tripping form (whole ones without a fraction), written
+    /// without a String per number: the same characters as `description`, and they parse back to
+    /// the same Double.
+    @Test func writesNumbersInTheirShortestForm() throws {
+        var rng = SeededGenerator(seed: 17)
+        var values: [Double] = [0.1, -0.1, 1e-7, 5e-324, 1.7976931348623157e308, 9.179641940150901, 48.779470882545288,
+                                -179.99999999999997, 1e22, 123456789012345678, 0.30000000000000004, 2.5e-5, -0.0]
+        for _ in 0..<20_000 {
+            let v = Double(bitPattern: rng.next())
+            if v.isFinite { values.append(v) }
+            values.append(Double.random(in: -180...180, using: &rng))
+        }
+        for v in values {
+            let text = String(decoding: JSONWriter.serialize(.number(v)), as: UTF8.self)
+            let expected = v == v.rounded() && abs(v) < 9.007_199_254_740_992e15 ? String(Int64(v)) : v.description
+            #expect(text == expected)
+            #expect(Double(text) == v || (v == 0 && Double(text) == 0))
+        }
+    }
+
     @Test func keepsKeyOrder() throws {
         let value = try JSONParser.parse(#"{"z":1,"a":2,"m":3}"#)
         #expect(value.objectValue?.keys == ["z", "a", "m"])

@@ -81,7 +81,9 @@ package final class PerimeterJSONCache: Sendable {
         if let hit = table.withLock({ $0.entries[beacon.id] }), hit.version == beacon.version, hit.updatedAt == key {
             return hit.bytes
         }
-        let bytes = JSONWriter.serialize(GeoJSONCodec.encodePerimeter(beacon.perimeter))
+        var writer = JSONWriter(capacity: 40 * beacon.perimeter.vertexCount + 64)
+        GeoJSONCodec.writePerimeter(beacon.perimeter, into: &writer)
+        let bytes = writer.bytes
         table.withLock { t in
             if t.entries.count >= capacity || t.bytes + bytes.count > maxBytes { t = Table() }
             if let old = t.entries.updateValue(Entry(version: beacon.version, updatedAt: key, bytes: bytes), forKey: beacon.id) {

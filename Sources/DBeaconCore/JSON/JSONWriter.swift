@@ -63,8 +63,20 @@ package struct JSONWriter {
         if n == n.rounded(), abs(n) < 9.007_199_254_740_992e15 {
             bytes.append(contentsOf: String(Int64(n)).utf8)
         } else {
-            bytes.append(contentsOf: n.description.utf8)
+            // `n.description`'s characters, written by `Double.write(to:)` from its stack buffer
+            // (`description` allocates a String for the 17 digits of most coordinates).
+            var sink = ASCIISink(bytes: bytes)
+            bytes = []
+            n.write(to: &sink)
+            bytes = sink.bytes
         }
+    }
+
+    /// Where `Double.write(to:)` puts its characters: straight into the bytes.
+    private struct ASCIISink: TextOutputStream {
+        var bytes: [UInt8]
+        mutating func write(_ string: String) { bytes.append(contentsOf: string.utf8) }
+        mutating func _writeASCII(_ buffer: UnsafeBufferPointer<UInt8>) { bytes.append(contentsOf: buffer) }
     }
 
     package mutating func writeString(_ s: String) {
