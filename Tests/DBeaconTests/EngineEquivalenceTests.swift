@@ -276,13 +276,16 @@ import Testing
     /// The nearby encoder splices cached perimeter JSON; the bytes must be exactly those of
     /// the plain tree encoding, and an edited beacon must not be served its old perimeter.
     @Test func nearbyEncodingWithCachedPerimetersIsExact() throws {
-        var g = RandomBeacons(seed: 5, users: [UserID(uncheckedRawValue: "usr_x")])
-        var beacons = (0..<60).map { g.beacon(index: $0) }
+        var g = RandomBeacons(seed: 5, users: ["usr_x", "usr_y"].map { UserID(uncheckedRawValue: $0) })
+        // Every optional part of a beacon (description, lifetime forms, members, relationships,
+        // content, service, policies) in half of them.
+        var beacons = (0..<60).map { $0 % 2 == 0 ? g.beacon(index: $0) : BeaconRecordTests.randomBeacon(&g, index: $0) }
         for i in 0..<10 { beacons[i].perimeter = Self.largePolygon(&g, at: beacons[i].location, vertices: 100 + 50 * i) }
         let cache = PerimeterJSONCache(capacity: 8)
-        func plain(_ results: [NearbyResult]) -> [UInt8] {
+        func plain(_ results: [NearbyResult], perimeters: Bool = true) -> [UInt8] {
             JSONWriter.serialize(BeaconFeatureCodec.collection(results.map { r in
                 var properties = BeaconFeatureCodec.encodeProperties(r.beacon)
+                if !perimeters { properties["perimeter"] = nil }
                 properties["distance_m"] = .number(r.distanceM)
                 properties["bearing_deg"] = .number(r.bearingDeg)
                 return .object(JSONObject([("type", "Feature"), ("id", .string(r.beacon.id.rawValue)),
@@ -290,8 +293,9 @@ import Testing
                                            ("properties", .object(properties))]))
             }))
         }
-        let results = beacons.map { NearbyResult(beacon: $0, distanceM: 12.5, bearingDeg: 270) }
+        let results = beacons.enumerated().map { NearbyResult(beacon: $1, distanceM: 12.5 + Double($0) * 0.123456789, bearingDeg: 270) }
         #expect(NearbyEncoding.collection(results, cache: cache) == plain(results))
+        #expect(NearbyEncoding.collection(results, includePerimeters: false, cache: cache) == plain(results, perimeters: false))
         #expect(NearbyEncoding.collection(results, cache: cache) == plain(results)) // from the cache
         var edited = results
         edited[0].beacon.perimeter = Self.largePolygon(&g, at: beacons[0].location, vertices: 120)

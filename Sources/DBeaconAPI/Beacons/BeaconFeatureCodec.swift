@@ -232,11 +232,7 @@ package enum BeaconFeatureCodec {
         p["lifetime"] = beacon.lifetime.map(encodeLifetime) ?? .null
         p["visibility"] = beacon.members.map { .object(["members": .array($0.map { .string($0.rawValue) })]) } ?? .null
         p["tags"] = .array(beacon.tags.map(JSONValue.string))
-        p["relationships"] = .array(beacon.relationships.map { r in
-            var o: JSONObject = ["type": .string(r.type), "target": .string(r.target.rawValue)]
-            if let order = r.order { o["order"] = .int(order) }
-            return .object(o)
-        })
+        p["relationships"] = encodeProperties(relationshipsOf: beacon)
         p["content"] = .array(beacon.content.map(encodeContent))
         p["tracks_owner"] = .bool(beacon.tracksOwner)
         p["content_policy"] = .string(beacon.contentPolicy.rawValue)
@@ -246,6 +242,15 @@ package enum BeaconFeatureCodec {
         p["created_at"] = .string(beacon.createdAt.rfc3339)
         p["updated_at"] = .string(beacon.updatedAt.rfc3339)
         return p
+    }
+
+    /// The `relationships` property of a beacon.
+    package static func encodeProperties(relationshipsOf beacon: Beacon) -> JSONValue {
+        .array(beacon.relationships.map { r in
+            var o: JSONObject = ["type": .string(r.type), "target": .string(r.target.rawValue)]
+            if let order = r.order { o["order"] = .int(order) }
+            return .object(o)
+        })
     }
 
     package static func encodeLifetime(_ l: Lifetime) -> JSONValue {

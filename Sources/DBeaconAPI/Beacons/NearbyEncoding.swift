@@ -12,34 +12,86 @@ package enum NearbyEncoding {
     /// Without `includePerimeters`, `properties.perimeter` is left out.
     package static func collection(_ results: [NearbyResult], includePerimeters: Bool = true,
                                    cache: PerimeterJSONCache = .shared) -> [UInt8] {
-        var writer = JSONWriter(capacity: 1024)
-        writer.appendASCII("{\"type\":\"FeatureCollection\",\"features\":[")
+        var w = JSONWriter(capacity: 1024)
+        w.appendASCII("{\"type\":\"FeatureCollection\",\"features\":[")
         for (i, r) in results.enumerated() {
-            if i > 0 { writer.appendASCII(",") }
-            let cached = includePerimeters ? cache.perimeter(of: r.beacon) : nil
-            var properties = BeaconFeatureCodec.encodeProperties(r.beacon, perimeterPlaceholder: cached != nil || !includePerimeters)
-            if !includePerimeters { properties["perimeter"] = nil }
-            properties["distance_m"] = .number(r.distanceM)
-            properties["bearing_deg"] = .number(r.bearingDeg)
-            writer.appendASCII("{\"type\":\"Feature\",\"id\":")
-            writer.writeString(r.beacon.id.rawValue)
-            writer.appendASCII(",\"geometry\":")
-            writer.write(GeoJSONCodec.encodePoint(r.beacon.location))
-            writer.appendASCII(",\"properties\":{")
-            for (j, member) in properties.members.enumerated() {
-                if j > 0 { writer.appendASCII(",") }
-                writer.writeString(member.key)
-                writer.appendASCII(":")
-                if member.key == "perimeter", let cached {
-                    writer.appendRaw(cached)
-                } else {
-                    writer.write(member.value)
-                }
-            }
-            writer.appendASCII("}}")
+            if i > 0 { w.appendASCII(",") }
+            writeFeature(r, includePerimeter: includePerimeters, cache: cache, into: &w)
         }
-        writer.appendASCII("]}")
-        return writer.bytes
+        w.appendASCII("]}")
+        return w.bytes
+    }
+
+    /// One feature, written straight to bytes: the bytes of `BeaconFeatureCodec`'s Feature with
+    /// `distance_m` and `bearing_deg` added to its properties (tested), without a tree of values
+    /// per beacon.
+    static func writeFeature(_ r: NearbyResult, includePerimeter: Bool, cache: PerimeterJSONCache, into w: inout JSONWriter) {
+        let b = r.beacon
+        w.appendASCII("{\"type\":\"Feature\",\"id\":")
+        w.writeString(b.id.rawValue)
+        w.appendASCII(",\"geometry\":{\"type\":\"Point\",\"coordinates\":[")
+        w.writeNumber(b.location.lon)
+        w.appendASCII(",")
+        w.writeNumber(b.location.lat)
+        w.appendASCII("]},\"properties\":{\"name\":")
+        w.writeString(b.name)
+        w.appendASCII(",\"description\":")
+        if let d = b.description { w.writeString(d) } else { w.appendASCII("null") }
+        w.appendASCII(",\"owner\":")
+        w.writeString(b.owner.rawValue)
+        if includePerimeter {
+            w.appendASCII(",\"perimeter\":")
+            if let cached = cache.perimeter(of: b) {
+                w.appendRaw(cached)
+            } else {
+                GeoJSONCodec.writePerimeter(b.perimeter, into: &w)
+            }
+        }
+        w.appendASCII(",\"lifetime\":")
+        if let l = b.lifetime { w.write(BeaconFeatureCodec.encodeLifetime(l)) } else { w.appendASCII("null") }
+        w.appendASCII(",\"visibility\":")
+        if let members = b.members {
+            w.appendASCII("{\"members\":[")
+            for (i, m) in members.enumerated() {
+                if i > 0 { w.appendASCII(",") }
+                w.writeString(m.rawValue)
+            }
+            w.appendASCII("]}")
+        } else {
+            w.appendASCII("null")
+        }
+        w.appendASCII(",\"tags\":[")
+        for (i, t) in b.tags.enumerated() {
+            if i > 0 { w.appendASCII(",") }
+            w.writeString(t)
+        }
+        w.appendASCII("],\"relationships\":")
+        if b.relationships.isEmpty {
+            w.appendASCII("[]")
+        } else {
+            w.write(BeaconFeatureCodec.encodeProperties(relationshipsOf: b))
+        }
+        w.appendASCII(",\"content\":")
+        if b.content.isEmpty { w.appendASCII("[]") } else { w.write(.array(b.content.map(BeaconFeatureCodec.encodeContent))) }
+        w.appendASCII(b.tracksOwner ? ",\"tracks_owner\":true,\"content_policy\":" : ",\"tracks_owner\":false,\"content_policy\":")
+        w.writeString(b.contentPolicy.rawValue)
+        if let service = b.service {
+            w.appendASCII(",\"service\":")
+            w.writeString(service)
+        }
+        w.appendASCII(",\"followers_count\":")
+        w.writeNumber(Double(b.followersCount))
+        w.appendASCII(",\"version\":")
+        w.writeNumber(Double(b.version))
+        w.appendASCII(",\"created_at\":")
+        w.writeString(b.createdAt.rfc3339)
+        w.appendASCII(",\"updated_at\":")
+        w.writeString(b.updatedAt.rfc3339)
+        w.appendASCII(",\"distance_m\":")
+        w.writeNumber(r.distanceM)
+        w.appendASCII(",\"bearing_deg\":")
+        w.writeNumber(r.bearingDeg)
+        w.appendASCII("}}")
     }
 }
 
