@@ -59,6 +59,21 @@ import Testing
         }
     }
 
+    /// Timestamps are formatted on the stack for answers; the same characters as the
+    /// piece-by-piece form, and they parse back to the same instant.
+    @Test func formatsTimestampsTheSameWayEitherRoute() throws {
+        var rng = SeededGenerator(seed: 3)
+        var instants: [Int64] = [0, -1, 999, 1000, -86_400_000, 253_402_300_799_999, -62_167_219_200_000, 1_764_000_000_123]
+        for _ in 0..<20_000 { instants.append(Int64.random(in: -62_167_219_200_000...253_402_300_799_999, using: &rng)) }
+        for ms in instants {
+            let t = Timestamp(millis: ms)
+            #expect(t.rfc3339 == t.rfc3339General)
+            #expect(Timestamp(rfc3339: t.rfc3339)?.millis == ms)
+            #expect(String(decoding: JSONWriter.serialize(.string(t.rfc3339)), as: UTF8.self)
+                == { var w = JSONWriter(); w.writeTimestamp(t); return String(decoding: w.bytes, as: UTF8.self) }())
+        }
+    }
+
     @Test func keepsKeyOrder() throws {
         let value = try JSONParser.parse(#"{"z":1,"a":2,"m":3}"#)
         #expect(value.objectValue?.keys == ["z", "a", "m"])

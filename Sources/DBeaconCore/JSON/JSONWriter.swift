@@ -79,6 +79,17 @@ package struct JSONWriter {
         mutating func _writeASCII(_ buffer: UnsafeBufferPointer<UInt8>) { bytes.append(contentsOf: buffer) }
     }
 
+    /// `writeString(t.rfc3339)` without making the String.
+    package mutating func writeTimestamp(_ t: Timestamp) {
+        let done: Bool? = t.withRFC3339Bytes { b in
+            bytes.append(UInt8(ascii: "\""))
+            bytes.append(contentsOf: b)
+            bytes.append(UInt8(ascii: "\""))
+            return true
+        }
+        if done == nil { writeString(t.rfc3339) }
+    }
+
     package mutating func writeString(_ s: String) {
         bytes.append(UInt8(ascii: "\""))
         var s = s

@@ -37,6 +37,45 @@ package struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertibl
 
     /// `2026-11-21T12:00:00Z`, with `.123` milliseconds only when they are not zero.
     package var rfc3339: String {
+        if let fast = withRFC3339Bytes({ String(decoding: $0, as: UTF8.self) }) { return fast }
+        return rfc3339General
+    }
+
+    /// Calls `body` with the RFC 3339 form's bytes, built on the stack (years 0–9999, the form
+    /// `rfc3339` returns); nil for other years.
+    package func withRFC3339Bytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R? {
+        var ms = millis % 1000
+        var secs = millis / 1000
+        if ms < 0 { ms += 1000; secs -= 1 }
+        var days = secs / 86_400
+        var rem = secs % 86_400
+        if rem < 0 { rem += 86_400; days -= 1 }
+        let (y, m, d) = Self.civil(fromDays: days)
+        guard (0...9999).contains(y) else { return nil }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { buf in
+            var i = 0
+            func put(_ v: Int64, _ width: Int) {
+                var v = v
+                for k in stride(from: width - 1, through: 0, by: -1) {
+                    buf[i + k] = UInt8(ascii: "0") + UInt8(v % 10)
+                    v /= 10
+                }
+                i += width
+            }
+            func put(_ c: Unicode.Scalar) {
+                buf[i] = UInt8(ascii: c)
+                i += 1
+            }
+            put(y, 4); put("-"); put(m, 2); put("-"); put(d, 2); put("T")
+            put(rem / 3600, 2); put(":"); put(rem % 3600 / 60, 2); put(":"); put(rem % 60, 2)
+            if ms != 0 { put("."); put(ms, 3) }
+            put("Z")
+            return body(UnsafeBufferPointer(rebasing: buf[0..<i]))
+        }
+    }
+
+    /// The same form by another route (string pieces; any year): the reference for `withRFC3339Bytes`.
+    package var rfc3339General: String {
         var ms = millis % 1000
         var secs = millis / 1000
         if ms < 0 { ms += 1000; secs -= 1 }
