@@ -30,7 +30,9 @@ extension MemoryCoverageEngine {
         var services: [(String, Int32)]
         var rasterWords: [UInt64]
         var records: [UInt8]
-        var slots: [(Cold, Hot)]
+        /// Each slot's record, hot fields and record offset as of the capture (a compaction of the
+        /// arena after it moves `Cold.record`, and `records` is the arena as captured).
+        var slots: [(Cold, Hot, Int)]
     }
 
     /// The index as it is, or nil while a load runs (its entries are not in place yet).
@@ -41,11 +43,11 @@ extension MemoryCoverageEngine {
             for (u, i) in users { userNames[Int(i)] = u.rawValue }
             var tagNames = [String](repeating: "", count: tagIDs.count)
             for (t, i) in tagIDs { tagNames[i] = t }
-            var out: [(Cold, Hot)] = []
+            var out: [(Cold, Hot, Int)] = []
             out.reserveCapacity(slots.count)
             for (i, c) in cold.enumerated() {
                 guard let c, let hot = grid.peekRecord(of: Int32(i), box: c.box) else { continue }
-                out.append((c, hot))
+                out.append((c, hot, c.record))
             }
             return View(stamp: stamp, users: userNames, tags: tagNames, services: services.map { ($0.key, $0.value) },
                         rasterWords: rasterWords, records: records, slots: out)
@@ -82,7 +84,7 @@ extension MemoryCoverageEngine {
             return offset
         }
         var exact: [ObjectIdentifier: Int] = [:]
-        for (c, _) in view.slots { for p in c.compact { exact[ObjectIdentifier(p)] = try exactOffset(p) } }
+        for (c, _, _) in view.slots { for p in c.compact { exact[ObjectIdentifier(p)] = try exactOffset(p) } }
         guard coords.sync() else { throw SnapshotWriter.Failure.write(errno) }
         let coordsSize = coords.size
         let bytes = try snapshots.replaceSnapshot { w in
@@ -90,7 +92,7 @@ extension MemoryCoverageEngine {
             var flatAt: [Int] = [], compactAt: [[Int]] = []
             flatAt.reserveCapacity(view.slots.count)
             compactAt.reserveCapacity(view.slots.count)
-            for (c, _) in view.slots {
+            for (c, _, _) in view.slots {
                 var at = -1
                 if let f = c.flat {
                     try w.align()
@@ -133,12 +135,12 @@ extension MemoryCoverageEngine {
             try w.value(UInt64(rastersAt))
             try w.value(UInt64(view.rasterWords.count))
             try w.value(UInt32(view.slots.count))
-            for (k, (c, h)) in view.slots.enumerated() {
+            for (k, (c, h, record)) in view.slots.enumerated() {
                 try w.string(c.id.rawValue)
                 try w.double(c.location.lon)
                 try w.double(c.location.lat)
                 try w.double(c.radius)
-                try w.value(UInt64(c.record))
+                try w.value(UInt64(record))
                 try w.value(UInt32(c.recordLength))
                 try w.value(c.kind.rawValue)
                 var flags: UInt8 = 0

@@ -678,6 +678,9 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         }
     }
 
+    /// Bytes in the record arena, garbage included (it is compacted once garbage is half of it).
+    package var recordArenaBytes: Int { lock.read { records.count } }
+
     /// Where the index's memory goes (bytes, estimated from the layouts; the bench logs it).
     package var memoryReport: [(String, Int)] {
         lock.read {
