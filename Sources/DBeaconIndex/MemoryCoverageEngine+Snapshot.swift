@@ -57,15 +57,28 @@ extension MemoryCoverageEngine {
     /// Writes a snapshot of the index to `snapshots` (which this process must own), as of the
     /// store's stamp now; nil when there is nothing to do: the store keeps no stamp (PostGIS),
     /// a load is running, or the exact coordinates are not in the folder's coordinate file.
-    package func writeSnapshot(to snapshots: IndexSnapshots) async throws -> SnapshotWriteReport? {
+    ///
+    /// The coordinate file is append-only: an edited large polygon leaves its old coordinates
+    /// behind. When what no polygon uses is more than what they use (and over 64 MiB), or with
+    /// `compactCoordinates`, the snapshot goes with a new file holding only the coordinates in
+    /// use (the engine appends there from now on; polygons still reading the old one keep it
+    /// mapped until they are replaced).
+    package func writeSnapshot(to snapshots: IndexSnapshots, compactCoordinates: Bool? = nil) async throws -> SnapshotWriteReport? {
         let started = ContinuousClock.now
-        guard snapshots.writable, let coords = coordinatesLock.withLock({ coordinates }), let coordsName = coords.name,
-              coords.path == "\(snapshots.directory)/\(coordsName)" else { return nil }
+        guard snapshots.writable, var coords = coordinatesLock.withLock({ coordinates }), let name = coords.name,
+              coords.path == "\(snapshots.directory)/\(name)" else { return nil }
         let captureStarted = ContinuousClock.now
         guard let captured = try await store.withSettledChanges({ [self] stamp in UncheckedSendable(view(stamp)) }),
               let view = captured.value else { return nil }
         let captureSeconds = Self.seconds(ContinuousClock.now - captureStarted)
-        let bytes = try snapshots.writing.withLock { try Self.write(view, coords: coords, coordsName: coordsName, to: snapshots) }
+        let live = view.slots.reduce(0) { $0 + $1.0.compact.reduce(0) { $0 + 16 * $1.vertexCount } }
+        if compactCoordinates ?? (coords.size - live > max(live, 64 << 20)) {
+            coords = try snapshots.newCoordinateFile()
+            useCoordinates(coords)
+        }
+        let coordsName = coords.name ?? name
+        let target = coords
+        let bytes = try snapshots.writing.withLock { try Self.write(view, coords: target, coordsName: coordsName, to: snapshots) }
         return SnapshotWriteReport(beacons: view.slots.count, bytes: bytes, seconds: Self.seconds(ContinuousClock.now - started),
                                    captureSeconds: captureSeconds, stamp: view.stamp)
     }

@@ -74,11 +74,13 @@ import Testing
             try await h.store.updateBeacon(b, expectedVersion: b.version - 1, fanOut: nil)
             let stored = try #require(try await h.store.beacon(id: b.id)) // as the store's change hook reports it
             loaded.apply(.upsert(stored))
+            writer.apply(.upsert(stored))
             beacons[i] = stored
         }
         for i in stride(from: 1, to: 120, by: 7) {
             try await h.store.deleteBeacon(id: beacons[i].id, expectedVersion: nil, fanOut: nil)
             loaded.apply(.delete(beacons[i].id))
+            writer.apply(.delete(beacons[i].id))
         }
         #expect(try await checker.compare(loaded, sql, queries, label: "snapshot, then changes") == 0)
 
@@ -100,6 +102,27 @@ import Testing
         #expect(throws: (any Error).self) { try MemoryCoverageEngine(store: h.store).load(snapshotFrom: reader, stamp: stamp) }
         try original.prefix(original.count - 100).write(to: URL(fileURLWithPath: path))
         #expect(throws: (any Error).self) { try MemoryCoverageEngine(store: h.store).load(snapshotFrom: reader, stamp: stamp) }
+
+        // The coordinate file keeps the edited polygons' old coordinates; a snapshot with a new
+        // file drops them, and the answers stay the same.
+        let coordinateFiles = { try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasPrefix("coords-") } }
+        for i in stride(from: 0, to: 8, by: 2) {
+            var b = try #require(try await h.store.beacon(id: beacons[i].id))
+            b.perimeter = EngineEquivalenceTests.largePolygon(&g, at: b.location, vertices: 700)
+            b.version += 1
+            try await h.store.updateBeacon(b, expectedVersion: b.version - 1, fanOut: nil)
+            writer.apply(.upsert(try #require(try await h.store.beacon(id: b.id))))
+        }
+        let before = try coordinateFiles()
+        let compacted = try #require(try await writer.writeSnapshot(to: owner, compactCoordinates: true))
+        let after = try coordinateFiles()
+        #expect(before.count == 1 && after.count == 1 && before != after, "\(before) → \(after)")
+        let inUse = try FileManager.default.attributesOfItem(atPath: folder + "/" + after[0])[.size] as? Int
+        let oldSize = writer.memoryReport.first { $0.0 == "exact coordinates (mapped file)" }?.1
+        #expect(inUse == oldSize, "the new file holds exactly the coordinates in use")
+        let fromCompacted = MemoryCoverageEngine(store: h.store)
+        #expect(try fromCompacted.load(snapshotFrom: reader, stamp: compacted.stamp)?.beacons == beacons.count - 17)
+        #expect(try await checker.compare(fromCompacted, sql, queries, label: "after compacting the coordinates") == 0)
     }
 
     /// The whole path through `dbeacon serve`: the snapshot written at shutdown is mapped at the
