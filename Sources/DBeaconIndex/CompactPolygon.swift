@@ -343,9 +343,6 @@ package final class CompactPolygon: @unchecked Sendable {
 
     /// The file the exact coordinates are in, if any.
     private var file: CoordinateFile? { owners.lazy.compactMap { $0 as? CoordinateFile }.first }
-
-    /// Heap bytes of the compact form (the block; the exact coordinates are counted apart).
-    package var compactBytes: Int { blockBytes }
 }
 
 /// Doubles on the heap, freed with the object.

@@ -12,8 +12,8 @@ import Darwin
 /// by the kernel when needed and cost no anonymous memory: at 1M beacons they are 2.4 GB, more
 /// than the whole index.
 ///
-/// Append-only while the process runs (a replaced polygon's coordinates stay until the file is
-/// written anew by a full load): a pointer handed out stays valid for the life of this object.
+/// Append-only (a replaced polygon's coordinates stay until a snapshot moves to a new file):
+/// a pointer handed out stays valid for the life of this object.
 /// The file is reserved a large virtual range once and mapped read-only and shared, so data
 /// written with `pwrite` is visible through the mapping without remapping.
 package final class CoordinateFile: @unchecked Sendable {
@@ -25,8 +25,6 @@ package final class CoordinateFile: @unchecked Sendable {
     private let lock = NSLock()
     /// Bytes appended (the file's size).
     private var end: Int
-    /// Bytes of coordinates no polygon uses any more (memory accounting, compaction decisions).
-    private var dead = 0
 
     /// Virtual address space reserved for the mapping (not memory: pages exist only as written).
     static let reservation = 1 << 38 // 256 GiB
@@ -96,9 +94,9 @@ package final class CoordinateFile: @unchecked Sendable {
         close(fd)
     }
 
-    /// Bytes in the file, and bytes of them no longer used.
+    /// Bytes in the file (what no polygon uses any more included: a snapshot compares it with
+    /// what they use, see `MemoryCoverageEngine.writeSnapshot`).
     package var size: Int { lock.withLock { end } }
-    package var deadBytes: Int { lock.withLock { dead } }
 
     /// Reserves room for `count` doubles; returns the offset to write them at (`write`).
     package func reserve(doubles count: Int) -> Int {
@@ -149,11 +147,6 @@ package final class CoordinateFile: @unchecked Sendable {
             done += n
         }
         return true
-    }
-
-    /// `count` doubles at a pointer of this file are no longer used.
-    package func release(doubles count: Int) {
-        lock.withLock { dead += count * MemoryLayout<Double>.stride }
     }
 
     /// Forces what was written to the disk (before a snapshot that refers to it is written).
