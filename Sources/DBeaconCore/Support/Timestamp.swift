@@ -41,9 +41,8 @@ package struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertibl
         return rfc3339General
     }
 
-    /// Calls `body` with the RFC 3339 form's bytes, built on the stack (years 0–9999, the form
-    /// `rfc3339` returns); nil for other years.
-    package func withRFC3339Bytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R? {
+    /// Year, month, day, second of the day and millisecond (UTC).
+    private var parts: (Int64, Int64, Int64, Int64, Int64) {
         var ms = millis % 1000
         var secs = millis / 1000
         if ms < 0 { ms += 1000; secs -= 1 }
@@ -51,6 +50,13 @@ package struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertibl
         var rem = secs % 86_400
         if rem < 0 { rem += 86_400; days -= 1 }
         let (y, m, d) = Self.civil(fromDays: days)
+        return (y, m, d, rem, ms)
+    }
+
+    /// Calls `body` with the RFC 3339 form's bytes, built on the stack (years 0–9999, the form
+    /// `rfc3339` returns); nil for other years.
+    package func withRFC3339Bytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R? {
+        let (y, m, d, rem, ms) = parts
         guard (0...9999).contains(y) else { return nil }
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { buf in
             var i = 0
@@ -76,13 +82,7 @@ package struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertibl
 
     /// The same form by another route (string pieces; any year): the reference for `withRFC3339Bytes`.
     package var rfc3339General: String {
-        var ms = millis % 1000
-        var secs = millis / 1000
-        if ms < 0 { ms += 1000; secs -= 1 }
-        var days = secs / 86_400
-        var rem = secs % 86_400
-        if rem < 0 { rem += 86_400; days -= 1 }
-        let (y, m, d) = Self.civil(fromDays: days)
+        let (y, m, d, rem, ms) = parts
         var out = ""
         out.reserveCapacity(24)
         out += Self.pad(y, 4) + "-" + Self.pad(m, 2) + "-" + Self.pad(d, 2)
