@@ -32,7 +32,7 @@ package enum BeaconRecord {
         if b.members != nil { flags |= Flag.members }
         if b.service != nil { flags |= Flag.service }
         w.out.append(flags)
-        w.out.append(UInt8(ContentPolicy.allCases.firstIndex(of: b.contentPolicy)!))
+        w.string(b.contentPolicy.rawValue) // by name: records outlive a binary in snapshots
         w.string(b.name)
         if let d = b.description { w.string(d) }
         w.string(b.owner.rawValue)
@@ -76,7 +76,7 @@ package enum BeaconRecord {
         let created = Timestamp(millis: r.int())
         let updated = Timestamp(millis: r.int())
         let flags = r.byte()
-        let policy = ContentPolicy.allCases[Int(r.byte())]
+        let policy = ContentPolicy(rawValue: r.string()) ?? .owner
         let name = r.string()
         let description = flags & Flag.description != 0 ? r.string() : nil
         let owner = UserID(uncheckedRawValue: r.string())
