@@ -1,4 +1,4 @@
-package import DBeaconCore
+import DBeaconCore
 import Foundation
 
 /// Large polygons lately rebuilt from their exact coordinates (`CompactPolygon.polygon`), bounded

@@ -44,8 +44,8 @@ import Testing
     /// the same Double.
     @Test func writesNumbersInTheirShortestForm() throws {
         var rng = SeededGenerator(seed: 17)
-        var values: [Double] = [0.1, -0.1, 1e-7, 5e-324, 1.7976931348623157e308, 9.179641940150901, 48.779470882545288,
-                                -179.99999999999997, 1e22, 123456789012345678, 0.30000000000000004, 2.5e-5, -0.0]
+        var values: [Double] = [0.1, -0.1, 1e-7, .leastNonzeroMagnitude, .greatestFiniteMagnitude, 9.179641940150901, 48.779470882545288,
+                                -179.99999999999997, 1e22, 123456789012345680, 0.30000000000000004, 2.5e-5, -0.0]
         for _ in 0..<20_000 {
             let v = Double(bitPattern: rng.next())
             if v.isFinite { values.append(v) }
