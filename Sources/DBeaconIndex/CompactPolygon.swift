@@ -71,12 +71,9 @@ package final class CompactPolygon: @unchecked Sendable {
         }
         var exactPointer = UnsafePointer(exact.base)
         var owner: AnyObject = exact
-        if let file {
-            let offset = file.reserve(doubles: 2 * n)
-            if let p = file.write(UnsafeBufferPointer(start: exact.base, count: 2 * n), at: offset) {
-                exactPointer = p
-                owner = file
-            }
+        if let file, let written = file.append(UnsafeBufferPointer(start: exact.base, count: 2 * n)) {
+            exactPointer = written.pointer
+            owner = file
         }
         let block = Self.build(rings: rings.map(\.count), exact: UnsafePointer(exact.base), wideRuns: wideRuns)
         self.init(block: UnsafeRawPointer(block.pointer), bytes: block.bytes, ownsBlock: true, exact: exactPointer, owners: [owner])

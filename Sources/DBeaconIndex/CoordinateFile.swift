@@ -98,18 +98,19 @@ package final class CoordinateFile: @unchecked Sendable {
     /// what they use, see `MemoryCoverageEngine.writeSnapshot`).
     package var size: Int { lock.withLock { end } }
 
-    /// Reserves room for `count` doubles; returns the offset to write them at (`write`).
-    package func reserve(doubles count: Int) -> Int {
-        lock.withLock {
+    /// Appends doubles (room is reserved under the lock, the write is not, so several threads
+    /// append at once); returns their offset and a pointer to them in the mapping, or nil when
+    /// the write failed (a full disk): the caller keeps them elsewhere.
+    package func append(_ values: UnsafeBufferPointer<Double>) -> (offset: Int, pointer: UnsafePointer<Double>)? {
+        let offset: Int = lock.withLock {
             let offset = end
-            end += count * MemoryLayout<Double>.stride
+            end += values.count * MemoryLayout<Double>.stride
             return offset
         }
+        return write(values, at: offset).map { (offset, $0) }
     }
 
-    /// Writes doubles at an offset returned by `reserve`; returns a pointer to them in the
-    /// mapping, or nil when the write failed (a full disk): the caller keeps them elsewhere.
-    package func write(_ values: UnsafeBufferPointer<Double>, at offset: Int) -> UnsafePointer<Double>? {
+    private func write(_ values: UnsafeBufferPointer<Double>, at offset: Int) -> UnsafePointer<Double>? {
         let bytes = values.count * MemoryLayout<Double>.stride
         var done = 0
         while done < bytes {

@@ -61,9 +61,7 @@ package struct HierarchicalGrid<Record> {
             endStaging()
             beginStaging()
         }
-        let (level, keys) = Self.cells(for: box)
-        guard let k = keys.first, let list = cells[level][k] else { return nil }
-        return list.first { $0.slot == slot }?.record
+        return peekRecord(of: slot, box: box)
     }
 
     /// `record(of:box:)` without changing anything: nil while entries are staged.
@@ -74,9 +72,8 @@ package struct HierarchicalGrid<Record> {
         return list.first { $0.slot == slot }?.record
     }
 
-    /// Entries in all cells (a box in several cells counts once per cell), and cells.
+    /// Entries in all cells (a box in several cells counts once per cell).
     package var entryCount: Int { cells.reduce(0) { $0 + $1.values.reduce(0) { $0 + $1.count } } }
-    package var cellCount: Int { cells.reduce(0) { $0 + $1.count } }
 
     /// The box an entry keeps for `box`: rounded outwards to `Float` (it contains `box`).
     package static func roundedOut(_ box: BoundingBox) -> BoundingBox {

@@ -73,12 +73,6 @@ package final class IndexSnapshots: @unchecked Sendable {
         }
     }
 
-    /// Removes the snapshot (it no longer matches, and a new one is being made).
-    func removeSnapshot() {
-        guard writable else { return }
-        unlink(snapshotPath)
-    }
-
     /// Writes a snapshot through `write` (given a writer after the header) to a temporary file
     /// and puts it in place atomically, durably.
     func replaceSnapshot(_ write: (SnapshotWriter) throws -> Int) throws -> Int {

@@ -89,12 +89,10 @@ extension MemoryCoverageEngine {
         // there now; then the file is made durable before the snapshot that refers to it.
         func exactOffset(_ p: CompactPolygon) throws -> Int {
             if let offset = coords.offset(of: p.exact) { return offset }
-            let n = 2 * p.vertexCount
-            let offset = coords.reserve(doubles: n)
-            guard coords.write(UnsafeBufferPointer(start: p.exact, count: n), at: offset) != nil else {
+            guard let written = coords.append(UnsafeBufferPointer(start: p.exact, count: 2 * p.vertexCount)) else {
                 throw SnapshotWriter.Failure.write(errno)
             }
-            return offset
+            return written.offset
         }
         var exact: [ObjectIdentifier: Int] = [:]
         for (c, _, _) in view.slots { for p in c.compact { exact[ObjectIdentifier(p)] = try exactOffset(p) } }

@@ -116,13 +116,6 @@ package struct PolygonRaster: Sendable {
         (Double(side) / max(box.east - box.west, 1e-12), Double(side) / max(box.north - box.south, 1e-12))
     }
 
-    /// A raster from the words of one built earlier over the same box.
-    package init(words: some Collection<UInt64>) {
-        precondition(words.count == Self.wordCount)
-        self.words = Array(words)
-        coarse = Self.summary(self.words)
-    }
-
     /// `inside`, `outside`, or `unknown` (test exactly); `outside` for a point outside the box.
     /// `box` must be the one the raster was built over.
     package func classify(box: BoundingBox, lon: Double, lat: Double) -> UInt8 {
