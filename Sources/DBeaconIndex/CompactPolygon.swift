@@ -163,8 +163,7 @@ package final class CompactPolygon: @unchecked Sendable {
                 hi[i] = Int32(s1 < 0 ? 0 : (s1 > top ? top : s1))
             }
         }
-        // Two passes over the edges in order: count each strip's runs, then fill them. An edge
-        // extends the strip's last run when it follows that run's last edge in its ring.
+        // Two passes over the edges in order (`forEachRunStep`): count each strip's runs, then fill them.
         let runStart = UnsafeMutablePointer<UInt32>.allocate(capacity: strips + 1)
         runStart.initialize(repeating: 0, count: strips + 1)
         let last = UnsafeMutablePointer<Int>.allocate(capacity: strips)
@@ -174,19 +173,26 @@ package final class CompactPolygon: @unchecked Sendable {
         let maxRun = wide ? UInt32.max : narrowRunLimit
         last.initialize(repeating: -2, count: strips)
         length.initialize(repeating: 0, count: strips)
-        for (r, count) in rings.enumerated() where count > 1 {
-            let first = starts[r]
-            for i in first..<(first + count - 1) {
-                for s in Int(lo[i])...Int(hi[i]) {
-                    if last[s] != i - 1 || i == first || length[s] == maxRun {
-                        runStart[s + 1] += 1
-                        length[s] = 0
+        // Calls `body(strip, edge, starts a run)` for every edge in every strip it touches, in
+        // edge order: an edge extends the strip's last run when it follows that run's last edge
+        // in its ring and the run has room.
+        func forEachRunStep(_ body: (Int, Int, Bool) -> Void) {
+            last.update(repeating: -2, count: strips)
+            length.update(repeating: 0, count: strips)
+            for (r, count) in rings.enumerated() where count > 1 {
+                let first = starts[r]
+                for i in first..<(first + count - 1) {
+                    for s in Int(lo[i])...Int(hi[i]) {
+                        let starting = last[s] != i - 1 || i == first || length[s] == maxRun
+                        if starting { length[s] = 0 }
+                        body(s, i, starting)
+                        length[s] += 1
+                        last[s] = i
                     }
-                    length[s] += 1
-                    last[s] = i
                 }
             }
         }
+        forEachRunStep { s, _, starting in if starting { runStart[s + 1] += 1 } }
         for s in 0..<strips { runStart[s + 1] += runStart[s] }
         let runCount = Int(runStart[strips])
         let bytes = blockBytes(rings: rings.count, vertices: n, strips: strips, runWords: (wide ? 2 : 1) * runCount)
@@ -202,29 +208,19 @@ package final class CompactPolygon: @unchecked Sendable {
         stripStart.update(from: runStart, count: strips + 1)
         let runs = stripStart + (strips + 1)
         // Fill: `runStart[s]` becomes the next free run of strip s.
-        last.update(repeating: -2, count: strips)
-        length.update(repeating: 0, count: strips)
-        for (r, count) in rings.enumerated() where count > 1 {
-            let first = starts[r]
-            for i in first..<(first + count - 1) {
-                for s in Int(lo[i])...Int(hi[i]) {
-                    if last[s] != i - 1 || i == first || length[s] == maxRun {
-                        let k = Int(runStart[s])
-                        if wide {
-                            runs[2 * k] = UInt32(i)
-                            runs[2 * k + 1] = 1
-                        } else {
-                            runs[k] = UInt32(i) << runCountBits | 1
-                        }
-                        runStart[s] += 1
-                        length[s] = 0
-                    } else {
-                        let k = Int(runStart[s]) - 1
-                        if wide { runs[2 * k + 1] += 1 } else { runs[k] += 1 }
-                    }
-                    length[s] += 1
-                    last[s] = i
+        forEachRunStep { s, i, starting in
+            if starting {
+                let k = Int(runStart[s])
+                if wide {
+                    runs[2 * k] = UInt32(i)
+                    runs[2 * k + 1] = 1
+                } else {
+                    runs[k] = UInt32(i) << runCountBits | 1
                 }
+                runStart[s] += 1
+            } else {
+                let k = Int(runStart[s]) - 1
+                if wide { runs[2 * k + 1] += 1 } else { runs[k] += 1 }
             }
         }
         let qp = UnsafeMutableRawPointer(runs + (wide ? 2 : 1) * runCount).assumingMemoryBound(to: UInt16.self)
