@@ -157,34 +157,6 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         }
     }
 
-    /// What `install` needs of a beacon (taken from it outside the lock).
-    struct Spec {
-        var id: BeaconID
-        var owner: UserID
-        var tracksOwner: Bool
-        var members: [UserID]?
-        var tags: [String]
-        var service: String?
-        var lifeStart: Int64, lifeEnd: Int64
-        var location: Position
-        var radius: Double?
-        var isMulti: Bool
-
-        init(_ b: Beacon) {
-            id = b.id
-            owner = b.owner
-            tracksOwner = b.tracksOwner
-            members = b.members
-            tags = b.tags
-            service = b.service
-            lifeStart = b.lifetime?.start?.millis ?? .min
-            lifeEnd = b.lifetime?.end?.millis ?? .max
-            location = b.location
-            if case .circle(let r) = b.perimeter { radius = r }
-            if case .multiPolygon = b.perimeter { isMulti = true } else { isMulti = false }
-        }
-    }
-
     let lock = ReadWriteLock()
     /// Where `load` and `resync` read beacons.
     package let store: any BeaconStore & BeaconChangeFeed
@@ -324,12 +296,11 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             installer.async { [self] in
                 defer { inFlight.signal() }
                 let prepared = prepareConcurrently(batch, raster: prepare)
-                let specs = batch.map(Spec.init)
                 let t1 = ContinuousClock.now
                 lock.write {
-                    for (spec, prep) in zip(specs, prepared) {
-                        if trackSeen { loading.value.seen.insert(spec.id) } // only a resync needs them
-                        if !(touchedDuringLoad?.contains(spec.id) ?? false) { install(spec, prep) }
+                    for (beacon, prep) in zip(batch, prepared) {
+                        if trackSeen { loading.value.seen.insert(beacon.id) } // only a resync needs them
+                        if !(touchedDuringLoad?.contains(beacon.id) ?? false) { install(beacon, prep) }
                     }
                 }
                 report?.value.installSeconds += Self.seconds(ContinuousClock.now - t1)
@@ -378,10 +349,9 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         switch change {
         case .upsert(let beacon):
             let prep = prepare(beacon, raster: true)
-            let spec = Spec(beacon)
             lock.write {
                 touchedDuringLoad?.insert(beacon.id)
-                install(spec, prep)
+                install(beacon, prep)
             }
         case .delete(let id):
             lock.write {
@@ -541,25 +511,31 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     }
 
     /// Must hold the write lock.
-    private func install(_ spec: Spec, _ prep: Prepared) {
-        if let old = slots[spec.id] { uninstall(old) }
+    private func install(_ beacon: Beacon, _ prep: Prepared) {
+        if let old = slots[beacon.id] { uninstall(old) }
         var h = Hot()
         let boxes = prep.boxes
         h.multiBox = boxes.count > 1
-        h.lifeStart = spec.lifeStart
-        h.lifeEnd = spec.lifeEnd
-        h.owner = userIndex(spec.owner)
-        h.service = spec.service.map(serviceIndex) ?? 0
-        h.isPrivate = spec.members != nil
-        let members = Array(Set((spec.members ?? []).map(userIndex))).sorted()
+        h.lifeStart = beacon.lifetime?.start?.millis ?? .min
+        h.lifeEnd = beacon.lifetime?.end?.millis ?? .max
+        h.owner = userIndex(beacon.owner)
+        h.service = beacon.service.map(serviceIndex) ?? 0
+        h.isPrivate = beacon.members != nil
+        let members = Array(Set((beacon.members ?? []).map(userIndex))).sorted()
         for m in members { h.memberBits |= Self.memberBit(m) }
-        for tag in spec.tags {
+        for tag in beacon.tags {
             let id = tagIndex(tag)
             if id < 64 { h.tagBits |= 1 << UInt64(id) } else { h.overflowTags = true }
         }
         var raster: Int32 = -1
-        if let radius = spec.radius {
-            h.test = .circle(lat: spec.location.lat, lon: spec.location.lon, radius: radius)
+        var radius = 0.0, isMulti = false
+        switch beacon.perimeter {
+        case .circle(let r): radius = r
+        case .multiPolygon: isMulti = true
+        case .polygon: break
+        }
+        if case .circle = beacon.perimeter {
+            h.test = .circle(lat: beacon.location.lat, lon: beacon.location.lon, radius: radius)
         } else if !prep.compact.isEmpty {
             raster = prep.raster.map(storeRaster) ?? -1
             h.test = .large(raster: raster, coarse: prep.raster?.coarse ?? (0, 0))
@@ -568,8 +544,8 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         }
         let offset = records.count
         records.append(contentsOf: prep.record)
-        let c = Cold(id: spec.id, location: spec.location, radius: spec.radius ?? 0, record: offset, recordLength: prep.record.count,
-                     raster: raster, kind: h.test.kind, tracksOwner: spec.tracksOwner, isMulti: spec.isMulti, flat: prep.flat,
+        let c = Cold(id: beacon.id, location: beacon.location, radius: radius, record: offset, recordLength: prep.record.count,
+                     raster: raster, kind: h.test.kind, tracksOwner: beacon.tracksOwner, isMulti: isMulti, flat: prep.flat,
                      compact: prep.compact, members: members, boxes: boxes)
         place(c, hot: h, cells: prep.cells)
     }
