@@ -132,6 +132,24 @@ import Testing
         #expect(try await memory.trackingBeacons(owner: users[1]).map(\.id) == [mover.id])
     }
 
+    /// The index keeps beacons' fields in its own records: a change the store makes on the side
+    /// (a follower count) must reach them.
+    @Test(arguments: Backend.all) func sideChangesReachTheIndexsCopies(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend, engine: .memory)
+        let memory = try #require(h.services.engine as? MemoryCoverageEngine)
+        let ann = try await h.user("ann").id, ben = try await h.user("ben").id
+        let b = try await h.beacon(feature(name: "cafe"), owner: ann)
+        func same() async throws -> Bool {
+            try await memory.beacons(ids: [b.id]) == (try await h.store.beacons(ids: [b.id]))
+        }
+        #expect(try await h.store.follow(beacon: b.id, user: ben, at: h.clock.now()))
+        #expect(try await memory.beacons(ids: [b.id]).first?.followersCount == 1)
+        #expect(try await same())
+        #expect(try await h.store.unfollow(beacon: b.id, user: ben))
+        #expect(try await memory.beacons(ids: [b.id]).first?.followersCount == 0)
+        #expect(try await same())
+    }
+
     @Test func compactPolygonsAgreeWithGEOSOnBoundaries() throws {
         var g = RandomBeacons(seed: 77, users: [UserID(uncheckedRawValue: "usr_x")])
         let file = try CoordinateFile(creating: nil)

@@ -102,7 +102,7 @@ extension SQLStore {
                                             [id.rawValue])
             try await db.rows("DELETE FROM beacons WHERE id = $1", [id.rawValue])
             log.changes.append(.delete(id))
-            for row in linking { log.touched.append(BeaconID(uncheckedRawValue: try row.string("source_id"))) }
+            for row in linking { log.touch(BeaconID(uncheckedRawValue: try row.string("source_id"))) }
         }
     }
 
@@ -436,7 +436,7 @@ extension SQLStore {
             """, [beacon.rawValue, user.rawValue, at.millis])
         guard !added.isEmpty else { return false }
         try await db.rows("UPDATE beacons SET followers_count = followers_count + 1 WHERE id = $1", [beacon.rawValue])
-        log.touched.append(beacon)
+        log.touch(beacon)
         return true
     }
 
@@ -446,7 +446,7 @@ extension SQLStore {
                                         [beacon.rawValue, user.rawValue])
         guard !removed.isEmpty else { return false }
         try await db.rows("UPDATE beacons SET followers_count = followers_count - 1 WHERE id = $1", [beacon.rawValue])
-        log.touched.append(beacon)
+        log.touch(beacon)
         return true
     }
 

@@ -7,9 +7,12 @@ package struct SQLWriteLog: Sendable {
     /// Fence states or user locations were written (another process's fence engine reloads).
     package var fencesChanged = false
     /// Beacons whose stored fields changed without an upsert of their own (a follower count, a
-    /// relationship removed with its deleted target): `settleTouched` reads them again as
-    /// upserts before the transaction commits, so in-memory copies stay exact.
-    package var touched: [BeaconID] = []
+    /// relationship removed with its deleted target), with the number of changes logged when
+    /// they were touched: `settleTouched` reads them again as upserts before the transaction
+    /// commits, so in-memory copies stay exact.
+    var touched: [(id: BeaconID, at: Int)] = []
+
+    package mutating func touch(_ id: BeaconID) { touched.append((id, changes.count)) }
 
     package init() {}
 }
@@ -18,8 +21,21 @@ extension SQLStore {
     /// Appends an upsert of every touched beacon, as it is now in the transaction.
     static func settleTouched(_ log: inout SQLWriteLog, db: any SQLSession) async throws {
         guard !log.touched.isEmpty else { return }
-        var seen = Set<BeaconID>()
-        let ids = log.touched.filter { seen.insert($0).inserted }
+        // A beacon upserted or deleted after it was last touched is reported as it is already.
+        var lastTouch: [BeaconID: Int] = [:]
+        var order: [BeaconID] = []
+        for (id, at) in log.touched {
+            if lastTouch.updateValue(at, forKey: id) == nil { order.append(id) }
+        }
+        let ids = order.filter { id in
+            !log.changes[lastTouch[id]!...].contains {
+                switch $0 {
+                case .upsert(let b): b.id == id
+                case .delete(let d): d == id
+                case .move: false
+                }
+            }
+        }
         log.touched = []
         for b in try await beacons(ids: ids, db: db) { log.changes.append(.upsert(b)) }
     }
