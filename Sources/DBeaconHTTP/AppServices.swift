@@ -72,8 +72,7 @@ package struct AppServices: Sendable {
         case .memory:
             // Observe before loading, so a change committed during the load is not lost.
             let memory = MemoryCoverageEngine(store: store)
-            // Weakly: the engine holds the store (answers read beacons from it), and the store
-            // keeps its observers.
+            // Weakly: the engine holds the store (it loads from it), and the store keeps its observers.
             store.observeChanges { [weak memory] change in
                 memory?.apply(change)
                 continuation.yield(change)
@@ -184,21 +183,18 @@ package struct AppServices: Sendable {
 
     /// Writes the index's snapshot unless the one in the folder is current, logging the outcome
     /// (failures are logged, not thrown: the next start loads from the database).
-    @discardableResult
     static func writeSnapshot(_ memory: MemoryCoverageEngine, to snapshots: IndexSnapshots, logger: Logger,
-                              force: Bool = false) async -> ChangeStamp? {
+                              force: Bool = false) async {
         do {
-            if !force, let current = snapshots.current, try await memory.store.changeStamp() == current { return current }
-            guard let report = try await memory.writeSnapshot(to: snapshots) else { return nil }
+            if !force, let current = snapshots.current, try await memory.store.changeStamp() == current { return }
+            guard let report = try await memory.writeSnapshot(to: snapshots) else { return }
             logger.info("index snapshot written", metadata: [
                 "beacons": "\(report.beacons)", "bytes": "\(report.bytes)", "seconds": rounded(report.seconds),
                 "capture_s": rounded(report.captureSeconds),
                 "counter": "\(report.stamp.counter)",
             ])
-            return report.stamp
         } catch {
             logger.error("index snapshot failed", metadata: ["error": "\(error)"])
-            return nil
         }
     }
 

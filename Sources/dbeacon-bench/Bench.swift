@@ -273,7 +273,7 @@ struct BenchRun {
             result.lookupP99us = one.latencies.percentile(0.99) / 1000
             result.lookups2 = Self.lookups(engine, queries, threads: 2, seconds: command.duration).rate
             log(String(format: "lookups: %.0f/s on 1 thread, %.0f/s on 2", result.lookups1, result.lookups2))
-            // Whole beacons come from the engine's cache, or the store for those not cached.
+            // Whole beacons are rebuilt from the index's records and exact geometry.
             let full = try await Self.asyncLookups(engine, queries, tasks: 1, seconds: command.duration)
             result.full1 = full.rate
             result.fullP50us = full.latencies.percentile(0.5) / 1000
