@@ -243,6 +243,7 @@ extension MemoryCoverageEngine {
             rasterWords.append(contentsOf: UnsafeBufferPointer(start: rasterBytes.assumingMemoryBound(to: UInt64.self), count: rasterCount))
             slots.reserveCapacity(slotCount)
             cold.reserveCapacity(slotCount)
+            slotIDs.reserveCapacity(slotCount)
             for _ in 0..<slotCount {
                 let id = BeaconID(uncheckedRawValue: try r.string())
                 let location = Position(lon: try r.double(), lat: try r.double())
@@ -327,6 +328,7 @@ extension MemoryCoverageEngine {
             rasterWords = []
             freeRasters = []
             cold = []
+            slotIDs = []
             freeSlots = []
             slots = [:]
             grid = HierarchicalGrid<Hot>()

@@ -170,6 +170,9 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     var rasterWords: [UInt64] = []
     var freeRasters: [Int32] = []
     var cold: [Cold?] = []
+    /// Each slot's beacon id (nil: free), beside `cold`: id answers (fences) read one array
+    /// element per match instead of the slot's object.
+    var slotIDs: [BeaconID?] = []
     var freeSlots: [Int32] = []
     var slots: [BeaconID: Int32] = [:]
     var grid = HierarchicalGrid<Hot>()
@@ -281,6 +284,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             // One allocation for the tables instead of repeated growth (1M beacons: ~20 rehashes).
             slots.reserveCapacity(expected)
             cold.reserveCapacity(expected)
+            slotIDs.reserveCapacity(expected)
         }
         // Batches are prepared and installed on a queue of their own while the store reads the
         // next ones (a bounded number in flight), so reading overlaps indexing; with more than
@@ -558,12 +562,14 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         } else {
             slot = Int32(cold.count)
             cold.append(nil)
+            slotIDs.append(nil)
         }
         let boxes = c.boxes
         let cells = cells ?? boxes.map(HierarchicalGrid<Hot>.cells(for:))
         for (box, cell) in zip(boxes, cells) { grid.insert(slot, box: box, level: cell.level, keys: cell.keys, record: hot) }
         if c.needsRaster { pending += 1 }
         cold[Int(slot)] = c
+        slotIDs[Int(slot)] = c.id
         slots[c.id] = slot
         if c.tracksOwner { tracking[hot.owner, default: []].insert(slot) }
     }
@@ -595,6 +601,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         }
         if c.needsRaster { pending -= 1 }
         cold[Int(slot)] = nil
+        slotIDs[Int(slot)] = nil
         freeSlots.append(slot)
     }
 
@@ -676,8 +683,8 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             let entries = grid.entryCount
             return [
                 ("beacons", slots.count), ("circles", circles), ("small polygons", small), ("large polygons", large),
-                ("slot objects", cold.count * 160 + members), ("records", records.capacity),
-                ("id table", slots.capacity * (MemoryLayout<BeaconID>.stride + 4) + slots.count * 32),
+                ("slot objects", cold.count * (176 + MemoryLayout<BeaconID?>.stride) + members), ("records", records.capacity),
+                ("id table", slots.capacity * (MemoryLayout<BeaconID>.stride + 4)),
                 ("grid entries", entries * MemoryLayout<HierarchicalGrid<Hot>.Entry>.stride),
                 ("small polygon blocks", flat), ("large polygon blocks", compact),
                 ("rasters", rasterWords.capacity * 8),
@@ -719,7 +726,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     /// Synchronous form of `coveringIDs` (benchmarks, callers outside async contexts).
     package func coveringIDsNow(_ query: CoverQuery) -> [BeaconID] {
         var out: [BeaconID] = []
-        lock.read { visit(query) { slot in out.append(cold[Int(slot)]!.id) } }
+        lock.read { visit(query) { slot in out.append(slotIDs[Int(slot)]!) } }
         return out
     }
 

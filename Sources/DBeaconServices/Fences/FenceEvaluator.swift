@@ -98,14 +98,17 @@ package struct FenceEvaluator: Sendable {
         for list in coverage {
             var coveredInside = 0 // covering ids are distinct
             for id in list {
-                if states[id] != nil { coveredInside += 1 } else if known.isEmpty || known[id] == nil { missing.insert(id) }
+                // index(forKey:): the key alone, without copying the state (and retaining its id).
+                if states.index(forKey: id) != nil { coveredInside += 1 } else if known.isEmpty || known.index(forKey: id) == nil {
+                    missing.insert(id)
+                }
             }
             guard coveredInside < states.count else { continue } // every state covered: no exit to check
             let covered = Set(list)
-            for id in states.keys where !covered.contains(id) && (known.isEmpty || known[id] == nil) { missing.insert(id) }
+            for id in states.keys where !covered.contains(id) && (known.isEmpty || known.index(forKey: id) == nil) { missing.insert(id) }
         }
         for (id, state) in states where !state.dwelled && last.seconds(since: state.enteredAt) >= config.dwellSeconds
-            && (known.isEmpty || known[id] == nil) {
+            && (known.isEmpty || known.index(forKey: id) == nil) {
             missing.insert(id)
         }
         return missing
@@ -191,7 +194,7 @@ package struct FenceEvaluator: Sendable {
             // so this copy is gone before the states change (no copy-on-write of them).
             let states = inside[user] ?? [:]
             for id in covering {
-                if states[id] != nil {
+                if states.index(forKey: id) != nil {
                     coveredInside += 1
                     continue
                 }
