@@ -28,30 +28,80 @@ extension PrefixedID {
     }
 }
 
-/// A string with its (per-process seeded) hash kept beside it. Beacon and user ids are
-/// hashed and compared constantly (fence states, the index's tables), and a 26-byte id is a
-/// heap string whose bytes lie elsewhere in memory: two different ids are told apart by
-/// their hashes without reading their bytes, and hashing one feeds the hasher eight bytes.
-package struct HashedString: Hashable, Sendable {
-    package let value: String
-    private let hash: Int
+/// An id string stored inline: up to 32 UTF-8 bytes live in four words of the value itself
+/// (zero-padded), so copying, hashing, comparing and ordering an id touch no heap object and no
+/// reference count. Beacon and user ids are copied, hashed and compared constantly (fence
+/// states, coverage answers, the index's tables) across threads; as heap strings each copy was
+/// a retain on a shared object, a cache miss and a contended atomic at a million beacons.
+/// Generated ids (`bcn_` + 22 characters) fit; longer ones (chosen ids reach 68 bytes), and any
+/// with a NUL byte, also keep the whole string in `long`.
+package struct InlineID: Hashable, Sendable, Comparable {
+    private let w0: UInt64, w1: UInt64, w2: UInt64, w3: UInt64
+    private let long: Long?
 
-    package init(_ value: String) {
-        self.value = value
-        hash = value.hashValue
+    /// The whole string of an id that does not fit the words.
+    private final class Long: Sendable {
+        let value: String
+        init(_ value: String) { self.value = value }
     }
 
-    package static func == (a: Self, b: Self) -> Bool { a.hash == b.hash && a.value == b.value }
+    package init(_ value: String) {
+        var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        var value = value
+        let fits = value.withUTF8 { bytes in
+            withUnsafeMutableBytes(of: &words) { out in
+                out.copyMemory(from: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes).prefix(32)))
+            }
+            return bytes.count <= 32 && !bytes.contains(0)
+        }
+        (w0, w1, w2, w3) = words
+        long = fits ? nil : Long(value)
+    }
 
-    package func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+    package var value: String {
+        if let long { return long.value }
+        var words = (w0, w1, w2, w3)
+        return withUnsafeBytes(of: &words) { bytes in
+            String(decoding: bytes.prefix(while: { $0 != 0 }), as: UTF8.self)
+        }
+    }
+
+    package static func == (a: Self, b: Self) -> Bool {
+        a.w0 == b.w0 && a.w1 == b.w1 && a.w2 == b.w2 && a.w3 == b.w3 && a.long?.value == b.long?.value
+    }
+
+    package func hash(into hasher: inout Hasher) {
+        hasher.combine(w0)
+        hasher.combine(w1)
+        hasher.combine(w2)
+        hasher.combine(w3)
+        if let long { hasher.combine(long.value) }
+    }
+
+    /// The order of the strings (byte order: every id byte is ASCII).
+    package static func < (a: Self, b: Self) -> Bool {
+        // Bytes in memory order are the string's; compared as big-endian words, a shorter id
+        // (zero padding) comes before a longer one with the same start, as in string order.
+        if a.w0 != b.w0 { return a.w0.bigEndian < b.w0.bigEndian }
+        if a.w1 != b.w1 { return a.w1.bigEndian < b.w1.bigEndian }
+        if a.w2 != b.w2 { return a.w2.bigEndian < b.w2.bigEndian }
+        if a.w3 != b.w3 { return a.w3.bigEndian < b.w3.bigEndian }
+        switch (a.long, b.long) {
+        case (nil, nil): return false
+        case (nil, _?): return true // a is b's first 32 bytes, or has the same bytes without a NUL
+        case (_?, nil): return false
+        case (let x?, let y?): return x.value < y.value
+        }
+    }
 }
 
 /// Id of a digital beacon (`bcn_…`).
 package struct BeaconID: PrefixedID {
     package static let prefix = "bcn_"
-    private let key: HashedString
+    private let key: InlineID
     package var rawValue: String { key.value }
-    package init(uncheckedRawValue: String) { key = HashedString(uncheckedRawValue) }
+    package init(uncheckedRawValue: String) { key = InlineID(uncheckedRawValue) }
+    package static func < (a: Self, b: Self) -> Bool { a.key < b.key }
 }
 
 extension BeaconID {
@@ -71,9 +121,10 @@ extension BeaconID {
 /// Id of a user (`usr_…`).
 package struct UserID: PrefixedID {
     package static let prefix = "usr_"
-    private let key: HashedString
+    private let key: InlineID
     package var rawValue: String { key.value }
-    package init(uncheckedRawValue: String) { key = HashedString(uncheckedRawValue) }
+    package init(uncheckedRawValue: String) { key = InlineID(uncheckedRawValue) }
+    package static func < (a: Self, b: Self) -> Bool { a.key < b.key }
 }
 
 /// Random strings for ids, tokens and secrets.
@@ -86,8 +137,12 @@ package enum RandomToken {
         var out = [UInt8]()
         out.reserveCapacity(count)
         while out.count < count {
-            let byte = UInt8.random(in: 0...255, using: &rng)
-            if byte < 248 { out.append(alphabet[Int(byte % 62)]) }
+            var word = rng.next() // eight random bytes per system call
+            for _ in 0..<8 where out.count < count {
+                let byte = UInt8(truncatingIfNeeded: word)
+                word >>= 8
+                if byte < 248 { out.append(alphabet[Int(byte % 62)]) }
+            }
         }
         return String(decoding: out, as: UTF8.self)
     }
