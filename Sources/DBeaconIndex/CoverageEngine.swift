@@ -16,15 +16,9 @@ package protocol CoverageEngine: Sendable {
     func beacons(ids: [BeaconID]) async throws -> [Beacon]
     /// The moving beacons of `owner`.
     func trackingBeacons(owner: UserID) async throws -> [Beacon]
-    /// The same ids as the engine holds them: sharing its strings' storage, two equal ids are
-    /// told equal without reading their bytes (the fence engine's tables of ids read from the
-    /// database are compared with covering ids all the time).
-    func canonical(_ ids: Set<BeaconID>) -> [BeaconID: BeaconID]
 }
 
 extension CoverageEngine {
-    package func canonical(_ ids: Set<BeaconID>) -> [BeaconID: BeaconID] { [:] }
-
     package func coveringIDs(_ query: CoverQuery) async throws -> [BeaconID] {
         try await covering(query).map(\.id)
     }

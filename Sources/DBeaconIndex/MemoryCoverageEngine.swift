@@ -832,15 +832,6 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         }
     }
 
-    package func canonical(_ ids: Set<BeaconID>) -> [BeaconID: BeaconID] {
-        lock.read {
-            var out: [BeaconID: BeaconID] = [:]
-            out.reserveCapacity(ids.count)
-            for id in ids { if let slot = slots[id], let c = cold[Int(slot)] { out[id] = c.id } }
-            return out
-        }
-    }
-
     package func trackingBeacons(owner: UserID) async throws -> [Beacon] {
         lock.read {
             guard let o = users[owner], let set = tracking[o] else { return [] }

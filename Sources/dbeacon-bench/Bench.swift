@@ -366,6 +366,14 @@ struct BenchRun {
     /// Location fixes from many users at once (random walks through the region); each call
     /// returns once its fix, state changes and events are committed with synchronous=FULL.
     func fixes(store: SpatiaLiteStore, engine: MemoryCoverageEngine, into result: inout BenchResult) async throws {
+        // Every run starts from the same state: the events, states and locations of earlier runs
+        // (millions after a few) would make each run insert into larger indexes than the last.
+        let cleared = try await store.write { db, _ in
+            let events = try await db.rows("SELECT count(*) AS n FROM events").first?.int("n") ?? 0
+            for table in ["outbox", "events", "fence_states", "user_locations"] { _ = try await db.rows("DELETE FROM \(table)") }
+            return events
+        }
+        if cleared > 0 { log("fixes: cleared \(cleared) events of earlier runs") }
         let fences = FenceEngine(store: store, engine: engine, committer: GroupCommitter(store: store), clock: SystemClock(),
                                  config: FenceConfig())
         try await fences.reload()

@@ -41,19 +41,7 @@ package actor FenceEngine {
     /// Loads locations and fence states from the store (at start-up, and after a failed commit).
     package func reload() async throws {
         let snapshot = try await store.loadFenceSnapshot(locationsSince: Timestamp(millis: 0))
-        // The states' beacon ids as the index holds them (see `CoverageEngine.canonical`).
-        let canonical = engine.canonical(Set(snapshot.states.values.flatMap { $0.map(\.beacon) }))
-        var states = snapshot.states
-        if !canonical.isEmpty {
-            for (user, list) in states {
-                states[user] = list.map { s in
-                    var s = s
-                    s.beacon = canonical[s.beacon] ?? s.beacon
-                    return s
-                }
-            }
-        }
-        evaluator = FenceEvaluator(config: config, locations: snapshot.locations, states: states)
+        evaluator = FenceEvaluator(config: config, locations: snapshot.locations, states: snapshot.states)
         needsReload = false
     }
 
