@@ -22,7 +22,7 @@ package struct FenceEvaluator: Sendable {
     package let config: FenceConfig
 
     package private(set) var locations: [UserID: UserLocation] = [:]
-    private var inside: [UserID: [BeaconID: FenceState]] = [:]
+    private var inside: [UserID: UserStates] = [:]
     /// Reverse index: who is inside each beacon.
     private var holders: [BeaconID: Set<UserID>] = [:]
     /// Counts `setState`/`removeState` calls: a batch of fixes that made none has no states to diff.
@@ -58,8 +58,8 @@ package struct FenceEvaluator: Sendable {
     /// on a fresher copy of their state, read from a store other processes write too).
     package mutating func adopt(_ users: [UserID], from other: FenceEvaluator) {
         for user in users {
-            for id in Array((inside[user] ?? [:]).keys) { removeState(user, id) }
-            for state in (other.inside[user] ?? [:]).values { setState(user, state) }
+            for state in inside[user]?.states ?? [] { removeState(user, state.beacon) }
+            for state in other.inside[user]?.states ?? [] { setState(user, state) }
             if let location = other.locations[user] {
                 locations[user] = location
                 grid.move(user, to: location.position)
@@ -71,7 +71,7 @@ package struct FenceEvaluator: Sendable {
 
     /// The beacons a user is inside, in id order.
     package func insideBeacons(of user: UserID) -> [BeaconID] {
-        (inside[user] ?? [:]).keys.sorted()
+        inside[user]?.states.map(\.beacon) ?? []
     }
 
     /// A user's state in one beacon, if inside.
@@ -93,23 +93,20 @@ package struct FenceEvaluator: Sendable {
     package func beaconsNeeded<Known>(user: UserID, fixes: [LocationFix], coverage: [[BeaconID]],
                                       known: [BeaconID: Known]) -> Set<BeaconID> {
         var missing = Set<BeaconID>()
-        let states = inside[user] ?? [:]
+        let states = inside[user] ?? UserStates()
         guard let last = fixes.map(\.timestamp).max() else { return missing }
         for list in coverage {
-            var coveredInside = 0 // covering ids are distinct
-            for id in list {
-                // index(forKey:): the key alone, without copying the state (and retaining its id).
-                if states.index(forKey: id) != nil { coveredInside += 1 } else if known.isEmpty || known.index(forKey: id) == nil {
-                    missing.insert(id)
-                }
+            let uncovered = states.uncovered(by: list) { id in
+                if known.isEmpty || known.index(forKey: id) == nil { missing.insert(id) }
             }
-            guard coveredInside < states.count else { continue } // every state covered: no exit to check
-            let covered = Set(list)
-            for id in states.keys where !covered.contains(id) && (known.isEmpty || known.index(forKey: id) == nil) { missing.insert(id) }
+            for i in uncovered { // exit cushions
+                let id = states.states[i].beacon
+                if known.isEmpty || known.index(forKey: id) == nil { missing.insert(id) }
+            }
         }
-        for (id, state) in states where !state.dwelled && last.seconds(since: state.enteredAt) >= config.dwellSeconds
-            && (known.isEmpty || known.index(forKey: id) == nil) {
-            missing.insert(id)
+        for state in states.states where !state.dwelled && last.seconds(since: state.enteredAt) >= config.dwellSeconds
+            && (known.isEmpty || known.index(forKey: state.beacon) == nil) {
+            missing.insert(state.beacon)
         }
         return missing
     }
@@ -148,7 +145,7 @@ package struct FenceEvaluator: Sendable {
     /// meanwhile and is not entered), `tracking` the beacons that follow this user's location.
     package mutating func applyFixes(user: UserID, fixes: [LocationFix], coverage: [[BeaconID]], known: [BeaconID: Beacon],
                                      tracking: [Beacon], now: Timestamp) -> FixOutcome {
-        let before = inside[user] ?? [:]
+        let before = inside[user] ?? UserStates()
         let writesBefore = stateWrites
         var update = FenceUpdate()
         var events: [Event] = []
@@ -185,33 +182,26 @@ package struct FenceEvaluator: Sendable {
     private mutating func step(user: UserID, fix: LocationFix, covering: [BeaconID], known: [BeaconID: Beacon],
                                now: Timestamp) -> [Event] {
         var events: [Event] = []
-        // Covering ids are distinct: when as many are (now) inside as the user is inside, the
-        // fix covers every beacon the user is in and nothing can be left (the common case).
-        var coveredInside = 0
         var entering: [Beacon] = []
+        var leaving: [BeaconID] = []
         do {
-            // The user's states looked up once (not per covering id); entered after the scan,
-            // so this copy is gone before the states change (no copy-on-write of them).
-            let states = inside[user] ?? [:]
-            for id in covering {
-                if states.index(forKey: id) != nil {
-                    coveredInside += 1
-                    continue
-                }
+            // The user's states looked up once; changed after the scan, so this copy is gone
+            // before they change (no copy-on-write of them).
+            let states = inside[user] ?? UserStates()
+            let uncovered = states.uncovered(by: covering) { id in
                 // A beacon that moves with this user never contains them.
-                guard let beacon = known[id], !(beacon.tracksOwner && beacon.owner == user) else { continue }
+                guard let beacon = known[id], !(beacon.tracksOwner && beacon.owner == user) else { return }
                 entering.append(beacon)
             }
+            leaving = uncovered.map { states.states[$0].beacon } // in id order
         }
         for beacon in entering {
             setState(user, FenceState(beacon: beacon.id, enteredAt: fix.timestamp, dwelled: false))
-            coveredInside += 1
             events.append(Self.fenceEvent(.entered, user: user, beacon: beacon, at: fix.timestamp, position: fix.position,
                                           accuracy: fix.accuracyM, reason: nil, now: now))
         }
-        if coveredInside < (inside[user]?.count ?? 0) {
-            let coveringIDs = Set(covering)
-            for id in (inside[user] ?? [:]).keys.filter({ !coveringIDs.contains($0) }).sorted() {
+        if !leaving.isEmpty {
+            for id in leaving {
                 guard let beacon = known[id] else {
                     removeState(user, id)  // deleted: its followers hear beacon.deleted instead
                     continue
@@ -233,14 +223,14 @@ package struct FenceEvaluator: Sendable {
 
     private mutating func dwellEvents(user: UserID, at t: Timestamp, names: [BeaconID: Beacon], now: Timestamp) -> [Event] {
         var events: [Event] = []
-        let states = inside[user] ?? [:]
-        guard states.values.contains(where: { !$0.dwelled && t.seconds(since: $0.enteredAt) >= config.dwellSeconds }) else { return [] }
-        for (id, state) in (inside[user] ?? [:]).sorted(by: { $0.key < $1.key })
-        where !state.dwelled && t.seconds(since: state.enteredAt) >= config.dwellSeconds {
+        let states = inside[user]?.states ?? []
+        guard states.contains(where: { !$0.dwelled && t.seconds(since: $0.enteredAt) >= config.dwellSeconds }) else { return [] }
+        for state in states where !state.dwelled && t.seconds(since: state.enteredAt) >= config.dwellSeconds { // in id order
             var s = state
             s.dwelled = true
             setState(user, s)
-            events.append(Self.dwellEvent(user: user, beacon: id, name: names[id]?.name, since: state.enteredAt, at: t, now: now))
+            events.append(Self.dwellEvent(user: user, beacon: state.beacon, name: names[state.beacon]?.name, since: state.enteredAt,
+                                          at: t, now: now))
         }
         return events
     }
@@ -428,7 +418,7 @@ package struct FenceEvaluator: Sendable {
 
     private mutating func setState(_ user: UserID, _ state: FenceState) {
         stateWrites &+= 1
-        inside[user, default: [:]][state.beacon] = state
+        inside[user, default: UserStates()][state.beacon] = state
         holders[state.beacon, default: []].insert(user)
         let key = FenceKey(user: user, beacon: state.beacon)
         if state.dwelled { dwellPending.remove(key) } else { dwellPending.insert(key) }
@@ -446,10 +436,10 @@ package struct FenceEvaluator: Sendable {
     }
 
     /// Turns the difference between two state maps of a user into store operations.
-    private func diff(user: UserID, before: [BeaconID: FenceState], into update: inout FenceUpdate) {
-        let after = inside[user] ?? [:]
-        for (id, state) in after where before[id] != state { update.states.append((user, state)) }
-        for id in before.keys where after[id] == nil { update.removed.append((user, id)) }
+    private func diff(user: UserID, before: UserStates, into update: inout FenceUpdate) {
+        let after = inside[user] ?? UserStates()
+        for state in after.states where before[state.beacon] != state { update.states.append((user, state)) }
+        for state in before.states where after[state.beacon] == nil { update.removed.append((user, state.beacon)) }
     }
 
     // MARK: Events
@@ -477,5 +467,69 @@ package struct FenceEvaluator: Sendable {
             "beacon": .string(beacon.rawValue), "name": .optional(name), "since": .string(since.rfc3339),
             "dwell_s": .number(at.seconds(since: since)),
         ])
+    }
+}
+
+/// One user's fence states, sorted by beacon id. A user is inside a few dozen beacons at most:
+/// a sorted array is compact (a fix reads a few cache lines, where a hash table's probes land
+/// on as many lines as lookups), needs no hashing, and lists the beacons in id order as answers do.
+package struct UserStates: Sendable {
+    package private(set) var states: [FenceState] = []
+
+    package init() {}
+
+    package var isEmpty: Bool { states.isEmpty }
+
+    /// The index of `id`'s state, or where it would go.
+    private func position(of id: BeaconID) -> (index: Int, found: Bool) {
+        var low = 0, high = states.count
+        while low < high {
+            let mid = (low + high) / 2
+            let b = states[mid].beacon
+            if b == id { return (mid, true) }
+            if b < id { low = mid + 1 } else { high = mid }
+        }
+        return (low, false)
+    }
+
+    package subscript(id: BeaconID) -> FenceState? {
+        get {
+            let p = position(of: id)
+            return p.found ? states[p.index] : nil
+        }
+        set {
+            let p = position(of: id)
+            switch (newValue, p.found) {
+            case (let state?, true): states[p.index] = state
+            case (let state?, false): states.insert(state, at: p.index)
+            case (nil, true): states.remove(at: p.index)
+            case (nil, false): break
+            }
+        }
+    }
+
+    /// Calls `outside` with each id of `covering` (distinct ids) that has no state here, and
+    /// returns the indexes, in id order, of the states whose beacon is not among `covering`.
+    package func uncovered(by covering: [BeaconID], outside: (BeaconID) -> Void) -> [Int] {
+        if states.isEmpty {
+            covering.forEach(outside)
+            return []
+        }
+        if states.count <= 64 { // one bit per state, no allocation
+            var covered: UInt64 = 0
+            for id in covering {
+                let p = position(of: id)
+                if p.found { covered |= 1 << UInt64(p.index) } else { outside(id) }
+            }
+            let all: UInt64 = states.count == 64 ? ~0 : (1 << UInt64(states.count)) - 1
+            guard covered != all else { return [] } // the common case: nothing to leave
+            return states.indices.filter { covered & (1 << UInt64($0)) == 0 }
+        }
+        var covered = [Bool](repeating: false, count: states.count)
+        for id in covering {
+            let p = position(of: id)
+            if p.found { covered[p.index] = true } else { outside(id) }
+        }
+        return covered.indices.filter { !covered[$0] }
     }
 }
