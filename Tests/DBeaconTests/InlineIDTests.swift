@@ -29,6 +29,7 @@ import Testing
         for (s, id) in zip(strings, ids) {
             #expect(id.rawValue == s)
             #expect(id.description == s)
+            #expect(id.withUTF8 { Array($0) } == Array(s.utf8))
         }
         for (i, a) in ids.enumerated() {
             for (j, b) in ids.enumerated() {

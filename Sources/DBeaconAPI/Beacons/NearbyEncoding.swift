@@ -28,7 +28,7 @@ package enum NearbyEncoding {
     static func writeFeature(_ r: NearbyResult, includePerimeter: Bool, cache: PerimeterJSONCache, into w: inout JSONWriter) {
         let b = r.beacon
         w.appendASCII("{\"type\":\"Feature\",\"id\":")
-        w.writeString(b.id.rawValue)
+        b.id.withUTF8 { w.writeString(utf8: $0) }
         w.appendASCII(",\"geometry\":{\"type\":\"Point\",\"coordinates\":[")
         w.writeNumber(b.location.lon)
         w.appendASCII(",")
@@ -38,7 +38,7 @@ package enum NearbyEncoding {
         w.appendASCII(",\"description\":")
         if let d = b.description { w.writeString(d) } else { w.appendASCII("null") }
         w.appendASCII(",\"owner\":")
-        w.writeString(b.owner.rawValue)
+        b.owner.withUTF8 { w.writeString(utf8: $0) }
         if includePerimeter {
             w.appendASCII(",\"perimeter\":")
             if let cached = cache.perimeter(of: b) {
@@ -54,7 +54,7 @@ package enum NearbyEncoding {
             w.appendASCII("{\"members\":[")
             for (i, m) in members.enumerated() {
                 if i > 0 { w.appendASCII(",") }
-                w.writeString(m.rawValue)
+                m.withUTF8 { w.writeString(utf8: $0) }
             }
             w.appendASCII("]}")
         } else {

@@ -66,6 +66,19 @@ package struct InlineID: Hashable, Sendable, Comparable {
         }
     }
 
+    /// The string's UTF-8 bytes, without making a `String` (one over 15 bytes is a heap allocation).
+    package func withUTF8<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        if let long {
+            var value = long.value
+            return try value.withUTF8(body)
+        }
+        var words = (w0, w1, w2, w3)
+        return try withUnsafeBytes(of: &words) { raw in
+            let bytes = raw.bindMemory(to: UInt8.self)
+            return try body(UnsafeBufferPointer(rebasing: bytes.prefix(while: { $0 != 0 })))
+        }
+    }
+
     package static func == (a: Self, b: Self) -> Bool {
         a.w0 == b.w0 && a.w1 == b.w1 && a.w2 == b.w2 && a.w3 == b.w3 && a.long?.value == b.long?.value
     }
@@ -102,6 +115,8 @@ package struct BeaconID: PrefixedID {
     package var rawValue: String { key.value }
     package init(uncheckedRawValue: String) { key = InlineID(uncheckedRawValue) }
     package static func < (a: Self, b: Self) -> Bool { a.key < b.key }
+    /// `rawValue`'s UTF-8 bytes, without making a `String`.
+    package func withUTF8<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R { try key.withUTF8(body) }
 }
 
 extension BeaconID {
@@ -125,6 +140,8 @@ package struct UserID: PrefixedID {
     package var rawValue: String { key.value }
     package init(uncheckedRawValue: String) { key = InlineID(uncheckedRawValue) }
     package static func < (a: Self, b: Self) -> Bool { a.key < b.key }
+    /// `rawValue`'s UTF-8 bytes, without making a `String`.
+    package func withUTF8<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R { try key.withUTF8(body) }
 }
 
 /// Random strings for ids, tokens and secrets.
