@@ -173,13 +173,24 @@ package struct HierarchicalGrid<Record> {
     @inline(__always)
     package func forEachCandidate(lon: Double, lat: Double, _ body: (borrowing Entry) -> Void) {
         let flon = Float(lon), flat = Float(lat)
-        for level in occupied {
-            let s = Self.size(level)
-            let k = Self.key(Self.index(lon, offset: 180, size: s), Self.index(lat, offset: 90, size: s))
-            guard let list = cells[level][k] else { continue }
-            list.withUnsafeBufferPointer { entries in
-                for i in entries.indices where entries[i].mayContain(lon: flon, lat: flat) { body(entries[i]) }
+        // Every level's cell is looked up first, then scanned: the lookups are independent, so
+        // their cache misses overlap instead of coming one after another.
+        withUnsafeTemporaryAllocation(of: [Entry].self, capacity: Self.levels) { lists in
+            var n = 0
+            for level in occupied {
+                let s = Self.size(level)
+                let k = Self.key(Self.index(lon, offset: 180, size: s), Self.index(lat, offset: 90, size: s))
+                if let list = cells[level][k] {
+                    (lists.baseAddress! + n).initialize(to: list)
+                    n += 1
+                }
             }
+            for j in 0..<n {
+                lists[j].withUnsafeBufferPointer { entries in
+                    for i in entries.indices where entries[i].mayContain(lon: flon, lat: flat) { body(entries[i]) }
+                }
+            }
+            _ = lists.baseAddress!.deinitialize(count: n)
         }
     }
 }
