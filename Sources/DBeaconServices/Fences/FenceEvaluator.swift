@@ -200,22 +200,20 @@ package struct FenceEvaluator: Sendable {
             events.append(Self.fenceEvent(.entered, user: user, beacon: beacon, at: fix.timestamp, position: fix.position,
                                           accuracy: fix.accuracyM, reason: nil, now: now))
         }
-        if !leaving.isEmpty {
-            for id in leaving {
-                guard let beacon = known[id] else {
-                    removeState(user, id)  // deleted: its followers hear beacon.deleted instead
-                    continue
-                }
-                let available = beacon.isVisible(to: .user(user), at: fix.timestamp) && beacon.isAlive(at: fix.timestamp)
-                if available {
-                    if let seen = inside[user]?[id]?.sightedAt, fix.timestamp.seconds(since: seen) < config.sightingExitSeconds { continue }
-                    let cushion = max(config.exitCushionM, fix.accuracyM)
-                    if PerimeterDistance.isWithin(cushion, of: beacon.perimeter, center: beacon.location, point: fix.position) { continue }
-                }
-                removeState(user, id)
-                events.append(Self.fenceEvent(.exited, user: user, beacon: beacon, at: fix.timestamp, position: fix.position,
-                                              accuracy: fix.accuracyM, reason: available ? nil : "unavailable", now: now))
+        for id in leaving {
+            guard let beacon = known[id] else {
+                removeState(user, id)  // deleted: its followers hear beacon.deleted instead
+                continue
             }
+            let available = beacon.isVisible(to: .user(user), at: fix.timestamp) && beacon.isAlive(at: fix.timestamp)
+            if available {
+                if let seen = inside[user]?[id]?.sightedAt, fix.timestamp.seconds(since: seen) < config.sightingExitSeconds { continue }
+                let cushion = max(config.exitCushionM, fix.accuracyM)
+                if PerimeterDistance.isWithin(cushion, of: beacon.perimeter, center: beacon.location, point: fix.position) { continue }
+            }
+            removeState(user, id)
+            events.append(Self.fenceEvent(.exited, user: user, beacon: beacon, at: fix.timestamp, position: fix.position,
+                                          accuracy: fix.accuracyM, reason: available ? nil : "unavailable", now: now))
         }
         events += dwellEvents(user: user, at: fix.timestamp, names: known, now: now)
         return events
