@@ -279,12 +279,7 @@ package final class CompactPolygon: @unchecked Sendable {
         var crossings = 0
         for r in lo..<hi {
             let (first, count) = run(r)
-            for i in first..<(first + count) {
-                let p1 = Position(lon: exact[2 * i], lat: exact[2 * i + 1])
-                let p2 = Position(lon: exact[2 * i + 2], lat: exact[2 * i + 3])
-                if p1.lon < x && p2.lon < x { continue }
-                if RayCrossing.countSegment(p1, p2, x: x, y: y, crossings: &crossings) { return true }
-            }
+            if RayCrossing.countEdges(exact, first: first, count: count, x: x, y: y, crossings: &crossings) { return true }
         }
         return crossings & 1 == 1
     }

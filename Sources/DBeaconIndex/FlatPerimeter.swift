@@ -89,13 +89,7 @@ package final class FlatPerimeter: @unchecked Sendable {
             for _ in 0..<rings {
                 let n = Int(p[0])
                 p += 1
-                var i = 0
-                while i + 1 < n {
-                    let a = Position(lon: p[2 * i], lat: p[2 * i + 1]), b = Position(lon: p[2 * i + 2], lat: p[2 * i + 3])
-                    i += 1
-                    if a.lon < x && b.lon < x { continue }
-                    if RayCrossing.countSegment(a, b, x: x, y: y, crossings: &crossings) { return true }
-                }
+                if n > 1, RayCrossing.countEdges(p, first: 0, count: n - 1, x: x, y: y, crossings: &crossings) { return true }
                 p += 2 * n
             }
             if crossings & 1 == 1 { return true }

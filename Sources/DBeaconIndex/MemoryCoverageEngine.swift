@@ -532,13 +532,13 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             if id < 64 { h.tagBits |= 1 << UInt64(id) } else { h.overflowTags = true }
         }
         var raster: Int32 = -1
-        var radius = 0.0, isMulti = false
+        var radius: Double?, isMulti = false
         switch beacon.perimeter {
         case .circle(let r): radius = r
         case .multiPolygon: isMulti = true
         case .polygon: break
         }
-        if case .circle = beacon.perimeter {
+        if let radius {
             h.test = .circle(lat: beacon.location.lat, lon: beacon.location.lon, radius: radius)
         } else if !prep.compact.isEmpty {
             raster = prep.raster.map(storeRaster) ?? -1
@@ -548,7 +548,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         }
         let offset = records.count
         records.append(contentsOf: prep.record)
-        let c = Cold(id: beacon.id, location: beacon.location, radius: radius, record: offset, recordLength: prep.record.count,
+        let c = Cold(id: beacon.id, location: beacon.location, radius: radius ?? 0, record: offset, recordLength: prep.record.count,
                      raster: raster, kind: h.test.kind, tracksOwner: beacon.tracksOwner, isMulti: isMulti, flat: prep.flat,
                      compact: prep.compact, members: members, boxes: boxes)
         place(c, hot: h, cells: prep.cells)

@@ -37,13 +37,13 @@ final class PolygonCache: Sendable {
         let shard = shards[Int(UInt(bitPattern: key.hashValue) % 8)]
         if let hit = shard.withLock({ $0.entries[key]?.polygon }) { return hit }
         let polygon = compact.polygon
-        let bytes = 16 * compact.vertexCount + 64
+        let bytes = Self.cost(compact)
         guard bytes <= shardBytes else { return polygon }
         shard.withLock { s in
             guard s.entries[key] == nil else { return }
             // Oldest first out (insertion order).
             while s.bytes + bytes > shardBytes && s.head < s.order.count {
-                if let old = s.entries.removeValue(forKey: s.order[s.head]) { s.bytes -= 16 * old.owner.vertexCount + 64 }
+                if let old = s.entries.removeValue(forKey: s.order[s.head]) { s.bytes -= Self.cost(old.owner) }
                 s.head += 1
             }
             if s.head > 1024 && s.head * 2 > s.order.count {
@@ -56,4 +56,7 @@ final class PolygonCache: Sendable {
         }
         return polygon
     }
+
+    /// Bytes a rebuilt polygon holds (its vertices and the array's header).
+    private static func cost(_ compact: CompactPolygon) -> Int { 16 * compact.vertexCount + 64 }
 }

@@ -20,6 +20,21 @@ package enum RayCrossing {
         return false
     }
 
+    /// `countSegment` over the edges `first..<(first + count)` of interleaved coordinates (edge `i`
+    /// joins vertex `i` to vertex `i + 1`; lon, lat per vertex), skipping edges left of the point;
+    /// true when the point lies on one.
+    @inline(__always)
+    package static func countEdges(_ coords: UnsafePointer<Double>, first: Int, count: Int, x: Double, y: Double,
+                                   crossings: inout Int) -> Bool {
+        for i in first..<(first + count) {
+            let p1 = Position(lon: coords[2 * i], lat: coords[2 * i + 1])
+            let p2 = Position(lon: coords[2 * i + 2], lat: coords[2 * i + 3])
+            if p1.lon < x && p2.lon < x { continue }
+            if countSegment(p1, p2, x: x, y: y, crossings: &crossings) { return true }
+        }
+        return false
+    }
+
     /// The rule over every edge of a polygon (no index): interior or boundary, holes excluded.
     package static func covers(_ polygon: Polygon, lon x: Double, lat y: Double) -> Bool {
         var crossings = 0

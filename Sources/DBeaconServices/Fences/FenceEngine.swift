@@ -82,14 +82,7 @@ package actor FenceEngine {
         case .decided(let decision):
             // Durability is awaited off the actor, which goes on deciding other users' fixes
             // meanwhile (the update was enqueued in decision order).
-            if let ticket = decision.ticket {
-                do {
-                    try await committer.wait(ticket)
-                } catch {
-                    await invalidate()
-                    throw error
-                }
-            }
+            if let ticket = decision.ticket { try await awaitCommit(ticket) }
             return await Self.finish(user: user, outcome: decision.outcome, inside: decision.inside, listeners: decision.listeners)
         }
     }
@@ -280,11 +273,16 @@ package actor FenceEngine {
 
     private func commit(_ update: FenceUpdate) async throws {
         guard !update.isEmpty else { return }
-        let ticket = committer.enqueue(update)
+        try await awaitCommit(committer.enqueue(update))
+    }
+
+    /// Returns once `ticket`'s batch is durable; a failed commit makes the next decision reload
+    /// the state from the store (the in-memory state went ahead of it).
+    private nonisolated func awaitCommit(_ ticket: GroupCommitter.Ticket) async throws {
         do {
             try await committer.wait(ticket)
         } catch {
-            needsReload = true
+            await invalidate()
             throw error
         }
     }
