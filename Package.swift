@@ -36,6 +36,8 @@ let package = Package(
             pkgConfig: nil,
             providers: [.apt(["libgeos-dev"])]
         ),
+        // Header-only: cache prefetch hints (Swift has no intrinsic for them).
+        .systemLibrary(name: "CPrefetch"),
         .target(
             name: "DBeaconCore",
             swiftSettings: settings
@@ -56,13 +58,13 @@ let package = Package(
         ),
         .target(
             name: "DBeaconIndex",
-            dependencies: ["DBeaconCore", "DBeaconGeo", "DBeaconStore"],
+            dependencies: ["DBeaconCore", "DBeaconGeo", "DBeaconStore", "CPrefetch"],
             swiftSettings: settings
         ),
         .target(
             name: "DBeaconServices",
             dependencies: [
-                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconIndex",
+                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconIndex", "CPrefetch",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

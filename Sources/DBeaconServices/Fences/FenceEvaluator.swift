@@ -1,3 +1,4 @@
+import CPrefetch
 package import DBeaconCore
 import DBeaconGeo
 package import DBeaconStore
@@ -513,6 +514,9 @@ package struct UserStates: Sendable {
             covering.forEach(outside)
             return []
         }
+        // A user's states are cold by the next fix: their lines are requested all at once, so
+        // the misses overlap instead of coming one per step of each binary search.
+        states.withUnsafeBytes { dbeacon_prefetch_range($0.baseAddress, $0.count) }
         if states.count <= 64 { // one bit per state, no allocation
             var covered: UInt64 = 0
             for id in covering {
