@@ -169,7 +169,10 @@ extension MemoryCoverageEngine {
                 try w.value(h.tagBits)
                 try w.value(h.memberBits)
                 var coarse: (UInt64, UInt64) = (0, 0)
-                if case .large(_, let cs) = h.test { coarse = cs }
+                switch h.test {
+                case .large(_, let cs), .small(_, let cs): coarse = cs
+                default: break
+                }
                 try w.value(coarse.0)
                 try w.value(coarse.1)
                 try w.value(UInt32(c.members.count))
@@ -303,7 +306,7 @@ extension MemoryCoverageEngine {
                 case .circle: h.test = .circle(lat: location.lat, lon: location.lon, radius: radius)
                 case .small:
                     guard let flat else { throw SnapshotMapping.Failure.malformed("perimeter of \(id)") }
-                    h.test = .small(UnsafePointer(flat.base))
+                    h.test = .small(UnsafePointer(flat.base), coarse: coarse)
                 case .large:
                     guard !compact.isEmpty else { throw SnapshotMapping.Failure.malformed("perimeter of \(id)") }
                     h.test = .large(raster: raster, coarse: coarse)

@@ -1,3 +1,4 @@
+import CPrefetch
 package import DBeaconCore
 import DBeaconGeo
 package import DBeaconStore
@@ -58,8 +59,9 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         case free
         /// Geodesic distance from the centre.
         case circle(lat: Double, lon: Double, radius: Double)
-        /// `FlatPerimeter.covers` on the block (`FlatPerimeter.base`, owned by the slot's `Cold`).
-        case small(UnsafePointer<Double>)
+        /// `FlatPerimeter.covers` on the block (`FlatPerimeter.base`, owned by the slot's `Cold`)
+        /// for points its 8×8 summary over the entry's box (`PolygonRaster.summary`) leaves open.
+        case small(UnsafePointer<Double>, coarse: (UInt64, UInt64))
         /// The raster's summary and number in `rasterWords` (or -1: none yet, or several boxes),
         /// then the compact polygons in the slot's `Cold`.
         case large(raster: Int32, coarse: (UInt64, UInt64))
@@ -389,6 +391,8 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         var flat: FlatPerimeter? = nil
         var compact: [CompactPolygon] = []
         var raster: PolygonRaster? = nil
+        /// A small polygon's summary (`Test.small`).
+        var smallCoarse = PolygonRaster.unsettled
         /// The grid cells of `boxes` (computed with the rest, outside the lock).
         var cells: [(level: Int, keys: [UInt64])] = []
         /// The beacon's `BeaconRecord`.
@@ -423,7 +427,13 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                 let r = raster && boxes.count == 1 ? Self.raster(compact, box: boxes[0]) : nil
                 return Prepared(boxes: boxes, compact: compact, raster: r)
             }
-            return Prepared(boxes: boxes, flat: FlatPerimeter(polygons))
+            var prep = Prepared(boxes: boxes, flat: FlatPerimeter(polygons))
+            if boxes.count == 1, let flat = prep.flat {
+                prep.smallCoarse = PolygonRaster.summary(box: HierarchicalGrid<Hot>.roundedOut(boxes[0]),
+                                                         edgeBoxes: PolygonRaster.edgeBoxes(of: polygons),
+                                                         covers: { x, y in FlatPerimeter.covers(flat.base, lon: x, lat: y) })
+            }
+            return prep
         }
     }
 
@@ -544,7 +554,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             raster = prep.raster.map(storeRaster) ?? -1
             h.test = .large(raster: raster, coarse: prep.raster?.coarse ?? (0, 0))
         } else if let flat = prep.flat {
-            h.test = .small(UnsafePointer(flat.base))
+            h.test = .small(UnsafePointer(flat.base), coarse: prep.smallCoarse)
         }
         let offset = records.count
         records.append(contentsOf: prep.record)
@@ -778,7 +788,26 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         var multiBoxSeen: [Int32] = []
         // The rasters' words do not move while the read lock is held.
         let rasterBase = rasterWords.withUnsafeBufferPointer { $0.baseAddress }
-        grid.forEachCandidate(lon: lon, lat: lat) { entry in
+        let coldBase = cold.withUnsafeBufferPointer { $0.baseAddress }
+        grid.forEachCandidate(lon: lon, lat: lat, prepare: { entry in
+            switch entry.record.test {
+            case .small(let flat, let coarse):
+                if PolygonRaster.classifyCoarse(coarse, box: entry.box, lon: lon, lat: lat) == PolygonRaster.unknown {
+                    dbeacon_prefetch(flat)
+                    dbeacon_prefetch(flat + 8)
+                }
+            case .large(let raster, let coarse):
+                if raster >= 0 {
+                    if let word = PolygonRaster.unsettledWord(coarse: coarse, rasterBase! + Int(raster) * PolygonRaster.wordCount,
+                                                              box: entry.box, lon: lon, lat: lat) {
+                        dbeacon_prefetch(word)
+                    }
+                } else {
+                    dbeacon_prefetch(coldBase! + Int(entry.slot))
+                }
+            default: break
+            }
+        }) { entry in
             let slot = entry.slot, h = entry.record
             guard h.lifeStart <= at, at < h.lifeEnd else { return }
             if checkNow && !isAdmin && h.owner != viewer && !(h.lifeStart <= now && now < h.lifeEnd) { return }
@@ -800,8 +829,12 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                 if Geodesy.circleContains(center: Position(lon: clon, lat: clat), radiusM: radius, point: query.point) {
                     body(slot)
                 }
-            case .small(let flat):
-                if FlatPerimeter.covers(flat, lon: lon, lat: lat) { body(slot) }
+            case .small(let flat, let coarse):
+                switch PolygonRaster.classifyCoarse(coarse, box: entry.box, lon: lon, lat: lat) {
+                case PolygonRaster.inside: body(slot)
+                case PolygonRaster.outside: return
+                default: if FlatPerimeter.covers(flat, lon: lon, lat: lat) { body(slot) }
+                }
             case .large(let raster, let coarse):
                 if raster >= 0 {
                     // Built over the entry's box (a beacon with a raster has one box).

@@ -24,7 +24,12 @@ package struct PolygonRaster: Sendable {
     /// `covers` is the exact test of the whole perimeter (all polygons); `box` any box that holds
     /// them (the grid's rounded-out box of the perimeter, `HierarchicalGrid.roundedOut`).
     package init(polygons: [Polygon], box: BoundingBox, covers: (Double, Double) -> Bool) {
-        self.init(box: box, edgeBoxes: { mark in
+        self.init(box: box, edgeBoxes: Self.edgeBoxes(of: polygons), covers: covers)
+    }
+
+    /// Marks the box of every edge of `polygons` (the `edgeBoxes` argument of the builders).
+    package static func edgeBoxes(of polygons: [Polygon]) -> ((Double, Double, Double, Double) -> Void) -> Void {
+        { mark in
             for polygon in polygons {
                 for ring in polygon.rings where ring.count > 1 {
                     for i in 0..<(ring.count - 1) {
@@ -33,7 +38,7 @@ package struct PolygonRaster: Sendable {
                     }
                 }
             }
-        }, covers: covers)
+        }
     }
 
     /// The same over boxes that together hold every edge (`edgeBoxes` calls `mark` with each
@@ -42,24 +47,55 @@ package struct PolygonRaster: Sendable {
     package init(box: BoundingBox, edgeBoxes: ((Double, Double, Double, Double) -> Void) -> Void,
                  covers: (Double, Double) -> Bool) {
         let n = Self.side
+        let cells = Self.classifyCells(shift: 0, box: box, edgeBoxes: edgeBoxes, covers: covers)
+        words = [UInt64](repeating: 0, count: Self.wordCount)
+        for i in 0..<(n * n) { words[i / 32] |= UInt64(cells[i]) << UInt64((i % 32) * 2) }
+        coarse = Self.summary(words)
+    }
+
+    /// The 8×8 summary alone (the layout of `coarse`), built directly on blocks of 8×8 cells with
+    /// the raster's own arithmetic, so `classifyCoarse` settles a point exactly as `classify`
+    /// would: a small polygon keeps only this, in its grid entry, and its edges are tested only
+    /// for points in blocks an edge touches.
+    package static func summary(box: BoundingBox, edgeBoxes: ((Double, Double, Double, Double) -> Void) -> Void,
+                                covers: (Double, Double) -> Bool) -> (UInt64, UInt64) {
+        let blocks = classifyCells(shift: 3, box: box, edgeBoxes: edgeBoxes, covers: covers)
+        var out: (UInt64, UInt64) = (0, 0)
+        for (b, v) in blocks.enumerated() {
+            if b < 32 { out.0 |= UInt64(v) << UInt64(b * 2) } else { out.1 |= UInt64(v) << UInt64((b - 32) * 2) }
+        }
+        return out
+    }
+
+    /// A summary that settles nothing (every block `unknown`).
+    package static let unsettled: (UInt64, UInt64) = (0xAAAA_AAAA_AAAA_AAAA, 0xAAAA_AAAA_AAAA_AAAA)
+
+    /// The classes of the raster's cells grouped `2^shift` × `2^shift` (shift 0: every cell;
+    /// 3: the 8×8 blocks), row by row from the south-west. A group is `unknown` when an edge's
+    /// box touches any of its cells; the others are `inside` or `outside` as a whole.
+    private static func classifyCells(shift: Int, box: BoundingBox, edgeBoxes: ((Double, Double, Double, Double) -> Void) -> Void,
+                                      covers: (Double, Double) -> Bool) -> [UInt8] {
+        let n = Self.side, m = n >> shift
         let (invWidth, invHeight) = Self.scale(box)
         let free: UInt8 = 255, queued: UInt8 = 254
-        var cells = [UInt8](repeating: free, count: n * n)
+        var cells = [UInt8](repeating: free, count: m * m)
         let (w, s, iw, ih) = (box.west, box.south, invWidth, invHeight)
+        // The raster's column and row (as `cell(box:lon:lat:)` computes them), then the group's.
         func column(_ x: Double) -> Int { min(n - 1, max(0, Int(((x - w) * iw).rounded(.down)))) }
         func row(_ y: Double) -> Int { min(n - 1, max(0, Int(((y - s) * ih).rounded(.down)))) }
         let eps = 1e-9
         edgeBoxes { west, south, east, north in
-            for r in row(south - eps)...row(north + eps) {
-                for c in column(west - eps)...column(east + eps) {
-                    cells[r * n + c] = Self.unknown
+            for r in (row(south - eps) >> shift)...(row(north + eps) >> shift) {
+                for c in (column(west - eps) >> shift)...(column(east + eps) >> shift) {
+                    cells[r * m + c] = Self.unknown
                 }
             }
         }
-        // Each connected region of untouched cells: no edge crosses it, so one exact test at a
+        // Each connected region of untouched groups: no edge crosses it, so one exact test at a
         // cell centre (one that maps back into its own cell despite rounding) answers for all.
+        let half = (1 << shift) / 2
         var region: [Int] = []
-        for start in 0..<(n * n) where cells[start] == free {
+        for start in 0..<(m * m) where cells[start] == free {
             region.removeAll(keepingCapacity: true)
             region.append(start)
             cells[start] = queued
@@ -71,27 +107,25 @@ package struct PolygonRaster: Sendable {
             }
             var k = 0
             while k < region.count {
-                let i = region[k], r = i / n, c = i % n
+                let i = region[k], r = i / m, c = i % m
                 k += 1
-                if r > 0 { visit(i - n) }
-                if r < n - 1 { visit(i + n) }
+                if r > 0 { visit(i - m) }
+                if r < m - 1 { visit(i + m) }
                 if c > 0 { visit(i - 1) }
-                if c < n - 1 { visit(i + 1) }
+                if c < m - 1 { visit(i + 1) }
             }
             var value = Self.unknown
             for i in region {
-                let r = i / n, c = i % n
-                let x = w + (Double(c) + 0.5) / iw, y = s + (Double(r) + 0.5) / ih
-                if column(x) == c && row(y) == r {
+                let cr = (i / m) << shift + half, cc = (i % m) << shift + half
+                let x = w + (Double(cc) + 0.5) / iw, y = s + (Double(cr) + 0.5) / ih
+                if column(x) == cc && row(y) == cr {
                     value = covers(x, y) ? Self.inside : Self.outside
                     break
                 }
             }
             for i in region { cells[i] = value }
         }
-        words = [UInt64](repeating: 0, count: Self.wordCount)
-        for (i, v) in cells.enumerated() { words[i / 32] |= UInt64(v) << UInt64((i % 32) * 2) }
-        coarse = Self.summary(words)
+        return cells
     }
 
     /// The 8×8 summary of a raster's words.
@@ -122,6 +156,37 @@ package struct PolygonRaster: Sendable {
         words.withUnsafeBufferPointer { Self.classify(coarse: coarse, $0.baseAddress!, box: box, lon: lon, lat: lat) }
     }
 
+    /// The word of `words` that `classify` will read for the point, or nil when the summary
+    /// settles it (for a prefetch).
+    @inline(__always)
+    package static func unsettledWord(coarse: (UInt64, UInt64), _ words: UnsafePointer<UInt64>, box: BoundingBox,
+                                      lon: Double, lat: Double) -> UnsafePointer<UInt64>? {
+        guard lon >= box.west, lon <= box.east, lat >= box.south, lat <= box.north else { return nil }
+        let (c, r) = cell(box: box, lon: lon, lat: lat)
+        let b = (r >> 3) * 8 + (c >> 3)
+        guard UInt8(((b < 32 ? coarse.0 : coarse.1) >> UInt64((b & 31) * 2)) & 3) == unknown else { return nil }
+        return words + (r * side + c) / 32
+    }
+
+    @inline(__always)
+    static func cell(box: BoundingBox, lon: Double, lat: Double) -> (column: Int, row: Int) {
+        let n = side
+        let (invWidth, invHeight) = scale(box)
+        let c = min(n - 1, max(0, Int(((lon - box.west) * invWidth).rounded(.down))))
+        let r = min(n - 1, max(0, Int(((lat - box.south) * invHeight).rounded(.down))))
+        return (c, r)
+    }
+
+    /// `inside`, `outside` or `unknown` from a summary alone (`summary(box:edgeBoxes:covers:)`);
+    /// `outside` for a point outside the box.
+    @inline(__always)
+    package static func classifyCoarse(_ coarse: (UInt64, UInt64), box: BoundingBox, lon: Double, lat: Double) -> UInt8 {
+        guard lon >= box.west, lon <= box.east, lat >= box.south, lat <= box.north else { return outside }
+        let (c, r) = cell(box: box, lon: lon, lat: lat)
+        let b = (r >> 3) * 8 + (c >> 3)
+        return UInt8(((b < 32 ? coarse.0 : coarse.1) >> UInt64((b & 31) * 2)) & 3)
+    }
+
     /// The same on a raster's summary and words kept elsewhere (read in place: a 1 KiB value
     /// read through an array or inline storage is copied out first). `words` is read only when
     /// the summary does not settle the point.
@@ -130,9 +195,7 @@ package struct PolygonRaster: Sendable {
                                  box: BoundingBox, lon: Double, lat: Double) -> UInt8 {
         guard lon >= box.west, lon <= box.east, lat >= box.south, lat <= box.north else { return outside }
         let n = side
-        let (invWidth, invHeight) = scale(box)
-        let c = min(n - 1, max(0, Int(((lon - box.west) * invWidth).rounded(.down))))
-        let r = min(n - 1, max(0, Int(((lat - box.south) * invHeight).rounded(.down))))
+        let (c, r) = cell(box: box, lon: lon, lat: lat)
         let b = (r >> 3) * 8 + (c >> 3)
         let summary = UInt8(((b < 32 ? coarse.0 : coarse.1) >> UInt64((b & 31) * 2)) & 3)
         if summary != unknown { return summary }

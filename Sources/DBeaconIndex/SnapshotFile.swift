@@ -10,7 +10,7 @@ import Darwin
 /// checksum, offset of the directory section) and a payload written in one pass. Geometry blocks
 /// start at multiples of 8, so the reader maps the file and points into it.
 enum SnapshotFormat {
-    static let magic: [UInt8] = Array("DBNXSNP2".utf8)
+    static let magic: [UInt8] = Array("DBNXSNP3".utf8)
     static let headerBytes = 32
 
     /// A checksum over 8-byte words (and a tail), fast enough to check a gigabyte at start-up.

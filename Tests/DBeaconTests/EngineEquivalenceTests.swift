@@ -265,14 +265,47 @@ import Testing
                     }
                 }
             }
-            var inside = 0
+            // The 8×8 summary a small polygon's grid entry keeps, over the entry's (rounded-out)
+            // box as the engine builds it: it may only say "inside"/"outside" where that is
+            // exactly true, also on the lines between its blocks.
+            let all = polygons.dropFirst().reduce(BoundingBox(of: polygons[0].exterior)) { $0.union(BoundingBox(of: $1.exterior)) }
+            let box = HierarchicalGrid<Int>.roundedOut(all)
+            let summary = PolygonRaster.summary(box: box, edgeBoxes: PolygonRaster.edgeBoxes(of: polygons)) { x, y in
+                flat.covers(lon: x, lat: y)
+            }
+            for k in 0...8 {
+                for t in stride(from: 0.0, through: 1.0, by: 1.0 / 64) {
+                    let x = box.west + (box.east - box.west) * Double(k) / 8, y = box.south + (box.north - box.south) * t
+                    let x2 = box.west + (box.east - box.west) * t, y2 = box.south + (box.north - box.south) * Double(k) / 8
+                    points += [Position(lon: x, lat: y), Position(lon: x.nextDown, lat: y), Position(lon: x.nextUp, lat: y),
+                               Position(lon: x2, lat: y2), Position(lon: x2, lat: y2.nextDown), Position(lon: x2, lat: y2.nextUp)]
+                }
+            }
+            var inside = 0, settled = 0
             for p in points {
                 let expected = geos.covers(p)
                 if expected { inside += 1 }
                 #expect(flat.covers(lon: p.lon, lat: p.lat) == expected, "\(p) round \(round)")
+                switch PolygonRaster.classifyCoarse(summary, box: box, lon: p.lon, lat: p.lat) {
+                case PolygonRaster.inside: settled += 1; #expect(expected, "summary inside \(p) round \(round)")
+                case PolygonRaster.outside: settled += 1; #expect(!expected, "summary outside \(p) round \(round)")
+                default: break
+                }
             }
             #expect(inside > points.count / 10)
+            #expect(settled > points.count / 10, "summary settled \(settled) of \(points.count) round \(round)")
+            // Built directly on blocks, it settles no block the full raster's summary leaves open
+            // the other way round.
+            let full = PolygonRaster(polygons: polygons, box: box) { x, y in flat.covers(lon: x, lat: y) }.coarse
+            for b in 0..<64 {
+                let direct = ((b < 32 ? summary.0 : summary.1) >> UInt64((b & 31) * 2)) & 3
+                let viaCells = ((b < 32 ? full.0 : full.1) >> UInt64((b & 31) * 2)) & 3
+                #expect(direct == viaCells || direct == UInt64(PolygonRaster.unknown) || viaCells == UInt64(PolygonRaster.unknown),
+                        "block \(b) round \(round)")
+            }
         }
+        #expect(PolygonRaster.classifyCoarse(PolygonRaster.unsettled, box: BoundingBox(west: 0, south: 0, east: 1, north: 1),
+                                             lon: 0.5, lat: 0.5) == PolygonRaster.unknown)
     }
 
     /// Ranking drops far beacons before computing ellipsoidal distances; the answer must be
