@@ -144,6 +144,44 @@ package enum Geodesy {
         return inverse(from: center, to: point).distance <= radiusM
     }
 
+    /// The sine and cosine of a query point's latitude, computed once for the many circles a
+    /// lookup tests (`circleContains(center:radiusM:point:pointLatitude:)`).
+    package struct LatitudeTrig: Sendable {
+        package let sine: Double, cosine: Double
+        package init(_ lat: Double) {
+            sine = sin(lat * degToRad)
+            cosine = cos(lat * degToRad)
+        }
+    }
+
+    /// `circleContains(center:radiusM:point:)` with the point's latitude's sine and cosine
+    /// given: the mean latitude's are derived from them by the angle-sum formulas with the
+    /// half-difference's series (its terms beyond the fourth power are under 1e-15 within
+    /// 20 km), instead of a sine and a cosine per circle. The same answers (tested).
+    @inline(__always)
+    package static func circleContains(center: Position, radiusM: Double, point: Position, pointLatitude t: LatitudeTrig) -> Bool {
+        let d = (center.lat - point.lat) * 0.5 * degToRad
+        guard radiusM <= fastPathMaxRadius && abs(center.lat) < 80 && abs(d) < 2e-3 else {
+            return circleContains(center: center, radiusM: radiusM, point: point)
+        }
+        let d2 = d * d
+        let sd = d * (1 - d2 / 6), cd = 1 - d2 / 2 + d2 * d2 / 24
+        let s = t.sine * cd + t.cosine * sd, c = t.cosine * cd - t.sine * sd
+        var dLon = point.lon - center.lon
+        if dLon > 180 { dLon -= 360 } else if dLon < -180 { dLon += 360 }
+        let w2 = 1 - e2 * s * s
+        let w = w2.squareRoot()
+        let n = a / w
+        let m = a * (1 - e2) / (w2 * w)
+        let dx = dLon * degToRad * n * c
+        let dy = (point.lat - center.lat) * degToRad * m
+        let approx = (dx * dx + dy * dy).squareRoot()
+        let band = radiusM * 1e-4 + 0.01
+        if approx < radiusM - band { return true }
+        if approx > radiusM + band { return false }
+        return inverse(from: center, to: point).distance <= radiusM
+    }
+
     /// Flat-earth distance with the ellipsoid's radii of curvature at the mean latitude.
     /// Accurate to about 2e-5 relative for short distances away from the poles.
     @inline(__always)

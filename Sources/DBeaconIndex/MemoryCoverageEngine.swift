@@ -787,6 +787,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         }
         var multiBoxSeen: [Int32] = []
         // The rasters' words do not move while the read lock is held.
+        let pointLatitude = Geodesy.LatitudeTrig(lat)
         let rasterBase = rasterWords.withUnsafeBufferPointer { $0.baseAddress }
         let coldBase = cold.withUnsafeBufferPointer { $0.baseAddress }
         grid.forEachCandidate(lon: lon, lat: lat, prepare: { entry in
@@ -826,7 +827,8 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             }
             switch h.test {
             case .circle(let clat, let clon, let radius):
-                if Geodesy.circleContains(center: Position(lon: clon, lat: clat), radiusM: radius, point: query.point) {
+                if Geodesy.circleContains(center: Position(lon: clon, lat: clat), radiusM: radius, point: query.point,
+                                          pointLatitude: pointLatitude) {
                     body(slot)
                 }
             case .small(let flat, let coarse):

@@ -45,6 +45,22 @@ import Testing
             let exact = Geodesy.inverse(from: center, to: point).distance
             maxRelativeError = max(maxRelativeError, abs(Geodesy.approximateDistance(center, point) - exact) / max(exact, 1))
             #expect(Geodesy.circleContains(center: center, radiusM: radius, point: point) == (exact <= radius))
+            // With the point's latitude's sine and cosine computed once per lookup.
+            #expect(Geodesy.circleContains(center: center, radiusM: radius, point: point, pointLatitude: .init(point.lat))
+                    == (exact <= radius), "\(center) \(radius) \(point)")
+        }
+        // Points far from the circle (beyond the series' range) and near its edge, to a centimetre.
+        for _ in 0..<5_000 {
+            let center = Position(lon: .random(in: -179...179, using: &rng), lat: .random(in: -79...79, using: &rng))
+            let radius = Double.random(in: 1...20_000, using: &rng)
+            let angle = Double.random(in: 0...(2 * .pi), using: &rng)
+            let far = Bool.random(using: &rng)
+            let scale = (far ? Double.random(in: 1...40, using: &rng) : 1 + .random(in: -1e-6...1e-6, using: &rng)) * radius / 111_000
+            let point = Position(lon: center.lon + scale * cos(angle) / cos(center.lat * .pi / 180),
+                                 lat: min(89, max(-89, center.lat + scale * sin(angle))))
+            let exact = Geodesy.inverse(from: center, to: point).distance
+            #expect(Geodesy.circleContains(center: center, radiusM: radius, point: point, pointLatitude: .init(point.lat))
+                    == (exact <= radius), "\(center) \(radius) \(point)")
         }
         // The fast path assumes an error below 2e-5 (five times inside its 1e-4 band).
         #expect(maxRelativeError < 2e-5)
