@@ -25,19 +25,13 @@ package final class CompactPolygon: @unchecked Sendable {
     /// vertices moved at most √0.5 ≈ 0.71 steps; the rest is margin for the arithmetic).
     static let margin = 1.0
 
-    package let west: Double, south: Double, east: Double, north: Double
-    let sx: Double, sy: Double
-    let stripHeight: Double
-    let stripCount: Int
-    package let vertexCount: Int
-    let ringCount: Int
-    let runCount: Int
-    /// Runs take two words each (see `runCountBits`).
-    let wideRuns: Bool
-    private let ringStart: UnsafePointer<UInt32>
-    private let stripStart: UnsafePointer<UInt32>
-    private let runs: UnsafePointer<UInt32>
-    private let q: UnsafePointer<UInt16>
+    /// The block read in place (what a test needs).
+    let view: Block
+    package var west: Double { view.west }
+    package var south: Double { view.south }
+    package var east: Double { view.east }
+    package var north: Double { view.north }
+    package var vertexCount: Int { view.vertexCount }
     /// `lon, lat` of every vertex, rings one after the other (the same numbering as `q`).
     package let exact: UnsafePointer<Double>
     /// The block (header, ring starts, strip starts, runs, compact vertices).
@@ -86,25 +80,7 @@ package final class CompactPolygon: @unchecked Sendable {
         self.ownsBlock = ownsBlock
         self.exact = exact
         self.owners = owners
-        let d = block.assumingMemoryBound(to: Double.self)
-        west = d[0]
-        south = d[1]
-        east = d[2]
-        north = d[3]
-        sx = d[4]
-        sy = d[5]
-        stripHeight = d[6]
-        let c = (block + 56).assumingMemoryBound(to: UInt32.self)
-        vertexCount = Int(c[0])
-        ringCount = Int(c[1])
-        stripCount = Int(c[2])
-        runCount = Int(c[3])
-        wideRuns = c[4] & 1 != 0
-        let ringStart = (block + Self.headerBytes).assumingMemoryBound(to: UInt32.self)
-        self.ringStart = ringStart
-        stripStart = ringStart + (ringCount + 1)
-        runs = stripStart + (stripCount + 1)
-        q = UnsafeRawPointer(runs + (wideRuns ? 2 : 1) * runCount).assumingMemoryBound(to: UInt16.self)
+        view = Block(block)
     }
 
     deinit {
@@ -228,57 +204,112 @@ package final class CompactPolygon: @unchecked Sendable {
         return (block, bytes)
     }
 
-    /// Run `r`: its first edge and number of edges.
-    @inline(__always)
-    private func run(_ r: Int) -> (Int, Int) {
-        if wideRuns { return (Int(runs[2 * r]), Int(runs[2 * r + 1])) }
-        let v = runs[r]
-        return (Int(v >> Self.runCountBits), Int(v & Self.narrowRunLimit))
-    }
-
     /// True when the polygon covers the point (interior or boundary, holes excluded).
     @inline(__always)
     package func covers(lon x: Double, lat y: Double) -> Bool {
-        guard y >= south, y <= north, x >= west, x <= east else { return false }
-        let px = (x - west) * sx, py = (y - south) * sy
-        let s = min(stripCount - 1, max(0, Int((py / stripHeight).rounded(.down))))
-        let lo = Int(stripStart[s]), hi = Int(stripStart[s + 1])
-        if let answer = compactCovers(px, py, lo, hi) { return answer }
+        guard let (px, py, lo, hi) = view.strip(lon: x, lat: y) else { return false }
+        if let answer = view.compactCovers(px, py, lo, hi) { return answer }
         return exactCovers(x, y, lo, hi)
     }
 
-    /// The test on the compact coordinates: nil when the point is within `margin` steps of an
-    /// edge (the exact test decides).
-    @inline(__always)
-    func compactCovers(_ px: Double, _ py: Double, _ lo: Int, _ hi: Int) -> Bool? {
-        var inside = false
-        let m = Self.margin
-        for r in lo..<hi {
-            let (first, count) = run(r)
-            var a = q + 2 * first
-            var ax = Double(a[0]), ay = Double(a[1])
-            for _ in 0..<count {
-                let bx = Double(a[2]), by = Double(a[3])
-                a += 2
-                defer { ax = bx; ay = by }
-                // Wholly west of the point: neither near it nor crossed by the eastward ray.
-                if ax < px - m && bx < px - m { continue }
-                if (ay < py - m && by < py - m) || (ay > py + m && by > py + m) { continue }
-                let dx = bx - ax, dy = by - ay
-                let cross = dx * (py - ay) - dy * (px - ax)
-                if !(ax > px + m && bx > px + m) && cross * cross <= (dx * dx + dy * dy) * (m * m) { return nil }
-                // The point is more than a step from the edge: the crossing is certain.
-                if (ay > py) != (by > py) && (by > ay) == (cross > 0) { inside.toggle() }
-            }
+    /// A compact polygon's block read in place, without its object: the header's fields and
+    /// where its parts start. A lookup tests a large polygon on it straight from the block's
+    /// address (kept beside the polygon's raster), so the test's misses are the block's own.
+    package struct Block {
+        let west: Double, south: Double, east: Double, north: Double
+        let sx: Double, sy: Double
+        let stripHeight: Double
+        let stripCount: Int
+        let vertexCount: Int
+        let ringCount: Int
+        let runCount: Int
+        /// Runs take two words each (see `runCountBits`).
+        let wideRuns: Bool
+        let ringStart: UnsafePointer<UInt32>
+        let stripStart: UnsafePointer<UInt32>
+        let runs: UnsafePointer<UInt32>
+        let q: UnsafePointer<UInt16>
+
+        @inline(__always)
+        package init(_ block: UnsafeRawPointer) {
+            let d = block.assumingMemoryBound(to: Double.self)
+            west = d[0]
+            south = d[1]
+            east = d[2]
+            north = d[3]
+            sx = d[4]
+            sy = d[5]
+            stripHeight = d[6]
+            let c = (block + 56).assumingMemoryBound(to: UInt32.self)
+            vertexCount = Int(c[0])
+            ringCount = Int(c[1])
+            stripCount = Int(c[2])
+            runCount = Int(c[3])
+            wideRuns = c[4] & 1 != 0
+            ringStart = (block + CompactPolygon.headerBytes).assumingMemoryBound(to: UInt32.self)
+            stripStart = ringStart + (ringCount + 1)
+            runs = stripStart + (stripCount + 1)
+            q = UnsafeRawPointer(runs + (wideRuns ? 2 : 1) * runCount).assumingMemoryBound(to: UInt16.self)
         }
-        return inside
+
+        /// Run `r`: its first edge and number of edges.
+        @inline(__always)
+        func run(_ r: Int) -> (Int, Int) {
+            if wideRuns { return (Int(runs[2 * r]), Int(runs[2 * r + 1])) }
+            let v = runs[r]
+            return (Int(v >> CompactPolygon.runCountBits), Int(v & CompactPolygon.narrowRunLimit))
+        }
+
+        /// The point in steps from the box's corner and its strip's runs, or nil outside the box.
+        @inline(__always)
+        func strip(lon x: Double, lat y: Double) -> (px: Double, py: Double, lo: Int, hi: Int)? {
+            guard y >= south, y <= north, x >= west, x <= east else { return nil }
+            let px = (x - west) * sx, py = (y - south) * sy
+            let s = min(stripCount - 1, max(0, Int((py / stripHeight).rounded(.down))))
+            return (px, py, Int(stripStart[s]), Int(stripStart[s + 1]))
+        }
+
+        /// The compact test alone: false outside the box, nil when the exact coordinates
+        /// decide (the point is within a step of an edge).
+        @inline(__always)
+        package func compactAnswer(lon x: Double, lat y: Double) -> Bool? {
+            guard let (px, py, lo, hi) = strip(lon: x, lat: y) else { return false }
+            return compactCovers(px, py, lo, hi)
+        }
+
+        /// The test on the compact coordinates: nil when the point is within `margin` steps of an
+        /// edge (the exact test decides).
+        @inline(__always)
+        func compactCovers(_ px: Double, _ py: Double, _ lo: Int, _ hi: Int) -> Bool? {
+            var inside = false
+            let m = CompactPolygon.margin
+            for r in lo..<hi {
+                let (first, count) = run(r)
+                var a = q + 2 * first
+                var ax = Double(a[0]), ay = Double(a[1])
+                for _ in 0..<count {
+                    let bx = Double(a[2]), by = Double(a[3])
+                    a += 2
+                    defer { ax = bx; ay = by }
+                    // Wholly west of the point: neither near it nor crossed by the eastward ray.
+                    if ax < px - m && bx < px - m { continue }
+                    if (ay < py - m && by < py - m) || (ay > py + m && by > py + m) { continue }
+                    let dx = bx - ax, dy = by - ay
+                    let cross = dx * (py - ay) - dy * (px - ax)
+                    if !(ax > px + m && bx > px + m) && cross * cross <= (dx * dx + dy * dy) * (m * m) { return nil }
+                    // The point is more than a step from the edge: the crossing is certain.
+                    if (ay > py) != (by > py) && (by > ay) == (cross > 0) { inside.toggle() }
+                }
+            }
+            return inside
+        }
     }
 
     /// GEOS's rules on the exact coordinates of the strip's edges.
     func exactCovers(_ x: Double, _ y: Double, _ lo: Int, _ hi: Int) -> Bool {
         var crossings = 0
         for r in lo..<hi {
-            let (first, count) = run(r)
+            let (first, count) = view.run(r)
             if RayCrossing.countEdges(exact, first: first, count: count, x: x, y: y, crossings: &crossings) { return true }
         }
         return crossings & 1 == 1
@@ -288,33 +319,28 @@ package final class CompactPolygon: @unchecked Sendable {
     /// edge too: the compact edge's box grown by a step (a vertex moved at most half a step),
     /// so a raster can be built without reading the exact coordinates.
     package func forEachEdgeBox(_ body: (Double, Double, Double, Double) -> Void) {
-        let gx = 1 / sx, gy = 1 / sy
-        for r in 0..<ringCount {
-            let a = Int(ringStart[r]), b = Int(ringStart[r + 1])
+        let v = view, gx = 1 / v.sx, gy = 1 / v.sy
+        for r in 0..<v.ringCount {
+            let a = Int(v.ringStart[r]), b = Int(v.ringStart[r + 1])
             guard b - a > 1 else { continue }
             for i in a..<(b - 1) {
-                let x0 = Double(q[2 * i]), y0 = Double(q[2 * i + 1]), x1 = Double(q[2 * i + 2]), y1 = Double(q[2 * i + 3])
-                body(west + (min(x0, x1) - Self.margin) * gx, south + (min(y0, y1) - Self.margin) * gy,
-                     west + (max(x0, x1) + Self.margin) * gx, south + (max(y0, y1) + Self.margin) * gy)
+                let x0 = Double(v.q[2 * i]), y0 = Double(v.q[2 * i + 1]), x1 = Double(v.q[2 * i + 2]), y1 = Double(v.q[2 * i + 3])
+                body(v.west + (min(x0, x1) - Self.margin) * gx, v.south + (min(y0, y1) - Self.margin) * gy,
+                     v.west + (max(x0, x1) + Self.margin) * gx, v.south + (max(y0, y1) + Self.margin) * gy)
             }
         }
     }
 
     /// The compact test alone (tests): nil when the exact coordinates would decide.
-    package func compactAnswer(lon x: Double, lat y: Double) -> Bool? {
-        guard y >= south, y <= north, x >= west, x <= east else { return false }
-        let px = (x - west) * sx, py = (y - south) * sy
-        let s = min(stripCount - 1, max(0, Int((py / stripHeight).rounded(.down))))
-        return compactCovers(px, py, Int(stripStart[s]), Int(stripStart[s + 1]))
-    }
+    package func compactAnswer(lon x: Double, lat y: Double) -> Bool? { view.compactAnswer(lon: x, lat: y) }
 
     /// The polygon again, from its exact coordinates (read from their file without mapping
     /// them: answers read every large polygon in time, and mapped pages would stay resident).
     package var polygon: Polygon {
         var rings: [Ring] = []
-        rings.reserveCapacity(ringCount)
-        for r in 0..<ringCount {
-            let a = Int(ringStart[r]), b = Int(ringStart[r + 1])
+        rings.reserveCapacity(view.ringCount)
+        for r in 0..<view.ringCount {
+            let a = Int(view.ringStart[r]), b = Int(view.ringStart[r + 1])
             var ring = Ring(repeating: Position(lon: 0, lat: 0), count: b - a)
             let copied = ring.withUnsafeMutableBufferPointer { buffer in
                 buffer.baseAddress!.withMemoryRebound(to: Double.self, capacity: 2 * (b - a)) { out in

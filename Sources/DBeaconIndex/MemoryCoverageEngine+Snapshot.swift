@@ -330,6 +330,7 @@ extension MemoryCoverageEngine {
         lock.write {
             rasterWords = []
             freeRasters = []
+            rasterBlocks = []
             cold = []
             slotIDs = []
             freeSlots = []

@@ -171,6 +171,11 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     /// The words of the large polygons' rasters, `PolygonRaster.wordCount` each (reused through `freeRasters`).
     var rasterWords: [UInt64] = []
     var freeRasters: [Int32] = []
+    /// Per raster number, the compact block of its beacon's polygon (nil: several polygons, or
+    /// a free number): a point the raster leaves open is tested on the block in place, without
+    /// reaching the slot's `Cold` and its polygon object (three dependent misses). Kept by
+    /// `place` and `uninstall`; the block lives as long as the slot's `Cold`.
+    var rasterBlocks: [UnsafeRawPointer?] = []
     var cold: [Cold?] = []
     /// Each slot's beacon id (nil: free), beside `cold`: id answers (fences) read one array
     /// element per match instead of the slot's object.
@@ -578,6 +583,11 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         let cells = cells ?? boxes.map(HierarchicalGrid<Hot>.cells(for:))
         for (box, cell) in zip(boxes, cells) { grid.insert(slot, box: box, level: cell.level, keys: cell.keys, record: hot) }
         if c.needsRaster { pending += 1 }
+        if c.raster >= 0 {
+            let n = Int(c.raster)
+            if rasterBlocks.count <= n { rasterBlocks += repeatElement(nil, count: n + 1 - rasterBlocks.count) }
+            rasterBlocks[n] = c.compact.count == 1 ? c.compact[0].block : nil
+        }
         cold[Int(slot)] = c
         slotIDs[Int(slot)] = c.id
         slots[c.id] = slot
@@ -604,6 +614,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             if tracking[owner]?.isEmpty == true { tracking[owner] = nil }
         }
         slots[c.id] = nil
+        if c.raster >= 0 { rasterBlocks[Int(c.raster)] = nil }
         if !keepRecord {
             if c.raster >= 0 { freeRasters.append(c.raster) }
             recordGarbage += Int(c.recordLength)
@@ -697,7 +708,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                 ("id table", slots.capacity * (MemoryLayout<BeaconID>.stride + 4)),
                 ("grid entries", entries * MemoryLayout<HierarchicalGrid<Hot>.Entry>.stride),
                 ("small polygon blocks", flat), ("large polygon blocks", compact),
-                ("rasters", rasterWords.capacity * 8),
+                ("rasters", rasterWords.capacity * 8 + rasterBlocks.capacity * 8),
                 ("exact coordinates (mapped file)", exact), ("coordinate file", coordinatesLock.withLock { coordinates?.size ?? 0 }),
             ]
         }
@@ -790,6 +801,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         let pointLatitude = Geodesy.LatitudeTrig(lat)
         let rasterBase = rasterWords.withUnsafeBufferPointer { $0.baseAddress }
         let coldBase = cold.withUnsafeBufferPointer { $0.baseAddress }
+        let blockBase = rasterBlocks.withUnsafeBufferPointer { $0.baseAddress }
         grid.forEachCandidate(lon: lon, lat: lat, prepare: { entry in
             switch entry.record.test {
             case .small(let flat, let coarse):
@@ -802,6 +814,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                     if let word = PolygonRaster.unsettledWord(coarse: coarse, rasterBase! + Int(raster) * PolygonRaster.wordCount,
                                                               box: entry.box, lon: lon, lat: lat) {
                         dbeacon_prefetch(word)
+                        dbeacon_prefetch(blockBase! + Int(raster))
                     }
                 } else {
                     dbeacon_prefetch(coldBase! + Int(entry.slot))
@@ -845,6 +858,11 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                     case PolygonRaster.inside: body(slot); return
                     case PolygonRaster.outside: return
                     default: break
+                    }
+                    if let block = blockBase![Int(raster)],
+                       let answer = CompactPolygon.Block(block).compactAnswer(lon: lon, lat: lat) {
+                        if answer { body(slot) }
+                        return
                     }
                 }
                 if let c = cold[Int(slot)], c.covers(lon: lon, lat: lat) { body(slot) }
