@@ -45,6 +45,24 @@ package struct HierarchicalGrid<Record> {
 
     /// Per level: cell key → entries.
     private var cells: [[UInt64: [Entry]]]
+    /// Per level: cell key → where that cell's entries are (kept in step with `cells` by every
+    /// change of a list). A query reads a list through it: copying the array out of `cells`
+    /// retains it, an atomic write to the list's cold first line, and atomics do not let the
+    /// levels' misses overlap.
+    private var views: [[UInt64: CellView]]
+
+    /// A cell list's storage, valid until the list changes.
+    struct CellView {
+        let base: UnsafePointer<Entry>
+        let count: Int
+    }
+
+    /// Makes `views` show the list of `key` at `level` as it is now.
+    private mutating func updateView(_ level: Int, _ key: UInt64) {
+        views[level][key] = cells[level][key]?.withUnsafeBufferPointer { list in
+            list.baseAddress.map { CellView(base: $0, count: list.count) }
+        }
+    }
     /// Number of boxes per level, so empty levels are skipped by queries.
     private var population: [Int]
     /// Levels with at least one box, finest first (kept in sync with `population`).
@@ -52,6 +70,7 @@ package struct HierarchicalGrid<Record> {
 
     package init() {
         cells = Array(repeating: [:], count: Self.levels)
+        views = Array(repeating: [:], count: Self.levels)
         population = Array(repeating: 0, count: Self.levels)
     }
 
@@ -114,7 +133,10 @@ package struct HierarchicalGrid<Record> {
         if staged != nil {
             for k in keys { staged?[level].append((k, entry)) }
         } else {
-            for k in keys { cells[level][k, default: []].append(entry) }
+            for k in keys {
+                cells[level][k, default: []].append(entry)
+                updateView(level, k)
+            }
         }
         population[level] += 1
         if population[level] == 1 { occupied = (0..<Self.levels).filter { population[$0] > 0 } }
@@ -148,6 +170,7 @@ package struct HierarchicalGrid<Record> {
                 list.reserveCapacity(list.count + end - start)
                 for i in start..<end { list.append(entries[Int(order[i].index)].entry) }
                 cells[level][key] = list
+                updateView(level, key)
                 start = end
             }
         }
@@ -162,6 +185,7 @@ package struct HierarchicalGrid<Record> {
             // In place: a list taken out of the table and put back is copied whole on its first change.
             cells[level][k]?.removeFirstSwapped { $0.slot == slot }
             if cells[level][k]?.isEmpty == true { cells[level][k] = nil }
+            updateView(level, k)
         }
         population[level] -= 1
         if population[level] == 0 { occupied = (0..<Self.levels).filter { population[$0] > 0 } }
@@ -179,13 +203,13 @@ package struct HierarchicalGrid<Record> {
         let flon = Float(lon), flat = Float(lat)
         // Every level's cell is looked up first, then scanned: the lookups are independent, so
         // their cache misses overlap instead of coming one after another.
-        withUnsafeTemporaryAllocation(of: [Entry].self, capacity: Self.levels) { lists in
+        withUnsafeTemporaryAllocation(of: CellView.self, capacity: Self.levels) { lists in
             var n = 0
             for level in occupied {
                 let s = Self.size(level)
                 let k = Self.key(Self.index(lon, offset: 180, size: s), Self.index(lat, offset: 90, size: s))
-                if let list = cells[level][k] {
-                    (lists.baseAddress! + n).initialize(to: list)
+                if let view = views[level][k] {
+                    lists[n] = view
                     n += 1
                 }
             }
@@ -196,19 +220,16 @@ package struct HierarchicalGrid<Record> {
                     m = 0
                 }
                 for j in 0..<n {
-                    lists[j].withUnsafeBufferPointer { entries in
-                        let base = entries.baseAddress!
-                        for i in entries.indices where entries[i].mayContain(lon: flon, lat: flat) {
-                            prepare(entries[i])
-                            batch[m] = base + i
-                            m += 1
-                            if m == Self.batch { flush() }
-                        }
+                    let entries = lists[j].base
+                    for i in 0..<lists[j].count where entries[i].mayContain(lon: flon, lat: flat) {
+                        prepare(entries[i])
+                        batch[m] = entries + i
+                        m += 1
+                        if m == Self.batch { flush() }
                     }
                 }
                 flush()
             }
-            _ = lists.baseAddress!.deinitialize(count: n)
         }
     }
 
