@@ -63,7 +63,8 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         /// for points its 8×8 summary over the entry's box (`PolygonRaster.summary`) leaves open.
         case small(UnsafePointer<Double>, coarse: (UInt64, UInt64))
         /// The raster's summary and number in `rasterWords` (or -1: none yet, or several boxes),
-        /// then the compact polygons in the slot's `Cold`.
+        /// then the polygon's compact block (`rasterBlocks`), then the exact coordinates or
+        /// several polygons through the slot's `Cold`.
         case large(raster: Int32, coarse: (UInt64, UInt64))
 
         var kind: Kind {
@@ -797,7 +798,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             service = i
         }
         var multiBoxSeen: [Int32] = []
-        // The rasters' words do not move while the read lock is held.
+        // The rasters' words, the block addresses and the slots do not move while the read lock is held.
         let pointLatitude = Geodesy.LatitudeTrig(lat)
         let rasterBase = rasterWords.withUnsafeBufferPointer { $0.baseAddress }
         let coldBase = cold.withUnsafeBufferPointer { $0.baseAddress }

@@ -80,7 +80,7 @@ package struct PolygonRaster: Sendable {
         let free: UInt8 = 255, queued: UInt8 = 254
         var cells = [UInt8](repeating: free, count: m * m)
         let (w, s, iw, ih) = (box.west, box.south, invWidth, invHeight)
-        // The raster's column and row (as `cell(box:lon:lat:)` computes them), then the group's.
+        // The raster's column and row (as `locate` computes them), then the group's.
         func column(_ x: Double) -> Int { min(n - 1, max(0, Int(((x - w) * iw).rounded(.down)))) }
         func row(_ y: Double) -> Int { min(n - 1, max(0, Int(((y - s) * ih).rounded(.down)))) }
         let eps = 1e-9
@@ -161,30 +161,29 @@ package struct PolygonRaster: Sendable {
     @inline(__always)
     package static func unsettledWord(coarse: (UInt64, UInt64), _ words: UnsafePointer<UInt64>, box: BoundingBox,
                                       lon: Double, lat: Double) -> UnsafePointer<UInt64>? {
-        guard lon >= box.west, lon <= box.east, lat >= box.south, lat <= box.north else { return nil }
-        let (c, r) = cell(box: box, lon: lon, lat: lat)
-        let b = (r >> 3) * 8 + (c >> 3)
-        guard UInt8(((b < 32 ? coarse.0 : coarse.1) >> UInt64((b & 31) * 2)) & 3) == unknown else { return nil }
-        return words + (r * side + c) / 32
+        guard let (summary, cell) = locate(coarse, box: box, lon: lon, lat: lat), summary == unknown else { return nil }
+        return words + cell / 32
     }
 
+    /// The summary's class of the point's block and the point's cell number (`row · side +
+    /// column`), or nil for a point outside the box. Building and classifying use the same
+    /// arithmetic, so a cell or block settled when built settles every point mapped to it.
     @inline(__always)
-    static func cell(box: BoundingBox, lon: Double, lat: Double) -> (column: Int, row: Int) {
+    private static func locate(_ coarse: (UInt64, UInt64), box: BoundingBox, lon: Double, lat: Double) -> (UInt8, Int)? {
+        guard lon >= box.west, lon <= box.east, lat >= box.south, lat <= box.north else { return nil }
         let n = side
         let (invWidth, invHeight) = scale(box)
         let c = min(n - 1, max(0, Int(((lon - box.west) * invWidth).rounded(.down))))
         let r = min(n - 1, max(0, Int(((lat - box.south) * invHeight).rounded(.down))))
-        return (c, r)
+        let b = (r >> 3) * 8 + (c >> 3)
+        return (UInt8(((b < 32 ? coarse.0 : coarse.1) >> UInt64((b & 31) * 2)) & 3), r * n + c)
     }
 
     /// `inside`, `outside` or `unknown` from a summary alone (`summary(box:edgeBoxes:covers:)`);
     /// `outside` for a point outside the box.
     @inline(__always)
     package static func classifyCoarse(_ coarse: (UInt64, UInt64), box: BoundingBox, lon: Double, lat: Double) -> UInt8 {
-        guard lon >= box.west, lon <= box.east, lat >= box.south, lat <= box.north else { return outside }
-        let (c, r) = cell(box: box, lon: lon, lat: lat)
-        let b = (r >> 3) * 8 + (c >> 3)
-        return UInt8(((b < 32 ? coarse.0 : coarse.1) >> UInt64((b & 31) * 2)) & 3)
+        locate(coarse, box: box, lon: lon, lat: lat)?.0 ?? outside
     }
 
     /// The same on a raster's summary and words kept elsewhere (read in place: a 1 KiB value
@@ -193,13 +192,8 @@ package struct PolygonRaster: Sendable {
     @inline(__always)
     package static func classify(coarse: (UInt64, UInt64), _ words: @autoclosure () -> UnsafePointer<UInt64>,
                                  box: BoundingBox, lon: Double, lat: Double) -> UInt8 {
-        guard lon >= box.west, lon <= box.east, lat >= box.south, lat <= box.north else { return outside }
-        let n = side
-        let (c, r) = cell(box: box, lon: lon, lat: lat)
-        let b = (r >> 3) * 8 + (c >> 3)
-        let summary = UInt8(((b < 32 ? coarse.0 : coarse.1) >> UInt64((b & 31) * 2)) & 3)
+        guard let (summary, i) = locate(coarse, box: box, lon: lon, lat: lat) else { return outside }
         if summary != unknown { return summary }
-        let i = r * n + c
         return UInt8((words()[i / 32] >> UInt64((i % 32) * 2)) & 3)
     }
 }
