@@ -723,10 +723,28 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
 
     /// Synchronous form of `covering` (benchmarks and callers outside async contexts).
     package func coveringNow(_ query: CoverQuery) -> [Beacon] {
+        var slots: [Int32] = []
         var out: [Beacon] = []
         lock.read {
-            records.withUnsafeBytes { records in
-                visit(query) { slot in out.append(beacon(cold[Int(slot)]!, records, perimeter: query.perimeters)) }
+            visit(query) { slots.append($0) }
+            out.reserveCapacity(slots.count)
+            // Each answer reads its slot's object and then its record: both are cold. Their lines
+            // are requested for all answers first, one step at a time, so the misses overlap
+            // instead of coming two per beacon in a row.
+            // The objects are reached without retaining them (an atomic on the cold line would
+            // wait for it); the read lock keeps them alive.
+            cold.withUnsafeBufferPointer { cold in
+                let objects = UnsafeRawPointer(cold.baseAddress!).assumingMemoryBound(to: UnsafeRawPointer?.self)
+                for slot in slots { dbeacon_prefetch(objects + Int(slot)) }
+                for slot in slots { dbeacon_prefetch(objects[Int(slot)]) }
+                records.withUnsafeBytes { records in
+                    for slot in slots {
+                        guard let object = objects[Int(slot)] else { continue }
+                        let offset = Unmanaged<Cold>.fromOpaque(object)._withUnsafeGuaranteedRef { $0.record }
+                        dbeacon_prefetch(records.baseAddress! + offset)
+                    }
+                    for slot in slots { out.append(beacon(cold[Int(slot)]!, records, perimeter: query.perimeters)) }
+                }
             }
         }
         return out
