@@ -723,28 +723,33 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
 
     /// Synchronous form of `covering` (benchmarks and callers outside async contexts).
     package func coveringNow(_ query: CoverQuery) -> [Beacon] {
-        var slots: [Int32] = []
-        var out: [Beacon] = []
         lock.read {
+            var slots: [Int32] = []
             visit(query) { slots.append($0) }
-            out.reserveCapacity(slots.count)
-            // Each answer reads its slot's object and then its record: both are cold. Their lines
-            // are requested for all answers first, one step at a time, so the misses overlap
-            // instead of coming two per beacon in a row.
-            // The objects are reached without retaining them (an atomic on the cold line would
-            // wait for it); the read lock keeps them alive.
-            cold.withUnsafeBufferPointer { cold in
-                let objects = UnsafeRawPointer(cold.baseAddress!).assumingMemoryBound(to: UnsafeRawPointer?.self)
-                for slot in slots { dbeacon_prefetch(objects + Int(slot)) }
-                for slot in slots { dbeacon_prefetch(objects[Int(slot)]) }
-                records.withUnsafeBytes { records in
-                    for slot in slots {
-                        guard let object = objects[Int(slot)] else { continue }
-                        let offset = Unmanaged<Cold>.fromOpaque(object)._withUnsafeGuaranteedRef { $0.record }
-                        dbeacon_prefetch(records.baseAddress! + offset)
-                    }
-                    for slot in slots { out.append(beacon(cold[Int(slot)]!, records, perimeter: query.perimeters)) }
+            return beacons(of: slots, perimeter: query.perimeters)
+        }
+    }
+
+    /// The beacons of `slots` (in use), in order. Must hold the read lock.
+    ///
+    /// Each beacon reads its slot's object and then its record: both are cold. Their lines are
+    /// requested for all beacons first, one step at a time, so the misses overlap instead of
+    /// coming two per beacon in a row; the objects are reached without retaining them (an
+    /// atomic on the cold line would wait for it), the read lock keeping them alive.
+    private func beacons(of slots: [Int32], perimeter: Bool = true) -> [Beacon] {
+        var out: [Beacon] = []
+        out.reserveCapacity(slots.count)
+        cold.withUnsafeBufferPointer { cold in
+            let objects = UnsafeRawPointer(cold.baseAddress!).assumingMemoryBound(to: UnsafeRawPointer?.self)
+            for slot in slots { dbeacon_prefetch(objects + Int(slot)) }
+            for slot in slots { dbeacon_prefetch(objects[Int(slot)]) }
+            records.withUnsafeBytes { records in
+                for slot in slots {
+                    guard let object = objects[Int(slot)] else { continue }
+                    let offset = Unmanaged<Cold>.fromOpaque(object)._withUnsafeGuaranteedRef { $0.record }
+                    dbeacon_prefetch(records.baseAddress! + offset)
                 }
+                for slot in slots { out.append(beacon(cold[Int(slot)]!, records, perimeter: perimeter)) }
             }
         }
         return out
@@ -897,11 +902,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     }
 
     package func beacons(ids: [BeaconID]) async throws -> [Beacon] {
-        lock.read {
-            records.withUnsafeBytes { records in
-                ids.compactMap { id in slots[id].flatMap { cold[Int($0)] }.map { beacon($0, records) } }
-            }
-        }
+        lock.read { beacons(of: ids.compactMap { slots[$0] }) }
     }
 
     package func trackingBeacons(owner: UserID) async throws -> [Beacon] {
