@@ -135,13 +135,21 @@ package enum Geodesy {
     /// five times inside that band (tested).
     @inline(__always)
     package static func circleContains(center: Position, radiusM: Double, point: Position) -> Bool {
-        if radiusM <= fastPathMaxRadius && abs(center.lat) < 80 {
-            let approx = approximateDistance(center, point)
-            let band = radiusM * 1e-4 + 0.01
-            if approx < radiusM - band { return true }
-            if approx > radiusM + band { return false }
+        if radiusM <= fastPathMaxRadius && abs(center.lat) < 80,
+           let answer = clearly(approximateDistance(center, point), within: radiusM) {
+            return answer
         }
         return inverse(from: center, to: point).distance <= radiusM
+    }
+
+    /// The flat-earth estimate's answer when it is clear: the distance is outside the 0.01%
+    /// (+1 cm) band around the radius; nil within it (Vincenty decides).
+    @inline(__always)
+    private static func clearly(_ approx: Double, within radiusM: Double) -> Bool? {
+        let band = radiusM * 1e-4 + 0.01
+        if approx < radiusM - band { return true }
+        if approx > radiusM + band { return false }
+        return nil
     }
 
     /// The sine and cosine of a query point's latitude, computed once for the many circles a
@@ -166,19 +174,8 @@ package enum Geodesy {
         }
         let d2 = d * d
         let sd = d * (1 - d2 / 6), cd = 1 - d2 / 2 + d2 * d2 / 24
-        let s = t.sine * cd + t.cosine * sd, c = t.cosine * cd - t.sine * sd
-        var dLon = point.lon - center.lon
-        if dLon > 180 { dLon -= 360 } else if dLon < -180 { dLon += 360 }
-        let w2 = 1 - e2 * s * s
-        let w = w2.squareRoot()
-        let n = a / w
-        let m = a * (1 - e2) / (w2 * w)
-        let dx = dLon * degToRad * n * c
-        let dy = (point.lat - center.lat) * degToRad * m
-        let approx = (dx * dx + dy * dy).squareRoot()
-        let band = radiusM * 1e-4 + 0.01
-        if approx < radiusM - band { return true }
-        if approx > radiusM + band { return false }
+        let approx = flatDistance(center, point, sine: t.sine * cd + t.cosine * sd, cosine: t.cosine * cd - t.sine * sd)
+        if let answer = clearly(approx, within: radiusM) { return answer }
         return inverse(from: center, to: point).distance <= radiusM
     }
 
@@ -186,15 +183,20 @@ package enum Geodesy {
     /// Accurate to about 2e-5 relative for short distances away from the poles.
     @inline(__always)
     package static func approximateDistance(_ p1: Position, _ p2: Position) -> Double {
+        let phi = (p1.lat + p2.lat) * 0.5 * degToRad
+        return flatDistance(p1, p2, sine: sin(phi), cosine: cos(phi))
+    }
+
+    /// `approximateDistance` with the sine and cosine of the mean latitude given.
+    @inline(__always)
+    private static func flatDistance(_ p1: Position, _ p2: Position, sine s: Double, cosine c: Double) -> Double {
         var dLon = p2.lon - p1.lon
         if dLon > 180 { dLon -= 360 } else if dLon < -180 { dLon += 360 }
-        let phi = (p1.lat + p2.lat) * 0.5 * degToRad
-        let s = sin(phi)
         let w2 = 1 - e2 * s * s
         let w = w2.squareRoot()
         let n = a / w
         let m = a * (1 - e2) / (w2 * w)
-        let dx = dLon * degToRad * n * cos(phi)
+        let dx = dLon * degToRad * n * c
         let dy = (p2.lat - p1.lat) * degToRad * m
         return (dx * dx + dy * dy).squareRoot()
     }

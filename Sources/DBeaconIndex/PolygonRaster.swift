@@ -59,7 +59,11 @@ package struct PolygonRaster: Sendable {
     /// for points in blocks an edge touches.
     package static func summary(box: BoundingBox, edgeBoxes: ((Double, Double, Double, Double) -> Void) -> Void,
                                 covers: (Double, Double) -> Bool) -> (UInt64, UInt64) {
-        let blocks = classifyCells(shift: 3, box: box, edgeBoxes: edgeBoxes, covers: covers)
+        pack(classifyCells(shift: 3, box: box, edgeBoxes: edgeBoxes, covers: covers))
+    }
+
+    /// 64 block classes in the summary's layout (blocks 0–31 in the first word).
+    private static func pack(_ blocks: [UInt8]) -> (UInt64, UInt64) {
         var out: (UInt64, UInt64) = (0, 0)
         for (b, v) in blocks.enumerated() {
             if b < 32 { out.0 |= UInt64(v) << UInt64(b * 2) } else { out.1 |= UInt64(v) << UInt64((b - 32) * 2) }
@@ -137,11 +141,7 @@ package struct PolygonRaster: Sendable {
             let b = (i / n / block) * 8 + (i % n) / block
             blocks[b] = blocks[b] == 255 || blocks[b] == v ? v : unknown
         }
-        var out: (UInt64, UInt64) = (0, 0)
-        for (b, v) in blocks.enumerated() {
-            if b < 32 { out.0 |= UInt64(v) << UInt64(b * 2) } else { out.1 |= UInt64(v) << UInt64((b - 32) * 2) }
-        }
-        return out
+        return pack(blocks)
     }
 
     /// Cells per degree of longitude and of latitude over `box` (the same arithmetic when building and when classifying).
