@@ -1,3 +1,4 @@
+import CPrefetch
 package import DBeaconCore
 
 /// A multi-level uniform grid over longitude/latitude boxes: the spatial index of the
@@ -16,16 +17,11 @@ package struct HierarchicalGrid<Record> {
     package static var baseCell: Double { 1.0 / 256 } // ≈ 434 m of latitude
     package static var levels: Int { 18 } // the coarsest level's cells (512°) hold any box
 
-    /// One box in a cell: the slot, its box rounded outwards to `Float` (most candidates are
-    /// rejected on it) and the slot's record.
-    package struct Entry {
-        package var slot: Int32
+    /// A box rounded outwards to `Float` (most candidates are rejected on it).
+    package struct Box {
         package var west: Float, south: Float, east: Float, north: Float
-        package var record: Record
 
-        init(slot: Int32, box: BoundingBox, record: Record) {
-            self.slot = slot
-            self.record = record
+        init(_ box: BoundingBox) {
             let r = HierarchicalGrid.roundedOut(box)
             west = Float(r.west)
             south = Float(r.south)
@@ -33,9 +29,9 @@ package struct HierarchicalGrid<Record> {
             north = Float(r.north)
         }
 
-        /// The entry's box (`roundedOut` of the box it was inserted with), exactly.
+        /// The box (`roundedOut` of the box it was made from), exactly.
         @inline(__always)
-        package var box: BoundingBox { BoundingBox(west: Double(west), south: Double(south), east: Double(east), north: Double(north)) }
+        package var bounds: BoundingBox { BoundingBox(west: Double(west), south: Double(south), east: Double(east), north: Double(north)) }
 
         @inline(__always)
         func mayContain(lon: Float, lat: Float) -> Bool {
@@ -43,24 +39,75 @@ package struct HierarchicalGrid<Record> {
         }
     }
 
-    /// Per level: cell key → entries.
-    private var cells: [[UInt64: [Entry]]]
-    /// Per level: cell key → where that cell's entries are (kept in step with `cells` by every
-    /// change of a list). A query reads a list through it: copying the array out of `cells`
-    /// retains it, an atomic write to the list's cold first line, and atomics do not let the
-    /// levels' misses overlap.
+    /// What a cell keeps for one box besides the box: the slot and the slot's record.
+    package struct Entry {
+        package var slot: Int32
+        package var record: Record
+    }
+
+    /// A cell's boxes and entries, in step: the boxes alone are scanned (four to a cache line),
+    /// the entries are read only for boxes that hold the point (one in seven in a city).
+    struct CellList {
+        var boxes: [Box] = []
+        var entries: [Entry] = []
+
+        var count: Int { boxes.count }
+
+        mutating func reserveCapacity(_ n: Int) {
+            boxes.reserveCapacity(n)
+            entries.reserveCapacity(n)
+        }
+
+        mutating func append(_ box: Box, _ entry: Entry) {
+            boxes.append(box)
+            entries.append(entry)
+        }
+
+        /// Removes `slot`'s first entry; the last takes its place.
+        mutating func remove(_ slot: Int32) {
+            guard let i = entries.firstIndex(where: { $0.slot == slot }) else { return }
+            boxes.swapAt(i, count - 1)
+            entries.swapAt(i, count - 1)
+            boxes.removeLast()
+            entries.removeLast()
+        }
+    }
+
+    /// A box of a cell that holds the point, as a query sees it.
+    package struct Candidate {
+        let boxPointer: UnsafePointer<Box>
+        let entryPointer: UnsafePointer<Entry>
+
+        @inline(__always) package var slot: Int32 { entryPointer.pointee.slot }
+        @inline(__always) package var record: Record { entryPointer.pointee.record }
+        /// The entry's box (`roundedOut` of the box it was inserted with), exactly.
+        @inline(__always) package var box: BoundingBox { boxPointer.pointee.bounds }
+    }
+
+    /// Per level: cell key → boxes and entries.
+    private var cells: [[UInt64: CellList]]
+    /// Per level: cell key → where that cell's boxes and entries are (kept in step with `cells`
+    /// by every change of a list). A query reads a list through it: copying the arrays out of
+    /// `cells` retains them, an atomic write to each one's cold first line, and atomics do not
+    /// let the levels' misses overlap.
     private var views: [[UInt64: CellView]]
 
     /// A cell list's storage, valid until the list changes.
     struct CellView {
-        let base: UnsafePointer<Entry>
+        let boxes: UnsafePointer<Box>
+        let entries: UnsafePointer<Entry>
         let count: Int
     }
 
     /// Makes `views` show the list of `key` at `level` as it is now.
     private mutating func updateView(_ level: Int, _ key: UInt64) {
-        views[level][key] = cells[level][key]?.withUnsafeBufferPointer { list in
-            list.baseAddress.map { CellView(base: $0, count: list.count) }
+        views[level][key] = cells[level][key].flatMap { list in
+            list.boxes.withUnsafeBufferPointer { boxes in
+                list.entries.withUnsafeBufferPointer { entries in
+                    guard let b = boxes.baseAddress, let e = entries.baseAddress else { return nil }
+                    return CellView(boxes: b, entries: e, count: list.count)
+                }
+            }
         }
     }
     /// Number of boxes per level, so empty levels are skipped by queries.
@@ -88,7 +135,7 @@ package struct HierarchicalGrid<Record> {
         guard staged == nil else { return nil }
         let (level, keys) = Self.cells(for: box)
         guard let k = keys.first, let list = cells[level][k] else { return nil }
-        return list.first { $0.slot == slot }?.record
+        return list.entries.first { $0.slot == slot }?.record
     }
 
     /// Entries in all cells (a box in several cells counts once per cell).
@@ -129,12 +176,12 @@ package struct HierarchicalGrid<Record> {
     }
 
     package mutating func insert(_ slot: Int32, box: BoundingBox, level: Int, keys: [UInt64], record: Record) {
-        let entry = Entry(slot: slot, box: box, record: record)
+        let entry = Entry(slot: slot, record: record), b = Box(box)
         if staged != nil {
-            for k in keys { staged?[level].append((k, entry)) }
+            for k in keys { staged?[level].append((k, b, entry)) }
         } else {
             for k in keys {
-                cells[level][k, default: []].append(entry)
+                cells[level][k, default: CellList()].append(b, entry)
                 updateView(level, k)
             }
         }
@@ -146,7 +193,7 @@ package struct HierarchicalGrid<Record> {
     /// `endStaging`. A bulk load appending to each cell's list as it comes reaches a random list
     /// per entry (half of installing 1M beacons); staged entries are sorted by cell and each
     /// list is built in one allocation of the size it needs.
-    private var staged: [[(key: UInt64, entry: Entry)]]?
+    private var staged: [[(key: UInt64, box: Box, entry: Entry)]]?
 
     /// Starts staging inserts (see `staged`): for a load nothing queries until it ends.
     package mutating func beginStaging() {
@@ -166,9 +213,12 @@ package struct HierarchicalGrid<Record> {
                 let key = order[start].key
                 var end = start + 1
                 while end < order.count && order[end].key == key { end += 1 }
-                var list = cells[level].removeValue(forKey: key) ?? []
+                var list = cells[level].removeValue(forKey: key) ?? CellList()
                 list.reserveCapacity(list.count + end - start)
-                for i in start..<end { list.append(entries[Int(order[i].index)].entry) }
+                for i in start..<end {
+                    let e = entries[Int(order[i].index)]
+                    list.append(e.box, e.entry)
+                }
                 cells[level][key] = list
                 updateView(level, key)
                 start = end
@@ -183,23 +233,24 @@ package struct HierarchicalGrid<Record> {
         }
         for k in keys {
             // In place: a list taken out of the table and put back is copied whole on its first change.
-            cells[level][k]?.removeFirstSwapped { $0.slot == slot }
-            if cells[level][k]?.isEmpty == true { cells[level][k] = nil }
+            cells[level][k]?.remove(slot)
+            if cells[level][k]?.count == 0 { cells[level][k] = nil }
             updateView(level, k)
         }
         population[level] -= 1
         if population[level] == 0 { occupied = (0..<Self.levels).filter { population[$0] > 0 } }
     }
 
-    /// Calls `body` with the slot and record of every box (in the cells containing the point)
-    /// whose rounded-out box contains the point: a superset of the boxes containing it. A slot
-    /// may repeat only when its beacon has several boxes.
+    /// Calls `body` with every box (in the cells containing the point) whose rounded-out box
+    /// contains the point: a superset of the boxes containing it. A slot may repeat only when
+    /// its beacon has several boxes.
     ///
-    /// `prepare` sees every such entry before `body` sees any: it can request the memory the
-    /// test will read (prefetch), so the candidates' misses overlap instead of coming one by one.
+    /// The scan reads boxes only and requests each hit's entry; `prepare` then sees every such
+    /// candidate before `body` sees any: it can request the memory the test will read
+    /// (prefetch), so the candidates' misses overlap instead of coming one by one.
     @inline(__always)
-    package func forEachCandidate(lon: Double, lat: Double, prepare: (borrowing Entry) -> Void = { _ in },
-                                  _ body: (borrowing Entry) -> Void) {
+    package func forEachCandidate(lon: Double, lat: Double, prepare: (Candidate) -> Void = { _ in },
+                                  _ body: (Candidate) -> Void) {
         let flon = Float(lon), flat = Float(lat)
         // Every level's cell is looked up first, then scanned: the lookups are independent, so
         // their cache misses overlap instead of coming one after another.
@@ -209,21 +260,25 @@ package struct HierarchicalGrid<Record> {
                 let s = Self.size(level)
                 let k = Self.key(Self.index(lon, offset: 180, size: s), Self.index(lat, offset: 90, size: s))
                 if let view = views[level][k] {
+                    dbeacon_prefetch(view.boxes)
                     lists[n] = view
                     n += 1
                 }
             }
-            withUnsafeTemporaryAllocation(of: UnsafePointer<Entry>.self, capacity: Self.batch) { batch in
+            withUnsafeTemporaryAllocation(of: Candidate.self, capacity: Self.batch) { batch in
                 var m = 0
                 func flush() {
-                    for i in 0..<m { body(batch[i].pointee) }
+                    for i in 0..<m { prepare(batch[i]) }
+                    for i in 0..<m { body(batch[i]) }
                     m = 0
                 }
                 for j in 0..<n {
-                    let entries = lists[j].base
-                    for i in 0..<lists[j].count where entries[i].mayContain(lon: flon, lat: flat) {
-                        prepare(entries[i])
-                        batch[m] = entries + i
+                    let boxes = lists[j].boxes, entries = lists[j].entries
+                    for i in 0..<lists[j].count where boxes[i].mayContain(lon: flon, lat: flat) {
+                        let entry = entries + i
+                        dbeacon_prefetch(entry)
+                        dbeacon_prefetch(UnsafeRawPointer(entry) + MemoryLayout<Entry>.size - 1)
+                        batch[m] = Candidate(boxPointer: boxes + i, entryPointer: entry)
                         m += 1
                         if m == Self.batch { flush() }
                     }
@@ -235,13 +290,4 @@ package struct HierarchicalGrid<Record> {
 
     /// Candidates prepared before they are tested (a city point has a few dozen).
     static var batch: Int { 64 }
-}
-
-extension Array {
-    /// Removes the first element matching `predicate`; the last element takes its place.
-    mutating func removeFirstSwapped(where predicate: (Element) -> Bool) {
-        guard let i = firstIndex(where: predicate) else { return }
-        swapAt(i, count - 1)
-        removeLast()
-    }
 }
