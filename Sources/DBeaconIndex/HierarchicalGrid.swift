@@ -90,25 +90,30 @@ package struct HierarchicalGrid<Record> {
     /// by every change of a list). A query reads a list through it: copying the arrays out of
     /// `cells` retains them, an atomic write to each one's cold first line, and atomics do not
     /// let the levels' misses overlap.
-    private var views: [[UInt64: CellView]]
+    private var views: [CellTable<CellView>]
 
     /// A cell list's storage, valid until the list changes.
     struct CellView {
         let boxes: UnsafePointer<Box>
         let entries: UnsafePointer<Entry>
         let count: Int
+
+        /// Fills the free places of `views` (an empty list: its addresses are never read).
+        static var none: CellView {
+            CellView(boxes: UnsafePointer(bitPattern: 16)!, entries: UnsafePointer(bitPattern: 16)!, count: 0)
+        }
     }
 
     /// Makes `views` show the list of `key` at `level` as it is now.
     private mutating func updateView(_ level: Int, _ key: UInt64) {
-        views[level][key] = cells[level][key].flatMap { list in
+        views[level].set(key, cells[level][key].flatMap { list in
             list.boxes.withUnsafeBufferPointer { boxes in
                 list.entries.withUnsafeBufferPointer { entries in
                     guard let b = boxes.baseAddress, let e = entries.baseAddress else { return nil }
                     return CellView(boxes: b, entries: e, count: list.count)
                 }
             }
-        }
+        })
     }
     /// Number of boxes per level, so empty levels are skipped by queries.
     private var population: [Int]
@@ -117,7 +122,7 @@ package struct HierarchicalGrid<Record> {
 
     package init() {
         cells = Array(repeating: [:], count: Self.levels)
-        views = Array(repeating: [:], count: Self.levels)
+        views = Array(repeating: CellTable(filler: .none), count: Self.levels)
         population = Array(repeating: 0, count: Self.levels)
     }
 

@@ -84,4 +84,29 @@ import Testing
         }
         #expect(nonEmpty > 1_000)
     }
+
+    /// The grid's cell table against `Dictionary` through random inserts, updates and removals:
+    /// keys from a small range so probe runs collide, wrap around the end and shift back on
+    /// removal.
+    @Test func cellTableKeepsWhatADictionaryKeeps() {
+        var rng = Rng(state: 11)
+        var table = CellTable<Int>(filler: -1)
+        var reference: [UInt64: Int] = [:]
+        for step in 0..<60_000 {
+            // Grows to ~1,000 keys, then shrinks: removals dominate the last third.
+            let key = UInt64.random(in: 0..<1_500, using: &rng) << (step % 2 == 0 ? 32 : 0)
+            let remove = Int.random(in: 0..<3, using: &rng) == 0 || (step > 40_000 && Bool.random(using: &rng))
+            let value: Int? = remove ? nil : step
+            table.set(key, value)
+            reference[key] = value
+            if step % 997 == 0 {
+                #expect(table.count == reference.count)
+                for k in 0..<1_500 {
+                    for key in [UInt64(k), UInt64(k) << 32] { #expect(table[key] == reference[key]) }
+                }
+            }
+        }
+        #expect(table.count == reference.count)
+        for (key, value) in reference { #expect(table[key] == value) }
+    }
 }
