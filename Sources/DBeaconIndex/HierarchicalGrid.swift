@@ -11,8 +11,10 @@ package import DBeaconCore
 /// of a query does not depend on how large the indexed boxes are — a 50 km region and a
 /// 20 m circle are both found with one hash lookup each.
 ///
-/// Each entry carries a copy of its slot's `Record` (what a query filters and tests on), so a
-/// query scans a cell's contiguous list and reaches no other memory for most candidates.
+/// A cell keeps its boxes (`Float`, four to a cache line) apart from its entries, in step: a
+/// query scans the boxes alone and reads the entry only of a box that holds the point. Each
+/// entry carries a copy of its slot's `Record` (what a query filters and tests on), so most
+/// candidates reach no memory beyond their entry.
 package struct HierarchicalGrid<Record> {
     package static var baseCell: Double { 1.0 / 256 } // ≈ 434 m of latitude
     package static var levels: Int { 18 } // the coarsest level's cells (512°) hold any box
