@@ -117,6 +117,7 @@ package struct HierarchicalGrid<Record> {
             }
         })
     }
+
     /// Number of boxes per level, so empty levels are skipped by queries.
     private var population: [Int]
     /// Levels with at least one box, finest first (kept in sync with `population`).
