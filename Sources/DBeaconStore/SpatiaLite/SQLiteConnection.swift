@@ -30,8 +30,9 @@ final class SQLiteConnection: @unchecked Sendable {
         deinit { sqlite3_finalize(statement) }
     }
 
-    /// Opens the database at `path` (creating it unless `readOnly`) and loads `mod_spatialite`.
-    init(path: String, readOnly: Bool, synchronousFull: Bool) throws {
+    /// Opens the database at `path` (creating it unless `readOnly`) and, when `spatial`, loads
+    /// `mod_spatialite`.
+    init(path: String, readOnly: Bool, synchronousFull: Bool, spatial: Bool = true) throws {
         var db: OpaquePointer?
         let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)
@@ -44,7 +45,7 @@ final class SQLiteConnection: @unchecked Sendable {
         sqlite3_extended_result_codes(db, 1)
         // Other processes (the CLI with --db while the server runs) hold the write lock only briefly.
         sqlite3_busy_timeout(db, 10_000)
-        try loadSpatiaLite()
+        if spatial { try loadSpatiaLite() }
         if !readOnly { try execute("PRAGMA journal_mode = WAL") }
         try execute("PRAGMA foreign_keys = ON")
         try execute("PRAGMA synchronous = \(synchronousFull ? "FULL" : "NORMAL")")
@@ -77,6 +78,21 @@ final class SQLiteConnection: @unchecked Sendable {
             sqlite3_free(message)
             throw Self.error(rc, text)
         }
+    }
+
+    /// Has `checkpointer` told the log's size after each commit of this connection, instead of
+    /// checkpointing inside the commit (nil: SQLite's own automatic checkpoints again).
+    func reportCommits(to checkpointer: WALCheckpointer?) {
+        guard let checkpointer else {
+            sqlite3_wal_hook(handle, nil, nil)
+            sqlite3_wal_autocheckpoint(handle, 1_000)
+            return
+        }
+        // The store keeps the checkpointer while this connection lives, and clears the hook first.
+        sqlite3_wal_hook(handle, { context, db, _, frames in
+            if let context { Unmanaged<WALCheckpointer>.fromOpaque(context).takeUnretainedValue().committed(frames: frames, db: db) }
+            return SQLITE_OK
+        }, Unmanaged.passUnretained(checkpointer).toOpaque())
     }
 
     /// Rows changed by all statements so far (to learn whether a transaction wrote anything).

@@ -11,6 +11,8 @@ import Synchronization
 /// changes are found through the `beacon_changes` log (`pollRemoteChanges`).
 package final class SpatiaLiteStore: SQLStore {
     private let writer: SQLiteConnection
+    /// Checkpoints the writer's log off the commit path (see `WALCheckpointer`).
+    private let checkpointer: WALCheckpointer
     private let writeLock = AsyncSemaphore(permits: 1)
     private let readers: Mutex<[SQLiteConnection]>
     private let readPermits: AsyncSemaphore
@@ -23,14 +25,17 @@ package final class SpatiaLiteStore: SQLStore {
 
     package static let readerCount = 4
 
-    /// Opens (creating if needed) the database at `path` and migrates it.
-    package init(path: String, synchronousFull: Bool = true) throws {
+    /// Opens (creating if needed) the database at `path` and migrates it. A commit that leaves
+    /// `checkpointFrames` pages or more in the log asks for a checkpoint (see `WALCheckpointer`).
+    package init(path: String, synchronousFull: Bool = true, checkpointFrames: Int32 = WALCheckpointer.defaultRequestFrames) throws {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         }
         writer = try SQLiteConnection(path: path, readOnly: false, synchronousFull: synchronousFull)
         try Self.migrate(writer)
+        checkpointer = try WALCheckpointer(path: path, synchronousFull: synchronousFull, requestFrames: checkpointFrames)
+        writer.reportCommits(to: checkpointer)
         var readers: [SQLiteConnection] = []
         for _ in 0..<Self.readerCount {
             let reader = try SQLiteConnection(path: path, readOnly: false, synchronousFull: synchronousFull)
@@ -41,6 +46,17 @@ package final class SpatiaLiteStore: SQLStore {
         readPermits = AsyncSemaphore(permits: readers.count)
         remoteCursor.dataVersion = try writer.rows("PRAGMA data_version", []).first?.int("data_version") ?? 0
         remoteCursor.lastSeq = try writer.rows("SELECT coalesce(max(seq), 0) AS seq FROM beacon_changes", []).first?.int64("seq") ?? 0
+    }
+
+    deinit {
+        writer.reportCommits(to: nil)
+        checkpointer.stop()
+    }
+
+    /// Background checkpoints of the log so far, and the last one's log and copied pages (tests).
+    package var checkpoints: (runs: Int, logFrames: Int, copiedFrames: Int) {
+        let s = checkpointer.statistics
+        return (s.runs, s.logFrames, s.copiedFrames)
     }
 
     package var dialect: SQLDialect { .sqlite }
