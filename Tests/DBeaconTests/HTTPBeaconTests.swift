@@ -31,6 +31,14 @@ import Testing
             #expect(me.json?["id"] == created.json?["id"])
             #expect(try await client.call(.post, "/v1/users", token: token, json: ["name": "eve"]).status == .forbidden)
             #expect(try await client.call(.post, "/v1/users", token: TestHarness.adminToken, json: ["name": ""]).status == .unprocessableContent)
+            // Lengths are counted as the schema counts them, in code points: 40 letters with two
+            // combining marks each are 40 characters on screen but 120 code points, over 100.
+            let marked = String(repeating: "e\u{0301}\u{0323}", count: 40)
+            let tooLong = try await client.call(.post, "/v1/users", token: TestHarness.adminToken, json: ["name": .string(marked)])
+            #expect(tooLong.status == .unprocessableContent)
+            #expect(tooLong.json?["error"]?["path"] == "name" && tooLong.json?["error"]?["code"] == "too_long")
+            let fits = String(repeating: "e\u{0301}", count: 50)
+            #expect(try await client.call(.post, "/v1/users", token: TestHarness.adminToken, json: ["name": .string(fits)]).status == .created)
         }
     }
 

@@ -40,7 +40,7 @@ package struct ObjectReader: Sendable {
     package func optionalString(_ key: String, maxLength: Int = 10_000, allowEmpty: Bool = true) throws(DBeaconError) -> String? {
         guard let v = value(key) else { return nil }
         guard case .string(let s) = v else { throw typeError(key, "a string", v) }
-        if s.count > maxLength {
+        if s.unicodeScalars.count > maxLength { // JSON Schema counts code points, not graphemes
             throw .invalid(path(key), "must be at most \(maxLength) characters", code: "too_long")
         }
         if !allowEmpty && s.trimmingSpaces.isEmpty {
@@ -130,7 +130,7 @@ package struct ObjectReader: Sendable {
             guard case .string(let s) = v else {
                 throw .invalid("\(path(key))[\(i)]", "expected a string, got \(v.typeName)", code: "invalid_type")
             }
-            if s.count > maxLength {
+            if s.unicodeScalars.count > maxLength {
                 throw .invalid("\(path(key))[\(i)]", "must be at most \(maxLength) characters", code: "too_long")
             }
             result.append(s)

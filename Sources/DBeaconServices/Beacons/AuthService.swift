@@ -73,7 +73,7 @@ package final class AuthService: Sendable {
     /// Creates a user without an authorization check (CLI on the local database).
     package func createUser(name: String) async throws -> (User, String) {
         let trimmed = String(name.trimmingSpaces)
-        guard !trimmed.isEmpty, trimmed.count <= 100 else {
+        guard !trimmed.isEmpty, trimmed.unicodeScalars.count <= 100 else { // counted as the schema counts: code points
             throw DBeaconError.invalid("name", "name must be 1–100 characters", code: "invalid_name")
         }
         let token = Self.makeToken()
