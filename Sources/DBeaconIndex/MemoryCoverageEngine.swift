@@ -707,7 +707,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                 ("beacons", slots.count), ("circles", circles), ("small polygons", small), ("large polygons", large),
                 ("slot objects", cold.count * (176 + MemoryLayout<BeaconID?>.stride) + members), ("records", records.capacity),
                 ("id table", slots.capacity * (MemoryLayout<BeaconID>.stride + 4)),
-                ("grid entries", entries * MemoryLayout<HierarchicalGrid<Hot>.Entry>.stride),
+                ("grid entries", entries * (MemoryLayout<HierarchicalGrid<Hot>.Box>.stride + MemoryLayout<HierarchicalGrid<Hot>.Entry>.stride)),
                 ("small polygon blocks", flat), ("large polygon blocks", compact),
                 ("rasters", rasterWords.capacity * 8 + rasterBlocks.capacity * 8),
                 ("exact coordinates (mapped file)", exact), ("coordinate file", coordinatesLock.withLock { coordinates?.size ?? 0 }),
