@@ -190,15 +190,9 @@ package enum GeoJSONCodec {
             w.appendASCII("[")
             for (r, ring) in p.rings.enumerated() {
                 if r > 0 { w.appendASCII(",") }
-                w.appendASCII("[")
-                for (i, v) in ring.enumerated() {
-                    w.appendASCII(i > 0 ? ",[" : "[")
-                    w.writeNumber(v.lon)
-                    w.appendASCII(",")
-                    w.writeNumber(v.lat)
-                    w.appendASCII("]")
+                ring.withUnsafeBufferPointer { ring in
+                    ring.withMemoryRebound(to: Double.self) { writeRing(lonLat: $0, into: &w) }
                 }
-                w.appendASCII("]")
             }
             w.appendASCII("]")
         }
@@ -217,6 +211,34 @@ package enum GeoJSONCodec {
             }
             w.appendASCII("]}")
         }
+    }
+
+    /// A polygon's `coordinates`: `[` rings `]`, each ring `lonLat[a..<b]` for consecutive
+    /// `ringStarts` (`lon, lat` per vertex); what `writePerimeter` writes for a Polygon's rings.
+    package static func writeRings(lonLat: UnsafePointer<Double>, ringStarts: some Collection<Int>, into w: inout JSONWriter) {
+        w.appendASCII("[")
+        var first = true
+        for (a, b) in zip(ringStarts, ringStarts.dropFirst()) {
+            if !first { w.appendASCII(",") }
+            first = false
+            writeRing(lonLat: UnsafeBufferPointer(start: lonLat + 2 * a, count: 2 * (b - a)), into: &w)
+        }
+        w.appendASCII("]")
+    }
+
+    /// One ring: `[[lon,lat],…]` from `lon, lat` pairs.
+    static func writeRing(lonLat: UnsafeBufferPointer<Double>, into w: inout JSONWriter) {
+        w.appendASCII("[")
+        var i = 0
+        while i + 1 < lonLat.count {
+            w.appendASCII(i > 0 ? ",[" : "[")
+            w.writeNumber(lonLat[i])
+            w.appendASCII(",")
+            w.writeNumber(lonLat[i + 1])
+            w.appendASCII("]")
+            i += 2
+        }
+        w.appendASCII("]")
     }
 
     package static func encodePerimeter(_ perimeter: Perimeter) -> JSONValue {

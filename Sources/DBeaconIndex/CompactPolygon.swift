@@ -1,4 +1,5 @@
 package import DBeaconCore
+import DBeaconGeo
 
 /// Point-in-polygon for large polygons in about five bytes per vertex of memory.
 ///
@@ -65,23 +66,67 @@ package final class CompactPolygon: @unchecked Sendable {
         }
         var exactPointer = UnsafePointer(exact.base)
         var owner: AnyObject = exact
-        if let file, let written = file.append(UnsafeBufferPointer(start: exact.base, count: 2 * n)) {
-            exactPointer = written.pointer
-            owner = file
+        var textLength = 0
+        if let file {
+            // With a file, the rings' GeoJSON goes there too, after the coordinates.
+            let text = Self.ringsJSON(lonLat: exact.base, rings: rings.map(\.count))
+            if let written = file.append(UnsafeBufferPointer(start: exact.base, count: 2 * n), text: text) {
+                exactPointer = written.pointer
+                owner = file
+                textLength = text.count
+            }
         }
         let block = Self.build(rings: rings.map(\.count), exact: UnsafePointer(exact.base), wideRuns: wideRuns)
-        self.init(block: UnsafeRawPointer(block.pointer), bytes: block.bytes, ownsBlock: true, exact: exactPointer, owners: [owner])
+        self.init(block: UnsafeRawPointer(block.pointer), bytes: block.bytes, ownsBlock: true, exact: exactPointer,
+                  textLength: textLength, owners: [owner])
     }
 
-    /// A compact polygon over a block built earlier (a snapshot's), with its exact coordinates.
-    package init(block: UnsafeRawPointer, bytes: Int, ownsBlock: Bool, exact: UnsafePointer<Double>, owners: [AnyObject]) {
+    /// A compact polygon over a block built earlier (a snapshot's), with its exact coordinates
+    /// and, when `textLength` is not 0, its rings' GeoJSON after them in their `CoordinateFile`.
+    package init(block: UnsafeRawPointer, bytes: Int, ownsBlock: Bool, exact: UnsafePointer<Double>, textLength: Int = 0,
+                 owners: [AnyObject]) {
         self.block = block
         blockBytes = bytes
         self.ownsBlock = ownsBlock
         self.exact = exact
         self.owners = owners
         view = Block(block)
+        self.textLength = owners.contains { $0 is CoordinateFile } ? textLength : 0
     }
+
+    /// Bytes of the rings' GeoJSON (`[[[lon,lat],…],…]`, what `GeoJSONCodec.writePerimeter`
+    /// writes for them) kept in the coordinate file right after the exact coordinates; 0: none
+    /// (coordinates on the heap), the answer formats them.
+    package let textLength: Int
+
+    /// The GeoJSON of rings of `rings` vertices over `lon, lat` pairs.
+    static func ringsJSON(lonLat: UnsafePointer<Double>, rings: [Int]) -> [UInt8] {
+        var w = JSONWriter(capacity: 40 * rings.reduce(0, +) + 16)
+        var starts = [0]
+        for count in rings { starts.append(starts.last! + count) }
+        GeoJSONCodec.writeRings(lonLat: lonLat, ringStarts: starts, into: &w)
+        return w.bytes
+    }
+
+    /// Appends the rings' GeoJSON from the coordinate file; false, with nothing appended,
+    /// when there is none or it cannot be read.
+    package func writeRingsJSON(into w: inout JSONWriter) -> Bool {
+        guard textLength > 0, let file, let offset = file.offset(of: exact) else { return false }
+        let at = offset + 16 * vertexCount
+        return w.append(count: textLength) { file.read(at: at, into: $0) }
+    }
+
+    /// The rings' GeoJSON: read from the file, else formatted from the exact coordinates.
+    package var ringsJSON: [UInt8] {
+        var w = JSONWriter(capacity: textLength)
+        if writeRingsJSON(into: &w) { return w.bytes }
+        var rings: [Int] = []
+        for r in 0..<view.ringCount { rings.append(Int(view.ringStart[r + 1] - view.ringStart[r])) }
+        return Self.ringsJSON(lonLat: exact, rings: rings)
+    }
+
+    /// Bytes this polygon takes in its coordinate file (coordinates and text).
+    package var fileBytes: Int { 16 * vertexCount + CoordinateFile.padded(textLength) }
 
     deinit {
         if ownsBlock { UnsafeMutableRawPointer(mutating: block).deallocate() }
@@ -368,4 +413,32 @@ final class HeapDoubles: @unchecked Sendable {
         base = .allocate(capacity: max(1, count))
     }
     deinit { base.deallocate() }
+}
+
+/// A large polygon perimeter (`MemoryCoverageEngine.Cold`'s compact polygons) written from the
+/// GeoJSON text of its rings kept in the coordinate file.
+struct CompactPerimeter: FormattedPerimeter {
+    let polygons: [CompactPolygon]
+    /// A MultiPolygon (else one polygon is a Polygon), as `Cold.isMulti`.
+    let isMulti: Bool
+
+    func writeJSON(into w: inout JSONWriter) -> Bool {
+        let start = w.count
+        let single = !isMulti && polygons.count == 1
+        w.appendASCII(single ? "{\"type\":\"Polygon\",\"coordinates\":" : "{\"type\":\"MultiPolygon\",\"coordinates\":[")
+        for (i, p) in polygons.enumerated() {
+            if i > 0 { w.appendASCII(",") }
+            guard p.writeRingsJSON(into: &w) else {
+                w.truncate(to: start)
+                return false
+            }
+        }
+        w.appendASCII(single ? "}" : "]}")
+        return true
+    }
+
+    var perimeter: Perimeter {
+        let rebuilt = polygons.map(PolygonCache.shared.polygon(of:))
+        return isMulti || rebuilt.count != 1 ? .multiPolygon(rebuilt) : .polygon(rebuilt[0])
+    }
 }

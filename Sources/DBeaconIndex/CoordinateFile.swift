@@ -101,25 +101,49 @@ package final class CoordinateFile: @unchecked Sendable {
     /// Appends doubles (room is reserved under the lock, the write is not, so several threads
     /// append at once); returns their offset and a pointer to them in the mapping, or nil when
     /// the write failed (a full disk): the caller keeps them elsewhere.
-    package func append(_ values: UnsafeBufferPointer<Double>) -> (offset: Int, pointer: UnsafePointer<Double>)? {
+    ///
+    /// `text` (a large polygon's GeoJSON, `CompactPolygon.textLength`) follows the doubles, padded
+    /// to a multiple of 8 so the next doubles are aligned.
+    package func append(_ values: UnsafeBufferPointer<Double>, text: [UInt8] = []) -> (offset: Int, pointer: UnsafePointer<Double>)? {
+        let doubles = values.count * MemoryLayout<Double>.stride
         let offset: Int = lock.withLock {
             let offset = end
-            end += values.count * MemoryLayout<Double>.stride
+            end += doubles + Self.padded(text.count)
             return offset
         }
-        return write(values, at: offset).map { (offset, $0) }
+        let padding = [UInt8](repeating: 0, count: Self.padded(text.count) - text.count)
+        guard write(UnsafeRawBufferPointer(values), at: offset),
+              text.withUnsafeBytes({ write($0, at: offset + doubles) }),
+              padding.withUnsafeBytes({ write($0, at: offset + doubles + text.count) }) else { return nil }
+        return (offset, pointer(at: offset))
     }
 
-    private func write(_ values: UnsafeBufferPointer<Double>, at offset: Int) -> UnsafePointer<Double>? {
-        let bytes = values.count * MemoryLayout<Double>.stride
+    /// `count` rounded up to a multiple of 8.
+    static func padded(_ count: Int) -> Int { (count + 7) & ~7 }
+
+    private func write(_ data: UnsafeRawBufferPointer, at offset: Int) -> Bool {
         var done = 0
-        while done < bytes {
-            let n = pwrite(fd, UnsafeRawPointer(values.baseAddress!) + done, bytes - done, off_t(offset + done))
+        while done < data.count {
+            let n = pwrite(fd, data.baseAddress! + done, data.count - done, off_t(offset + done))
             if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return nil }
+            guard n > 0 else { return false }
             done += n
         }
-        return pointer(at: offset)
+        return true
+    }
+
+    /// Reads `out.count` bytes at `offset` with `pread` (not through the mapping: an answer
+    /// reads every region in time, and mapped pages would stay resident in the process).
+    package func read(at offset: Int, into out: UnsafeMutableRawBufferPointer) -> Bool {
+        guard offset >= 0, offset + out.count <= size else { return false }
+        var done = 0
+        while done < out.count {
+            let n = pread(fd, out.baseAddress! + done, out.count - done, off_t(offset + done))
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return false }
+            done += n
+        }
+        return true
     }
 
     /// The doubles at `offset` (written earlier).

@@ -12,6 +12,10 @@ package protocol CoverageEngine: Sendable {
     /// The ids of `covering(query)`, each once (the fence engine needs whole beacons only for the few
     /// a fix enters or leaves).
     func coveringIDs(_ query: CoverQuery) async throws -> [BeaconID]
+    /// `covering(query)` for an answer that writes perimeters as GeoJSON: a perimeter the
+    /// engine keeps formatted comes as a `FormattedPerimeter`, and its beacon's perimeter is
+    /// left empty.
+    func coveringFormatted(_ query: CoverQuery) async throws -> [(beacon: Beacon, perimeter: (any FormattedPerimeter)?)]
     /// The beacons among `ids` that exist (no visibility filter).
     func beacons(ids: [BeaconID]) async throws -> [Beacon]
     /// The moving beacons of `owner`.
@@ -21,6 +25,10 @@ package protocol CoverageEngine: Sendable {
 extension CoverageEngine {
     package func coveringIDs(_ query: CoverQuery) async throws -> [BeaconID] {
         try await covering(query).map(\.id)
+    }
+
+    package func coveringFormatted(_ query: CoverQuery) async throws -> [(beacon: Beacon, perimeter: (any FormattedPerimeter)?)] {
+        try await covering(query).map { ($0, nil) }
     }
 }
 

@@ -9,7 +9,7 @@ import Foundation
 /// that is stale or unreadable is rebuilt from the store, never trusted.
 extension MemoryCoverageEngine {
     /// Version of the snapshot's contents (the engine's layouts); another version is not read.
-    static let snapshotVersion: UInt32 = 4
+    static let snapshotVersion: UInt32 = 5
 
     /// A snapshot written.
     package struct SnapshotWriteReport: Sendable {
@@ -71,7 +71,7 @@ extension MemoryCoverageEngine {
         guard let captured = try await store.withSettledChanges({ [self] stamp in UncheckedSendable(view(stamp)) }),
               let view = captured.value else { return nil }
         let captureSeconds = Self.seconds(ContinuousClock.now - captureStarted)
-        let live = view.slots.reduce(0) { $0 + $1.0.compact.reduce(0) { $0 + 16 * $1.vertexCount } }
+        let live = view.slots.reduce(0) { $0 + $1.0.compact.reduce(0) { $0 + $1.fileBytes } }
         if compactCoordinates ?? (coords.size - live > max(live, 64 << 20)) {
             coords = try snapshots.newCoordinateFile()
             useCoordinates(coords)
@@ -87,14 +87,16 @@ extension MemoryCoverageEngine {
     private static func write(_ view: View, coords: CoordinateFile, coordsName: String, to snapshots: IndexSnapshots) throws -> Int {
         // Exact coordinates not in the folder's file (kept on the heap after a failed write) go
         // there now; then the file is made durable before the snapshot that refers to it.
-        func exactOffset(_ p: CompactPolygon) throws -> Int {
-            if let offset = coords.offset(of: p.exact) { return offset }
-            guard let written = coords.append(UnsafeBufferPointer(start: p.exact, count: 2 * p.vertexCount)) else {
+        // Their rings' GeoJSON goes with them (read from the old file, or formatted).
+        func exactOffset(_ p: CompactPolygon) throws -> (offset: Int, textLength: Int) {
+            if let offset = coords.offset(of: p.exact) { return (offset, p.textLength) }
+            let text = p.ringsJSON
+            guard let written = coords.append(UnsafeBufferPointer(start: p.exact, count: 2 * p.vertexCount), text: text) else {
                 throw SnapshotWriter.Failure.write(errno)
             }
-            return written.offset
+            return (written.offset, text.count)
         }
-        var exact: [ObjectIdentifier: Int] = [:]
+        var exact: [ObjectIdentifier: (offset: Int, textLength: Int)] = [:]
         for (c, _, _) in view.slots { for p in c.compact { exact[ObjectIdentifier(p)] = try exactOffset(p) } }
         guard coords.sync() else { throw SnapshotWriter.Failure.write(errno) }
         let coordsSize = coords.size
@@ -188,7 +190,9 @@ extension MemoryCoverageEngine {
                 for (p, at) in zip(c.compact, compactAt[k]) {
                     try w.value(UInt64(at))
                     try w.value(UInt32(p.blockBytes))
-                    try w.value(UInt64(exact[ObjectIdentifier(p)]!))
+                    let placed = exact[ObjectIdentifier(p)]!
+                    try w.value(UInt64(placed.offset))
+                    try w.value(UInt32(placed.textLength))
                 }
             }
             return directory
@@ -279,11 +283,11 @@ extension MemoryCoverageEngine {
                 }
                 let compact = try (0..<Int(try r.value(UInt32.self))).map { _ in
                     let at = Int(try r.value(UInt64.self)), bytes = Int(try r.value(UInt32.self))
-                    let exactAt = Int(try r.value(UInt64.self))
+                    let exactAt = Int(try r.value(UInt64.self)), textLength = Int(try r.value(UInt32.self))
                     let block = try r.range(at, bytes, alignment: 8)
                     let polygon = CompactPolygon(block: block, bytes: bytes, ownsBlock: false, exact: coords.pointer(at: exactAt),
-                                                 owners: [mapping, coords])
-                    guard exactAt >= 0, exactAt + 16 * polygon.vertexCount <= coordsSize else {
+                                                 textLength: textLength, owners: [mapping, coords])
+                    guard exactAt >= 0, exactAt + polygon.fileBytes <= coordsSize else {
                         throw SnapshotMapping.Failure.malformed("coordinates of \(id)")
                     }
                     return polygon

@@ -153,7 +153,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             switch kind {
             case .circle: return .circle(radiusM: radius)
             case .small: polygons = flat?.polygons ?? []
-            case .large: polygons = compact.map(PolygonCache.shared.polygon(of:))
+            case .large: return CompactPerimeter(polygons: compact, isMulti: isMulti).perimeter
             case .free: polygons = []
             }
             return isMulti || polygons.count != 1 ? .multiPolygon(polygons) : .polygon(polygons[0])
@@ -692,7 +692,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             var compact = 0, flat = 0, members = 0, exact = 0
             var large = 0, small = 0, circles = 0
             for case let c? in cold {
-                for p in c.compact { compact += p.blockBytes; exact += 16 * p.vertexCount }
+                for p in c.compact { compact += p.blockBytes; exact += p.fileBytes }
                 if let f = c.flat { flat += 8 * f.count }
                 members += 4 * c.members.count
                 switch c.kind {
@@ -730,15 +730,46 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         }
     }
 
+    package func coveringFormatted(_ query: CoverQuery) async throws -> [(beacon: Beacon, perimeter: (any FormattedPerimeter)?)] {
+        coveringFormattedNow(query)
+    }
+
+    /// Synchronous form of `coveringFormatted`: a large polygon perimeter whose rings' GeoJSON
+    /// is in the coordinate file comes as that text (`CompactPerimeter`), not read into
+    /// coordinates (a nearby answer copies it instead of formatting thousands of numbers).
+    package func coveringFormattedNow(_ query: CoverQuery) -> [(beacon: Beacon, perimeter: (any FormattedPerimeter)?)] {
+        lock.read {
+            var slots: [Int32] = []
+            visit(query) { slots.append($0) }
+            var out: [(beacon: Beacon, perimeter: (any FormattedPerimeter)?)] = []
+            out.reserveCapacity(slots.count)
+            forEachBeacon(of: slots) { c, records in
+                if query.perimeters, c.kind == .large, !c.compact.isEmpty, c.compact.allSatisfy({ $0.textLength > 0 }) {
+                    out.append((beacon(c, records, perimeter: false), CompactPerimeter(polygons: c.compact, isMulti: c.isMulti)))
+                } else {
+                    out.append((beacon(c, records, perimeter: query.perimeters), nil))
+                }
+            }
+            return out
+        }
+    }
+
     /// The beacons of `slots` (in use), in order. Must hold the read lock.
+    private func beacons(of slots: [Int32], perimeter: Bool = true) -> [Beacon] {
+        var out: [Beacon] = []
+        out.reserveCapacity(slots.count)
+        forEachBeacon(of: slots) { c, records in out.append(beacon(c, records, perimeter: perimeter)) }
+        return out
+    }
+
+    /// Calls `body` with the object of each of `slots` (in use), in order, and the records'
+    /// bytes. Must hold the read lock.
     ///
     /// Each beacon reads its slot's object and then its record: both are cold. Their lines are
     /// requested for all beacons first, one step at a time, so the misses overlap instead of
     /// coming two per beacon in a row; the objects are reached without retaining them (an
     /// atomic on the cold line would wait for it), the read lock keeping them alive.
-    private func beacons(of slots: [Int32], perimeter: Bool = true) -> [Beacon] {
-        var out: [Beacon] = []
-        out.reserveCapacity(slots.count)
+    private func forEachBeacon(of slots: [Int32], _ body: (Cold, UnsafeRawBufferPointer) -> Void) {
         cold.withUnsafeBufferPointer { cold in
             let objects = UnsafeRawPointer(cold.baseAddress!).assumingMemoryBound(to: UnsafeRawPointer?.self)
             for slot in slots { dbeacon_prefetch(objects + Int(slot)) }
@@ -749,10 +780,9 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                     let offset = Unmanaged<Cold>.fromOpaque(object)._withUnsafeGuaranteedRef { $0.record }
                     dbeacon_prefetch(records.baseAddress! + offset)
                 }
-                for slot in slots { out.append(beacon(cold[Int(slot)]!, records, perimeter: perimeter)) }
+                for slot in slots { body(cold[Int(slot)]!, records) }
             }
         }
-        return out
     }
 
     /// The beacon of a slot, from its record (`records`: the arena's bytes) and its geometry;

@@ -7,7 +7,8 @@ import Synchronization
 package enum NearbyEncoding {
     /// A FeatureCollection whose features carry `distance_m` and `bearing_deg` in their properties.
     ///
-    /// Polygon perimeters are spliced in from `PerimeterJSONCache`: a 5,000-vertex region is
+    /// Polygon perimeters are spliced in: a result's `formattedPerimeter` (the index keeps large
+    /// regions' GeoJSON formatted), else from `PerimeterJSONCache`, where a polygon is
     /// formatted once per beacon version, not once per request.
     /// Without `includePerimeters`, `properties.perimeter` is left out.
     package static func collection(_ results: [NearbyResult], includePerimeters: Bool = true,
@@ -41,7 +42,9 @@ package enum NearbyEncoding {
         b.owner.withUTF8 { w.writeString(utf8: $0) }
         if includePerimeter {
             w.appendASCII(",\"perimeter\":")
-            if let cached = cache.perimeter(of: b) {
+            if let prepared = r.formattedPerimeter {
+                if !prepared.writeJSON(into: &w) { GeoJSONCodec.writePerimeter(prepared.perimeter, into: &w) }
+            } else if let cached = cache.perimeter(of: b) {
                 w.appendRaw(cached)
             } else {
                 GeoJSONCodec.writePerimeter(b.perimeter, into: &w)

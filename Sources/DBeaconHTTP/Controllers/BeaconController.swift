@@ -126,7 +126,8 @@ struct BeaconController {
                                message: "perimeter must be full or none, got \(other)", path: "perimeter")
         }
         let results = try await beacons.nearby(point: point, tags: try q.tags(), at: try q.timestamp("at"),
-                                               limit: try q.limit(), perimeters: includePerimeters, by: context.principal)
+                                               limit: try q.limit(), perimeters: includePerimeters, formattedPerimeters: true,
+                                               by: context.principal)
         return .json(bytes: NearbyEncoding.collection(results, includePerimeters: includePerimeters))
     }
 

@@ -60,13 +60,25 @@ package struct BeaconService: Sendable {
     /// and asking about the past does not bring back an ended beacon.
     ///
     /// Without `perimeters` the results' polygon perimeters may be empty (the answer leaves them out).
+    /// With `formattedPerimeters`, a perimeter the engine keeps as GeoJSON text comes as
+    /// `NearbyResult.formattedPerimeter` and its beacon's perimeter is empty (for an answer that
+    /// writes it, `NearbyEncoding`).
     package func nearby(point: Position, tags: [String], at: Timestamp?, limit: Int, service: String? = nil,
-                        perimeters: Bool = true, by principal: Principal) async throws -> [NearbyResult] {
+                        perimeters: Bool = true, formattedPerimeters: Bool = false,
+                        by principal: Principal) async throws -> [NearbyResult] {
         let now = clock.now()
         var query = CoverQuery(point: point, tags: tags, at: at ?? now, viewer: principal, service: service, now: now)
         query.perimeters = perimeters
-        let found = try await engine.covering(query)
-        var ranked = Self.rank(found, from: point, limit: limit)
+        var ranked: [NearbyResult]
+        if perimeters && formattedPerimeters {
+            let found = try await engine.coveringFormatted(query)
+            ranked = Self.rank(found.map(\.beacon), from: point, limit: limit)
+            var formatted: [BeaconID: any FormattedPerimeter] = [:]
+            for f in found { if let p = f.perimeter { formatted[f.beacon.id] = p } }
+            if !formatted.isEmpty { for i in ranked.indices { ranked[i].formattedPerimeter = formatted[ranked[i].beacon.id] } }
+        } else {
+            ranked = Self.rank(try await engine.covering(query), from: point, limit: limit)
+        }
         let presented = try await redacted(ranked.map(\.beacon), for: principal)
         for i in ranked.indices { ranked[i].beacon = presented[i] }
         return ranked

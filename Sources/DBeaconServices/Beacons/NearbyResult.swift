@@ -8,10 +8,14 @@ package struct NearbyResult: Sendable {
     package var beacon: Beacon
     package var distanceM: Double
     package var bearingDeg: Double
+    /// The perimeter as the index keeps it formatted (`beacon.perimeter` is then empty), from
+    /// `BeaconService.nearby(formattedPerimeters: true)`.
+    package var formattedPerimeter: (any FormattedPerimeter)?
 
-    package init(beacon: Beacon, distanceM: Double, bearingDeg: Double) {
+    package init(beacon: Beacon, distanceM: Double, bearingDeg: Double, formattedPerimeter: (any FormattedPerimeter)? = nil) {
         self.beacon = beacon
         self.distanceM = distanceM
         self.bearingDeg = bearingDeg
+        self.formattedPerimeter = formattedPerimeter
     }
 }
