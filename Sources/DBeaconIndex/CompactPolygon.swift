@@ -108,18 +108,21 @@ package final class CompactPolygon: @unchecked Sendable {
         return w.bytes
     }
 
-    /// Appends the rings' GeoJSON from the coordinate file; false, with nothing appended,
+    /// Reads the rings' GeoJSON from the coordinate file into `out` (`textLength` bytes); false
     /// when there is none or it cannot be read.
-    package func writeRingsJSON(into w: inout JSONWriter) -> Bool {
-        guard textLength > 0, let file, let offset = file.offset(of: exact) else { return false }
-        let at = offset + 16 * vertexCount
-        return w.append(count: textLength) { file.read(at: at, into: $0) }
+    package func readRingsJSON(into out: UnsafeMutableRawBufferPointer) -> Bool {
+        guard textLength > 0, out.count == textLength, let file, let offset = file.offset(of: exact) else { return false }
+        return file.read(at: offset + 16 * vertexCount, into: out)
     }
 
     /// The rings' GeoJSON: read from the file, else formatted from the exact coordinates.
     package var ringsJSON: [UInt8] {
-        var w = JSONWriter(capacity: textLength)
-        if writeRingsJSON(into: &w) { return w.bytes }
+        var read = false
+        let text = [UInt8](unsafeUninitializedCapacity: textLength) { buffer, count in
+            read = readRingsJSON(into: UnsafeMutableRawBufferPointer(buffer))
+            count = read ? textLength : 0
+        }
+        if read { return text }
         var rings: [Int] = []
         for r in 0..<view.ringCount { rings.append(Int(view.ringStart[r + 1] - view.ringStart[r])) }
         return Self.ringsJSON(lonLat: exact, rings: rings)
@@ -422,19 +425,30 @@ struct CompactPerimeter: FormattedPerimeter {
     /// A MultiPolygon (else one polygon is a Polygon), as `Cold.isMulti`.
     let isMulti: Bool
 
-    func writeJSON(into w: inout JSONWriter) -> Bool {
-        let start = w.count
-        let single = !isMulti && polygons.count == 1
-        w.appendASCII(single ? "{\"type\":\"Polygon\",\"coordinates\":" : "{\"type\":\"MultiPolygon\",\"coordinates\":[")
-        for (i, p) in polygons.enumerated() {
-            if i > 0 { w.appendASCII(",") }
-            guard p.writeRingsJSON(into: &w) else {
-                w.truncate(to: start)
-                return false
-            }
+    private var single: Bool { !isMulti && polygons.count == 1 }
+    private static let polygonPrefix = Array("{\"type\":\"Polygon\",\"coordinates\":".utf8)
+    private static let multiPrefix = Array("{\"type\":\"MultiPolygon\",\"coordinates\":[".utf8)
+
+    var jsonByteCount: Int {
+        (single ? Self.polygonPrefix.count + 1 : Self.multiPrefix.count + 2)
+            + polygons.reduce(0) { $0 + $1.textLength } + polygons.count - 1
+    }
+
+    func writeJSON(to out: UnsafeMutableRawBufferPointer) -> Bool {
+        guard out.count == jsonByteCount else { return false }
+        var at = 0
+        func put(_ bytes: [UInt8]) {
+            bytes.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: out[at..<(at + $0.count)]).copyMemory(from: $0) }
+            at += bytes.count
         }
-        w.appendASCII(single ? "}" : "]}")
-        return true
+        put(single ? Self.polygonPrefix : Self.multiPrefix)
+        for (i, p) in polygons.enumerated() {
+            if i > 0 { put([UInt8(ascii: ",")]) }
+            guard p.readRingsJSON(into: UnsafeMutableRawBufferPointer(rebasing: out[at..<(at + p.textLength)])) else { return false }
+            at += p.textLength
+        }
+        put(single ? [UInt8(ascii: "}")] : Array("]}".utf8))
+        return at == out.count
     }
 
     var perimeter: Perimeter {

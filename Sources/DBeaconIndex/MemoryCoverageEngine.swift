@@ -710,7 +710,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                 ("grid entries", entries * (MemoryLayout<HierarchicalGrid<Hot>.Box>.stride + MemoryLayout<HierarchicalGrid<Hot>.Entry>.stride)),
                 ("small polygon blocks", flat), ("large polygon blocks", compact),
                 ("rasters", rasterWords.capacity * 8 + rasterBlocks.capacity * 8),
-                ("exact coordinates (mapped file)", exact), ("coordinate file", coordinatesLock.withLock { coordinates?.size ?? 0 }),
+                ("exact coordinates and their GeoJSON (file)", exact), ("coordinate file", coordinatesLock.withLock { coordinates?.size ?? 0 }),
             ]
         }
     }

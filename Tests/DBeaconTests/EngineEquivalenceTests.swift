@@ -380,6 +380,19 @@ import Testing
         edited[0].beacon.version += 1
         #expect(NearbyEncoding.collection(edited, cache: cache) == plain(edited))
         #expect(try JSONParser.parse(NearbyEncoding.collection([], cache: cache))["features"]?.arrayValue?.isEmpty == true)
+        // Perimeters handed over as formatted text are spliced in at their place; one whose
+        // text cannot be read sends the answer back to formatting them all.
+        let withText = results.enumerated().map { i, r in
+            var t = r
+            guard i % 3 == 0 else { return t }
+            t.formattedPerimeter = TextPerimeter(perimeter: r.beacon.perimeter, readable: true)
+            t.beacon.perimeter = .multiPolygon([])
+            return t
+        }
+        #expect(NearbyEncoding.collection(withText, cache: cache) == plain(results))
+        var unreadable = withText
+        unreadable[3].formattedPerimeter = TextPerimeter(perimeter: results[3].beacon.perimeter, readable: false)
+        #expect(NearbyEncoding.collection(unreadable, cache: cache) == plain(results))
         // Bounded in bytes too: never more held than allowed, answers unchanged.
         let small = PerimeterJSONCache(capacity: 1_000, maxBytes: 40_000)
         for _ in 0..<3 {
@@ -414,5 +427,22 @@ import Testing
         try await memory.resync()
         #expect(memory.count == 220)
         #expect(try await compare(memory, sql, queries, label: "after resync") == 0)
+    }
+}
+
+/// A perimeter's text as `GeoJSONCodec` writes it, readable or not.
+struct TextPerimeter: FormattedPerimeter {
+    let perimeter: Perimeter
+    let readable: Bool
+    var text: [UInt8] {
+        var w = JSONWriter()
+        GeoJSONCodec.writePerimeter(perimeter, into: &w)
+        return w.bytes
+    }
+    var jsonByteCount: Int { text.count }
+    func writeJSON(to out: UnsafeMutableRawBufferPointer) -> Bool {
+        guard readable, out.count == jsonByteCount else { return false }
+        text.withUnsafeBytes { out.copyMemory(from: $0) }
+        return true
     }
 }

@@ -118,7 +118,7 @@ import Testing
         let after = try coordinateFiles()
         #expect(before.count == 1 && after.count == 1 && before != after, "\(before) → \(after)")
         let inUse = try FileManager.default.attributesOfItem(atPath: folder + "/" + after[0])[.size] as? Int
-        let oldSize = writer.memoryReport.first { $0.0 == "exact coordinates (mapped file)" }?.1
+        let oldSize = writer.memoryReport.first { $0.0 == "exact coordinates and their GeoJSON (file)" }?.1
         #expect(inUse == oldSize, "the new file holds exactly the coordinates in use")
         let fromCompacted = MemoryCoverageEngine(store: h.store)
         #expect(try fromCompacted.load(snapshotFrom: reader, stamp: compacted.stamp)?.beacons == beacons.count - 17)

@@ -13,20 +13,63 @@ package enum NearbyEncoding {
     /// Without `includePerimeters`, `properties.perimeter` is left out.
     package static func collection(_ results: [NearbyResult], includePerimeters: Bool = true,
                                    cache: PerimeterJSONCache = .shared) -> [UInt8] {
-        var w = JSONWriter(capacity: 1024)
+        var w = JSONWriter(capacity: 1024 + 2048 * results.count)
+        // Formatted perimeters are copied in at the end, each at its place in the other bytes,
+        // straight into an answer of the final size.
+        var splices: [(at: Int, perimeter: any FormattedPerimeter)] = []
         w.appendASCII("{\"type\":\"FeatureCollection\",\"features\":[")
         for (i, r) in results.enumerated() {
             if i > 0 { w.appendASCII(",") }
-            writeFeature(r, includePerimeter: includePerimeters, cache: cache, into: &w)
+            writeFeature(r, includePerimeter: includePerimeters, cache: cache, into: &w, splices: &splices)
         }
         w.appendASCII("]}")
-        return w.bytes
+        guard !splices.isEmpty else { return w.bytes }
+        if let answer = splice(w.bytes, splices) { return answer }
+        // A text could not be read (its file failed): every perimeter formatted instead.
+        return collection(results.map { r in
+            guard let p = r.formattedPerimeter else { return r }
+            var plain = r
+            plain.beacon.perimeter = p.perimeter
+            plain.formattedPerimeter = nil
+            return plain
+        }, includePerimeters: includePerimeters, cache: cache)
+    }
+
+    /// `text` with each splice's perimeter inserted at its offset; nil when one cannot be read.
+    static func splice(_ text: [UInt8], _ splices: [(at: Int, perimeter: any FormattedPerimeter)]) -> [UInt8]? {
+        let total = text.count + splices.reduce(0) { $0 + $1.perimeter.jsonByteCount }
+        var ok = true
+        let answer = [UInt8](unsafeUninitializedCapacity: total) { out, count in
+            let out = UnsafeMutableRawBufferPointer(out)
+            text.withUnsafeBytes { text in
+                var from = 0, to = 0
+                func copy(upTo end: Int) {
+                    UnsafeMutableRawBufferPointer(rebasing: out[to..<(to + end - from)])
+                        .copyMemory(from: UnsafeRawBufferPointer(rebasing: text[from..<end]))
+                    to += end - from
+                    from = end
+                }
+                for s in splices {
+                    copy(upTo: s.at)
+                    let n = s.perimeter.jsonByteCount
+                    guard s.perimeter.writeJSON(to: UnsafeMutableRawBufferPointer(rebasing: out[to..<(to + n)])) else {
+                        ok = false
+                        return
+                    }
+                    to += n
+                }
+                copy(upTo: text.count)
+            }
+            count = ok ? total : 0
+        }
+        return ok ? answer : nil
     }
 
     /// One feature, written straight to bytes: the bytes of `BeaconFeatureCodec`'s Feature with
     /// `distance_m` and `bearing_deg` added to its properties (tested), without a tree of values
     /// per beacon.
-    static func writeFeature(_ r: NearbyResult, includePerimeter: Bool, cache: PerimeterJSONCache, into w: inout JSONWriter) {
+    static func writeFeature(_ r: NearbyResult, includePerimeter: Bool, cache: PerimeterJSONCache, into w: inout JSONWriter,
+                             splices: inout [(at: Int, perimeter: any FormattedPerimeter)]) {
         let b = r.beacon
         w.appendASCII("{\"type\":\"Feature\",\"id\":")
         b.id.withUTF8 { w.writeString(utf8: $0) }
@@ -42,8 +85,8 @@ package enum NearbyEncoding {
         b.owner.withUTF8 { w.writeString(utf8: $0) }
         if includePerimeter {
             w.appendASCII(",\"perimeter\":")
-            if let prepared = r.formattedPerimeter {
-                if !prepared.writeJSON(into: &w) { GeoJSONCodec.writePerimeter(prepared.perimeter, into: &w) }
+            if let formatted = r.formattedPerimeter {
+                splices.append((w.count, formatted))
             } else if let cached = cache.perimeter(of: b) {
                 w.appendRaw(cached)
             } else {

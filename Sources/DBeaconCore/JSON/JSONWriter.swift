@@ -53,21 +53,6 @@ package struct JSONWriter {
     /// Bytes written so far.
     package var count: Int { bytes.count }
 
-    /// Drops what was written after the first `count` bytes (a fragment abandoned half-way).
-    package mutating func truncate(to count: Int) {
-        if count < bytes.count { bytes.removeLast(bytes.count - count) }
-    }
-
-    /// Appends `count` bytes that `fill` writes in place (a file read straight into the
-    /// answer); when `fill` returns false nothing is appended.
-    package mutating func append(count: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Bool) -> Bool {
-        let start = bytes.count
-        bytes.append(contentsOf: repeatElement(0, count: count))
-        let ok = bytes.withUnsafeMutableBytes { fill(UnsafeMutableRawBufferPointer(rebasing: $0[start...])) }
-        if !ok { bytes.removeLast(count) }
-        return ok
-    }
-
     package mutating func appendASCII(_ s: StaticString) {
         s.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }

@@ -2,9 +2,11 @@
 /// that dominate a nearby answer), so an answer copies the text instead of formatting every
 /// coordinate again.
 package protocol FormattedPerimeter: Sendable {
-    /// Appends exactly what `GeoJSONCodec.writePerimeter(perimeter)` writes; returns false, with
-    /// nothing appended, when the text cannot be read (the caller formats `perimeter` instead).
-    func writeJSON(into w: inout JSONWriter) -> Bool
+    /// Bytes of the GeoJSON: exactly what `GeoJSONCodec.writePerimeter(perimeter)` writes.
+    var jsonByteCount: Int { get }
+    /// Writes the GeoJSON at `out` (`jsonByteCount` bytes); false when the text cannot be read
+    /// (the caller formats `perimeter` instead).
+    func writeJSON(to out: UnsafeMutableRawBufferPointer) -> Bool
     /// The perimeter itself.
     var perimeter: Perimeter { get }
 }
