@@ -95,8 +95,9 @@ package struct AppServices: Sendable {
             let snapshotFolder = config.indexSnapshots.folder(for: config.databasePath)
             snapshots = snapshotFolder.map { IndexSnapshots(directory: $0, write: config.indexSnapshots.mode == .readWrite) }
             let fromSnapshot = try await Self.loadIndex(memory, store: store, snapshots: snapshots, logger: logger)
-            // Large polygons' rasters are built after the server is up; until each is, its
-            // compact edge test answers alone (same answers). Then, after a load from the
+            // Large polygons' rasters are built, and their GeoJSON written to the coordinate
+            // file, after the server is up; until then each is answered by its compact edge test
+            // alone and formatted in each answer (same answers). Then, after a load from the
             // database, a snapshot for the next start.
             let warmLogger = logger
             Task.detached(priority: .utility) { [snapshots] in

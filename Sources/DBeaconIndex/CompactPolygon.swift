@@ -51,8 +51,9 @@ package final class CompactPolygon: @unchecked Sendable {
     static let narrowRunLimit: UInt32 = 1 << 12 - 1
 
     /// Builds the compact form of `polygon`; its exact coordinates go to `file` (or, when it is
-    /// nil or the write fails, to a heap copy this object owns).
-    package convenience init(_ polygon: Polygon, file: CoordinateFile?, wideRuns: Bool? = nil) {
+    /// nil or the write fails, to a heap copy this object owns), and with `text` its rings'
+    /// GeoJSON right after them (else `withText` adds it later).
+    package convenience init(_ polygon: Polygon, file: CoordinateFile?, text: Bool = true, wideRuns: Bool? = nil) {
         let rings = polygon.rings
         let n = polygon.vertexCount
         let exact = HeapDoubles(count: 2 * n)
@@ -66,38 +67,54 @@ package final class CompactPolygon: @unchecked Sendable {
         }
         var exactPointer = UnsafePointer(exact.base)
         var owner: AnyObject = exact
-        var textLength = 0
+        var placed: (offset: Int, length: Int)?
         if let file {
-            // With a file, the rings' GeoJSON goes there too, after the coordinates.
-            let text = Self.ringsJSON(lonLat: exact.base, rings: rings.map(\.count))
-            if let written = file.append(UnsafeBufferPointer(start: exact.base, count: 2 * n), text: text) {
+            let json = text ? Self.ringsJSON(lonLat: exact.base, rings: rings.map(\.count)) : []
+            if let written = file.append(UnsafeBufferPointer(start: exact.base, count: 2 * n), text: json) {
                 exactPointer = written.pointer
                 owner = file
-                textLength = text.count
+                if text { placed = (written.offset + 16 * n, json.count) }
             }
         }
         let block = Self.build(rings: rings.map(\.count), exact: UnsafePointer(exact.base), wideRuns: wideRuns)
         self.init(block: UnsafeRawPointer(block.pointer), bytes: block.bytes, ownsBlock: true, exact: exactPointer,
-                  textLength: textLength, owners: [owner])
+                  text: placed, owners: [owner])
     }
 
     /// A compact polygon over a block built earlier (a snapshot's), with its exact coordinates
-    /// and, when `textLength` is not 0, its rings' GeoJSON after them in their `CoordinateFile`.
-    package init(block: UnsafeRawPointer, bytes: Int, ownsBlock: Bool, exact: UnsafePointer<Double>, textLength: Int = 0,
-                 owners: [AnyObject]) {
+    /// and, when `text` is set, its rings' GeoJSON at that offset of their `CoordinateFile`.
+    package init(block: UnsafeRawPointer, bytes: Int, ownsBlock: Bool, exact: UnsafePointer<Double>,
+                 text: (offset: Int, length: Int)? = nil, owners: [AnyObject]) {
         self.block = block
         blockBytes = bytes
         self.ownsBlock = ownsBlock
         self.exact = exact
         self.owners = owners
         view = Block(block)
-        self.textLength = owners.contains { $0 is CoordinateFile } ? textLength : 0
+        let inFile = owners.contains { $0 is CoordinateFile }
+        textOffset = inFile ? text?.offset ?? -1 : -1
+        textLength = textOffset >= 0 ? text?.length ?? 0 : 0
     }
 
-    /// Bytes of the rings' GeoJSON (`[[[lon,lat],…],…]`, what `GeoJSONCodec.writePerimeter`
-    /// writes for them) kept in the coordinate file right after the exact coordinates; 0: none
-    /// (coordinates on the heap), the answer formats them.
+    /// The same polygon with its rings' GeoJSON appended to its coordinate file (a polygon
+    /// loaded without it, `text: false`); nil when it has it already or it cannot be written.
+    func withText() -> CompactPolygon? {
+        guard textLength == 0, let file, file.writable else { return nil }
+        let json = ringsJSON
+        guard let written = file.append(UnsafeBufferPointer(start: nil, count: 0), text: json) else { return nil }
+        return CompactPolygon(block: block, bytes: blockBytes, ownsBlock: false, exact: exact,
+                              text: (written.offset, json.count), owners: owners + [self])
+    }
+
+    /// Where the rings' GeoJSON (`[[[lon,lat],…],…]`, what `GeoJSONCodec.writePerimeter` writes
+    /// for them) is in the coordinate file, or -1: none (coordinates on the heap, or loaded
+    /// without it), the answer formats them.
+    package let textOffset: Int
+    /// Its bytes (0: none).
     package let textLength: Int
+
+    /// Whether the rings' GeoJSON is still to be written (`withText`).
+    var needsText: Bool { textLength == 0 && (file?.writable ?? false) }
 
     /// The GeoJSON of rings of `rings` vertices over `lon, lat` pairs.
     static func ringsJSON(lonLat: UnsafePointer<Double>, rings: [Int]) -> [UInt8] {
@@ -111,11 +128,12 @@ package final class CompactPolygon: @unchecked Sendable {
     /// Reads the rings' GeoJSON from the coordinate file into `out` (`textLength` bytes); false
     /// when there is none or it cannot be read.
     package func readRingsJSON(into out: UnsafeMutableRawBufferPointer) -> Bool {
-        guard textLength > 0, out.count == textLength, let file, let offset = file.offset(of: exact) else { return false }
-        return file.read(at: offset + 16 * vertexCount, into: out)
+        guard textLength > 0, out.count == textLength, let file else { return false }
+        return file.read(at: textOffset, into: out)
     }
 
-    /// The rings' GeoJSON: read from the file, else formatted from the exact coordinates.
+    /// The rings' GeoJSON: read from the file, else formatted from the exact coordinates (read
+    /// with `pread` from their file: formatting every region must not map them all).
     package var ringsJSON: [UInt8] {
         var read = false
         let text = [UInt8](unsafeUninitializedCapacity: textLength) { buffer, count in
@@ -125,7 +143,11 @@ package final class CompactPolygon: @unchecked Sendable {
         if read { return text }
         var rings: [Int] = []
         for r in 0..<view.ringCount { rings.append(Int(view.ringStart[r + 1] - view.ringStart[r])) }
-        return Self.ringsJSON(lonLat: exact, rings: rings)
+        let copy = HeapDoubles(count: 2 * vertexCount)
+        if !(file?.copy(exact, count: 2 * vertexCount, into: copy.base) ?? false) {
+            copy.base.update(from: exact, count: 2 * vertexCount)
+        }
+        return Self.ringsJSON(lonLat: copy.base, rings: rings)
     }
 
     /// Bytes this polygon takes in its coordinate file (coordinates and text).

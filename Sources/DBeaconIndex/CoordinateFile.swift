@@ -20,6 +20,8 @@ package final class CoordinateFile: @unchecked Sendable {
     /// The file's path; nil for an unnamed file (removed as soon as it was opened).
     package let path: String?
     private let fd: Int32
+    /// Whether appends are possible (a process that only reads a snapshot opens it read-only).
+    package let writable: Bool
     private let base: UnsafeMutableRawPointer
     private let reserved: Int
     private let lock = NSLock()
@@ -55,7 +57,7 @@ package final class CoordinateFile: @unchecked Sendable {
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
         }
-        try self.init(fd: fd, path: path, size: 0)
+        try self.init(fd: fd, path: path, size: 0, writable: true)
     }
 
     /// An existing file (a snapshot's), of which the first `size` bytes are in use. Writable:
@@ -70,14 +72,15 @@ package final class CoordinateFile: @unchecked Sendable {
             throw Failure.truncated(path)
         }
         if writable && Int(st.st_size) > size { _ = ftruncate(fd, off_t(size)) } // appended after the snapshot: unused
-        try self.init(fd: fd, path: path, size: size)
+        try self.init(fd: fd, path: path, size: size, writable: writable)
     }
 
     /// The file's name in its folder (nil for an unnamed file).
     package var name: String? { path.map { ($0 as NSString).lastPathComponent } }
 
-    private init(fd: Int32, path: String?, size: Int) throws {
+    private init(fd: Int32, path: String?, size: Int, writable: Bool) throws {
         self.fd = fd
+        self.writable = writable
         self.path = path
         end = size
         reserved = Self.reservation
@@ -122,6 +125,7 @@ package final class CoordinateFile: @unchecked Sendable {
     static func padded(_ count: Int) -> Int { (count + 7) & ~7 }
 
     private func write(_ data: UnsafeRawBufferPointer, at offset: Int) -> Bool {
+        guard data.count > 0 else { return true }
         var done = 0
         while done < data.count {
             let n = pwrite(fd, data.baseAddress! + done, data.count - done, off_t(offset + done))

@@ -88,15 +88,16 @@ extension MemoryCoverageEngine {
         // Exact coordinates not in the folder's file (kept on the heap after a failed write) go
         // there now; then the file is made durable before the snapshot that refers to it.
         // Their rings' GeoJSON goes with them (read from the old file, or formatted).
-        func exactOffset(_ p: CompactPolygon) throws -> (offset: Int, textLength: Int) {
-            if let offset = coords.offset(of: p.exact) { return (offset, p.textLength) }
+        // (A polygon's text is in the same file as its coordinates, or none.)
+        func exactOffset(_ p: CompactPolygon) throws -> (offset: Int, textOffset: Int, textLength: Int) {
+            if let offset = coords.offset(of: p.exact) { return (offset, p.textOffset, p.textLength) }
             let text = p.ringsJSON
             guard let written = coords.append(UnsafeBufferPointer(start: p.exact, count: 2 * p.vertexCount), text: text) else {
                 throw SnapshotWriter.Failure.write(errno)
             }
-            return (written.offset, text.count)
+            return (written.offset, written.offset + 16 * p.vertexCount, text.count)
         }
-        var exact: [ObjectIdentifier: (offset: Int, textLength: Int)] = [:]
+        var exact: [ObjectIdentifier: (offset: Int, textOffset: Int, textLength: Int)] = [:]
         for (c, _, _) in view.slots { for p in c.compact { exact[ObjectIdentifier(p)] = try exactOffset(p) } }
         guard coords.sync() else { throw SnapshotWriter.Failure.write(errno) }
         let coordsSize = coords.size
@@ -192,6 +193,7 @@ extension MemoryCoverageEngine {
                     try w.value(UInt32(p.blockBytes))
                     let placed = exact[ObjectIdentifier(p)]!
                     try w.value(UInt64(placed.offset))
+                    try w.value(Int64(placed.textOffset))
                     try w.value(UInt32(placed.textLength))
                 }
             }
@@ -283,11 +285,13 @@ extension MemoryCoverageEngine {
                 }
                 let compact = try (0..<Int(try r.value(UInt32.self))).map { _ in
                     let at = Int(try r.value(UInt64.self)), bytes = Int(try r.value(UInt32.self))
-                    let exactAt = Int(try r.value(UInt64.self)), textLength = Int(try r.value(UInt32.self))
+                    let exactAt = Int(try r.value(UInt64.self))
+                    let textAt = Int(try r.value(Int64.self)), textLength = Int(try r.value(UInt32.self))
                     let block = try r.range(at, bytes, alignment: 8)
                     let polygon = CompactPolygon(block: block, bytes: bytes, ownsBlock: false, exact: coords.pointer(at: exactAt),
-                                                 textLength: textLength, owners: [mapping, coords])
-                    guard exactAt >= 0, exactAt + polygon.fileBytes <= coordsSize else {
+                                                 text: textAt >= 0 ? (textAt, textLength) : nil, owners: [mapping, coords])
+                    guard exactAt >= 0, exactAt + 16 * polygon.vertexCount <= coordsSize,
+                          textAt < 0 || textAt + textLength <= coordsSize else {
                         throw SnapshotMapping.Failure.malformed("coordinates of \(id)")
                     }
                     return polygon

@@ -131,10 +131,11 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         }
 
         /// The same slot with other values (a move, a raster built).
-        func with(location: Position? = nil, raster: Int32? = nil, boxes: [BoundingBox]? = nil) -> Cold {
+        func with(location: Position? = nil, raster: Int32? = nil, boxes: [BoundingBox]? = nil,
+                  compact: [CompactPolygon]? = nil) -> Cold {
             Cold(id: id, location: location ?? self.location, radius: radius, record: record, recordLength: Int(recordLength),
                  raster: raster ?? self.raster, kind: kind, tracksOwner: tracksOwner, isMulti: isMulti, flat: flat,
-                 compact: compact, members: members, boxes: boxes ?? self.boxes)
+                 compact: compact ?? self.compact, members: members, boxes: boxes ?? self.boxes)
         }
 
         /// The boxes the beacon is indexed under.
@@ -142,6 +143,9 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
 
         /// A large polygon with one box and no raster yet (`warm` builds it).
         var needsRaster: Bool { kind == .large && raster < 0 && splitBoxes.isEmpty }
+
+        /// A large polygon still to be prepared by `warm`: its raster, or its rings' GeoJSON.
+        var needsWarming: Bool { needsRaster || (kind == .large && compact.contains(where: \.needsText)) }
 
         func covers(lon: Double, lat: Double) -> Bool {
             compact.contains { $0.covers(lon: lon, lat: lat) }
@@ -429,7 +433,8 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         case .polygon, .multiPolygon:
             let polygons = beacon.perimeter.polygons
             if beacon.perimeter.vertexCount > Self.largePolygonThreshold {
-                let compact = polygons.map { CompactPolygon($0, file: coordinateFile) }
+                // Without `raster` (a load that lets `warm` finish the work), nor their GeoJSON.
+                let compact = polygons.map { CompactPolygon($0, file: coordinateFile, text: raster) }
                 let r = raster && boxes.count == 1 ? Self.raster(compact, box: boxes[0]) : nil
                 return Prepared(boxes: boxes, compact: compact, raster: r)
             }
@@ -468,13 +473,13 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
 
     /// Number of large polygons still waiting for their raster (`load(prepare: false)`).
     package var pendingCount: Int { lock.read { pending } }
-    /// Slots with `needsRaster` (kept by `install`/`uninstall`).
+    /// Slots with `needsWarming` (kept by `install`/`uninstall`).
     var pending = 0
 
-    /// Builds the rasters of the large polygons loaded without them, in batches, outside the
-    /// lock; each is swapped in only if its slot did not change meanwhile (a change applied
-    /// meanwhile was prepared by `apply` already). Queries go on meanwhile. Returns the number
-    /// prepared.
+    /// Builds the rasters of the large polygons loaded without them and writes their rings'
+    /// GeoJSON to the coordinate file, in batches, outside the lock; each is swapped in only if
+    /// its slot did not change meanwhile (a change applied meanwhile was prepared by `apply`
+    /// already). Queries go on meanwhile. Returns the number prepared.
     @discardableResult
     package func warm(batchSize: Int = 2_000) async -> Int {
         var done = 0
@@ -484,7 +489,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             let batch: [(Int32, Cold)] = lock.read {
                 var out: [(Int32, Cold)] = []
                 while next < cold.count && out.count < batchSize {
-                    if let c = cold[next], c.needsRaster { out.append((Int32(next), c)) }
+                    if let c = cold[next], c.needsWarming { out.append((Int32(next), c)) }
                     next += 1
                 }
                 return out
@@ -497,19 +502,32 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                 donePass = 0
                 continue
             }
-            let rasters = UnsafeMutableBufferPointer<PolygonRaster?>.allocate(capacity: batch.count)
-            rasters.initialize(repeating: nil)
+            let rasters = UnsafeMutableBufferPointer<(PolygonRaster?, [CompactPolygon]?)>.allocate(capacity: batch.count)
+            rasters.initialize(repeating: (nil, nil))
             let output = UncheckedSendable(rasters.baseAddress!)
             let colds = batch.map(\.1)
             DispatchQueue.concurrentPerform(iterations: batch.count) { i in
-                (output.value + i).pointee = Self.raster(colds[i].compact, box: colds[i].box)
+                let c = colds[i]
+                let raster = c.needsRaster ? Self.raster(c.compact, box: c.box) : nil
+                // The rings' GeoJSON of polygons loaded without it (`load(prepare: false)`).
+                var texts: [CompactPolygon]?
+                if c.compact.contains(where: \.needsText) {
+                    let withTexts = c.compact.map { $0.withText() ?? $0 }
+                    // None written (a full disk): nothing to swap in (else `warm` would retry forever).
+                    if !withTexts.elementsEqual(c.compact, by: ===) { texts = withTexts }
+                }
+                (output.value + i).pointee = (raster, texts)
             }
             lock.write {
                 for (i, (slot, c)) in batch.enumerated() where cold[Int(slot)] === c {
-                    guard let r = rasters[i], var hot = grid.record(of: slot, box: c.box) else { continue }
-                    let number = storeRaster(r)
-                    hot.test = .large(raster: number, coarse: r.coarse)
-                    reinstall(slot, c.with(raster: number), hot: hot)
+                    let (r, texts) = rasters[i]
+                    guard r != nil || texts != nil, var hot = grid.record(of: slot, box: c.box) else { continue }
+                    var number: Int32?
+                    if let r {
+                        number = storeRaster(r)
+                        hot.test = .large(raster: number!, coarse: r.coarse)
+                    }
+                    reinstall(slot, c.with(raster: number, compact: texts), hot: hot)
                     done += 1
                     donePass += 1
                 }
@@ -583,7 +601,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         let boxes = c.boxes
         let cells = cells ?? boxes.map(HierarchicalGrid<Hot>.cells(for:))
         for (box, cell) in zip(boxes, cells) { grid.insert(slot, box: box, level: cell.level, keys: cell.keys, record: hot) }
-        if c.needsRaster { pending += 1 }
+        if c.needsWarming { pending += 1 }
         if c.raster >= 0 {
             let n = Int(c.raster)
             if rasterBlocks.count <= n { rasterBlocks += repeatElement(nil, count: n + 1 - rasterBlocks.count) }
@@ -621,7 +639,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             recordGarbage += Int(c.recordLength)
             if recordGarbage > 1 << 20 && recordGarbage > records.count / 2 { compactRecords(without: c) }
         }
-        if c.needsRaster { pending -= 1 }
+        if c.needsWarming { pending -= 1 }
         cold[Int(slot)] = nil
         slotIDs[Int(slot)] = nil
         freeSlots.append(slot)
