@@ -9,7 +9,7 @@ import Foundation
 /// that is stale or unreadable is rebuilt from the store, never trusted.
 extension MemoryCoverageEngine {
     /// Version of the snapshot's contents (the engine's layouts); another version is not read.
-    static let snapshotVersion: UInt32 = 5
+    static let snapshotVersion: UInt32 = 6
 
     /// A snapshot written.
     package struct SnapshotWriteReport: Sendable {
