@@ -13,7 +13,7 @@ package enum NearbyEncoding {
     /// Without `includePerimeters`, `properties.perimeter` is left out.
     package static func collection(_ results: [NearbyResult], includePerimeters: Bool = true,
                                    cache: PerimeterJSONCache = .shared) -> [UInt8] {
-        var w = JSONWriter(capacity: 1024 + 2048 * results.count)
+        var w = JSONWriter(capacity: 1024 + (includePerimeters ? 2048 : 768) * results.count)
         // Formatted perimeters are copied in at the end, each at its place in the other bytes,
         // straight into an answer of the final size.
         var splices: [(at: Int, perimeter: any FormattedPerimeter)] = []
