@@ -450,6 +450,7 @@ struct CompactPerimeter: FormattedPerimeter {
     private var single: Bool { !isMulti && polygons.count == 1 }
     private static let polygonPrefix = Array("{\"type\":\"Polygon\",\"coordinates\":".utf8)
     private static let multiPrefix = Array("{\"type\":\"MultiPolygon\",\"coordinates\":[".utf8)
+    private static let comma = [UInt8(ascii: ",")], polygonEnd = Array("}".utf8), multiEnd = Array("]}".utf8)
 
     var jsonByteCount: Int {
         (single ? Self.polygonPrefix.count + 1 : Self.multiPrefix.count + 2)
@@ -465,11 +466,11 @@ struct CompactPerimeter: FormattedPerimeter {
         }
         put(single ? Self.polygonPrefix : Self.multiPrefix)
         for (i, p) in polygons.enumerated() {
-            if i > 0 { put([UInt8(ascii: ",")]) }
+            if i > 0 { put(Self.comma) }
             guard p.readRingsJSON(into: UnsafeMutableRawBufferPointer(rebasing: out[at..<(at + p.textLength)])) else { return false }
             at += p.textLength
         }
-        put(single ? [UInt8(ascii: "}")] : Array("]}".utf8))
+        put(single ? Self.polygonEnd : Self.multiEnd)
         return at == out.count
     }
 
