@@ -311,12 +311,15 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             inFlight.wait()
             installer.async { [self] in
                 defer { inFlight.signal() }
-                let prepared = prepareConcurrently(batch, raster: prepare)
+                // A resync leaves the slots of beacons that did not change as they are: nothing
+                // prepared again, nothing appended to the coordinate file.
+                let changed = trackSeen ? self.changed(batch) : batch
+                let prepared = prepareConcurrently(changed, raster: prepare)
                 let t1 = ContinuousClock.now
                 lock.write {
-                    for (beacon, prep) in zip(batch, prepared) {
-                        if trackSeen { loading.value.seen.insert(beacon.id) } // only a resync needs them
-                        if !(touchedDuringLoad?.contains(beacon.id) ?? false) { install(beacon, prep) }
+                    if trackSeen { for beacon in batch { loading.value.seen.insert(beacon.id) } } // only a resync needs them
+                    for (beacon, prep) in zip(changed, prepared) where !(touchedDuringLoad?.contains(beacon.id) ?? false) {
+                        install(beacon, prep)
                     }
                 }
                 report?.value.installSeconds += Self.seconds(ContinuousClock.now - t1)
@@ -339,6 +342,38 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             finish?(loading.value.seen, touchedDuringLoad ?? [])
             endLoad()
             return loading.value.seen
+        }
+    }
+
+    /// The beacons of `batch` that differ from their slot (or have none): same record bytes
+    /// (every field but the geometry), location and perimeter, compared exactly (a large
+    /// polygon's coordinates read back from their file), else changed.
+    func changed(_ batch: [Beacon]) -> [Beacon] {
+        // The slots' objects and record bytes as they are now (the arena may move afterwards).
+        let installed: [(Cold, [UInt8])?] = lock.read {
+            records.withUnsafeBytes { records in
+                batch.map { b in
+                    guard let slot = slots[b.id], let c = cold[Int(slot)] else { return nil }
+                    return (c, Array(records[c.record..<(c.record + Int(c.recordLength))]))
+                }
+            }
+        }
+        var record: [UInt8] = []
+        return zip(batch, installed).compactMap { b, installed in
+            guard let (c, bytes) = installed, c.location == b.location else { return b }
+            record.removeAll(keepingCapacity: true) // (`encode` appends)
+            BeaconRecord.encode(b, into: &record)
+            guard record == bytes else { return b }
+            switch (b.perimeter, c.kind) {
+            case (.circle(let r), .circle): return r == c.radius ? nil : b
+            case (.polygon, .small), (.polygon, .large), (.multiPolygon, .small), (.multiPolygon, .large):
+                var isMulti = false
+                if case .multiPolygon = b.perimeter { isMulti = true }
+                guard isMulti == c.isMulti else { return b }
+                let polygons = c.kind == .small ? c.flat?.polygons ?? [] : c.compact.map(\.polygon)
+                return polygons == b.perimeter.polygons ? nil : b
+            default: return b
+            }
         }
     }
 
