@@ -125,24 +125,22 @@ package final class CoordinateFile: @unchecked Sendable {
     static func padded(_ count: Int) -> Int { (count + 7) & ~7 }
 
     private func write(_ data: UnsafeRawBufferPointer, at offset: Int) -> Bool {
-        guard data.count > 0 else { return true }
-        var done = 0
-        while done < data.count {
-            let n = pwrite(fd, data.baseAddress! + done, data.count - done, off_t(offset + done))
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return false }
-            done += n
-        }
-        return true
+        Self.whole(data.count) { done in pwrite(fd, data.baseAddress! + done, data.count - done, off_t(offset + done)) }
     }
 
     /// Reads `out.count` bytes at `offset` with `pread` (not through the mapping: an answer
     /// reads every region in time, and mapped pages would stay resident in the process).
     package func read(at offset: Int, into out: UnsafeMutableRawBufferPointer) -> Bool {
         guard offset >= 0, offset + out.count <= size else { return false }
+        return Self.whole(out.count) { done in pread(fd, out.baseAddress! + done, out.count - done, off_t(offset + done)) }
+    }
+
+    /// Runs `transfer` (a `pread` or `pwrite` from `done` bytes on) until `count` bytes are done,
+    /// again after an interrupted call; false when one fails or transfers nothing.
+    private static func whole(_ count: Int, _ transfer: (_ done: Int) -> Int) -> Bool {
         var done = 0
-        while done < out.count {
-            let n = pread(fd, out.baseAddress! + done, out.count - done, off_t(offset + done))
+        while done < count {
+            let n = transfer(done)
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { return false }
             done += n
@@ -167,15 +165,7 @@ package final class CoordinateFile: @unchecked Sendable {
     /// Returns false when the pointer is not this file's or the read fails.
     package func copy(_ pointer: UnsafePointer<Double>, count: Int, into out: UnsafeMutablePointer<Double>) -> Bool {
         guard let offset = offset(of: pointer) else { return false }
-        let bytes = count * MemoryLayout<Double>.stride
-        var done = 0
-        while done < bytes {
-            let n = pread(fd, UnsafeMutableRawPointer(out) + done, bytes - done, off_t(offset + done))
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return false }
-            done += n
-        }
-        return true
+        return read(at: offset, into: UnsafeMutableRawBufferPointer(start: out, count: count * MemoryLayout<Double>.stride))
     }
 
     /// Forces what was written to the disk (before a snapshot that refers to it is written).
