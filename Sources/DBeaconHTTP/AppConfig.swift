@@ -19,6 +19,8 @@ package struct AppConfig: Sendable {
     package var port = 8080
     package var databasePath = "./data/dbeacon.sqlite"
     package var adminToken: String?
+    /// A token that may read `/metrics` besides the admin token (`--metrics-token`).
+    package var metricsToken: String?
     package var samplesDirectory: String?
     package var allowPrivateWebhooks = false
     package var webhookRetrySchedule: [Double] = [0, 5, 300, 1800, 7200, 18000, 36000, 36000]

@@ -42,7 +42,8 @@ package func buildRouter(_ services: AppServices, metrics: AppMetrics = AppMetri
     router.add(middleware: MetricsMiddleware(metrics: metrics))
     router.add(middleware: RequestLogMiddleware())
     let memory = services.engine as? MemoryCoverageEngine
-    OperationsController(store: services.store, metrics: metrics, pendingPolygons: { memory?.pendingCount ?? 0 }).addRoutes(to: router)
+    OperationsController(store: services.store, metrics: metrics, auth: services.auth,
+                         metricsToken: services.config.metricsToken, pendingPolygons: { memory?.pendingCount ?? 0 }).addRoutes(to: router)
     ConsoleController(config: services.config.console, logger: Logger(label: "dbeacon.console")).addRoutes(to: router)
 
     let v1 = router.group("v1")

@@ -41,6 +41,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("dwell-seconds"), help: "Time inside a beacon before beacon.dwelled.") var dwellSeconds = 300.0
     @Option(name: .customLong("exit-cushion-m"), help: "Distance outside a perimeter before beacon.exited (at least the fix accuracy).")
     var exitCushionM = 25.0
+    @Option(name: .customLong("max-fix-age"),
+            help: "Seconds in the past a location fix, sighting or region crossing may be stamped (older ones are refused).")
+    var maxFixAge = 600.0
+    @Option(name: .customLong("metrics-token"),
+            help: "A token that may read /metrics besides the admin token (default $DBEACON_METRICS_TOKEN; /metrics needs one of them).")
+    var metricsToken: String?
     @Option(name: .customLong("group-stale-seconds"), help: "A group member without a fix for this long is flagged stale.")
     var groupStaleSeconds = 300.0
     @Option(name: .customLong("promotion-picks-per-hour"), help: "Frequency cap of promotion picks per user and hour.")
@@ -102,6 +108,8 @@ struct ServeCommand: AsyncParsableCommand {
         guard dwellSeconds >= 0, exitCushionM >= 0, eventRetentionDays >= 0 else {
             throw ValidationError("--dwell-seconds, --exit-cushion-m and --event-retention-days must not be negative")
         }
+        guard maxFixAge > 0, maxFixAge.isFinite else { throw ValidationError("--max-fix-age must be a positive number of seconds") }
+        if metricsToken?.isEmpty == true { throw ValidationError("--metrics-token must not be empty") }
         guard sightingExitSeconds > 0, pathLossExponent > 0 else {
             throw ValidationError("--sighting-exit-seconds and --path-loss-exponent must be positive")
         }
@@ -144,6 +152,8 @@ struct ServeCommand: AsyncParsableCommand {
         config.fences.dwellSeconds = dwellSeconds
         config.fences.exitCushionM = exitCushionM
         config.fences.sightingExitSeconds = sightingExitSeconds
+        config.fences.maxFixAgeSeconds = maxFixAge
+        config.metricsToken = metricsToken ?? env["DBEACON_METRICS_TOKEN"]
         config.sightings.pathLoss.exponent = pathLossExponent
         config.eventRetentionDays = eventRetentionDays > 0 ? eventRetentionDays : nil
         config.services.groupStaleSeconds = groupStaleSeconds

@@ -313,7 +313,13 @@ import Testing
             #expect(spec.status == .ok)
             #expect(spec.text.contains("openapi: 3"))
             _ = try await client.call(.get, "/v1/beacons", token: TestHarness.adminToken)
-            let metrics = try await client.call(.get, "/metrics")
+            // /metrics counts private beacons too: operator data, behind the admin token
+            // (defect 10 of issue 26).
+            #expect(try await client.call(.get, "/metrics").status == .unauthorized)
+            #expect(try await client.call(.get, "/metrics", token: "not-a-token").status == .unauthorized)
+            let ann = try await h.user("ann").token
+            #expect(try await client.call(.get, "/metrics", token: ann).status == .unauthorized, "a user's token is not enough")
+            let metrics = try await client.call(.get, "/metrics", token: TestHarness.adminToken)
             #expect(metrics.text.contains("dbeacon_http_requests_total"))
             #expect(metrics.text.contains("dbeacon_beacons_count"))
         }

@@ -19,7 +19,7 @@ import Testing
         let beacons = (0..<400).map { generator.beacon(index: $0) }
         for b in beacons {
             // Each random polygon is valid by construction; the codec's GEOS check must agree.
-            let json = BeaconFeatureCodec.encode(b)
+            let json = BeaconFeatureCodec.encode(VisibilityGate.operatorView(b))
             _ = try BeaconFeatureCodec.decodeDraft(json)
         }
         try await h.store.insertBeacons(beacons)

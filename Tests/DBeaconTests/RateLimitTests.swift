@@ -31,7 +31,7 @@ import Testing
             #expect(try await client.call(.post, "/v1/beacons", token: bob, json: feature(name: "bob's")).status == .created,
                     "the limit is per token")
             #expect(try await client.call(.post, "/v1/users", token: TestHarness.adminToken, json: ["name": "x"]).status == .created)
-            let metrics = try await client.call(.get, "/metrics")
+            let metrics = try await client.call(.get, "/metrics", token: TestHarness.adminToken)
             #expect(metrics.text.contains(#"dbeacon_rate_limited_total{category="writes"} 1"#), "\(metrics.text.prefix(2000))")
         }
     }

@@ -1,5 +1,6 @@
 package import DBeaconCore
 package import DBeaconGeo
+package import DBeaconServices
 
 /// Decodes beacon Features sent by clients and encodes stored beacons as Features
 /// (CONTRACT.md, "Beacon representation").
@@ -211,19 +212,32 @@ package enum BeaconFeatureCodec {
 
     // MARK: Encoding
 
-    /// The beacon as a GeoJSON Feature.
-    package static func encode(_ beacon: Beacon) -> JSONValue {
+    /// The beacon as a GeoJSON Feature, as its viewer may see it (only the visibility gate
+    /// makes a `VisibleBeacon`).
+    package static func encode(_ visible: VisibleBeacon) -> JSONValue {
+        feature(of: visible.beacon)
+    }
+
+    /// The Feature of a beacon as stored: for merge patches (the owner's own beacon), never
+    /// for answers.
+    static func feature(of beacon: Beacon) -> JSONValue {
         .object(JSONObject([
             ("type", "Feature"),
             ("id", .string(beacon.id.rawValue)),
             ("geometry", GeoJSONCodec.encodePoint(beacon.location)),
-            ("properties", .object(encodeProperties(beacon))),
+            ("properties", .object(properties(of: beacon))),
         ]))
     }
 
     /// The Feature's properties. With `perimeterPlaceholder`, `perimeter` is `null` in the
     /// result, for a writer that splices the already-serialised perimeter in its place.
-    package static func encodeProperties(_ beacon: Beacon, perimeterPlaceholder: Bool = false) -> JSONObject {
+    package static func encodeProperties(_ visible: VisibleBeacon, perimeterPlaceholder: Bool = false) -> JSONObject {
+        properties(of: visible.beacon, perimeterPlaceholder: perimeterPlaceholder)
+    }
+
+    /// The properties of a beacon as stored. Not for answers (those take a `VisibleBeacon`): for
+    /// the changed values of `beacon.updated`, which are redacted for each recipient as read.
+    static func properties(of beacon: Beacon, perimeterPlaceholder: Bool = false) -> JSONObject {
         var p = JSONObject()
         p["name"] = .string(beacon.name)
         p["description"] = .optional(beacon.description)
@@ -232,7 +246,7 @@ package enum BeaconFeatureCodec {
         p["lifetime"] = beacon.lifetime.map(encodeLifetime) ?? .null
         p["visibility"] = beacon.members.map { .object(["members": .array($0.map { .string($0.rawValue) })]) } ?? .null
         p["tags"] = .array(beacon.tags.map(JSONValue.string))
-        p["relationships"] = encodeProperties(relationshipsOf: beacon)
+        p["relationships"] = relationships(of: beacon)
         p["content"] = .array(beacon.content.map(encodeContent))
         p["tracks_owner"] = .bool(beacon.tracksOwner)
         p["content_policy"] = .string(beacon.contentPolicy.rawValue)
@@ -244,8 +258,12 @@ package enum BeaconFeatureCodec {
         return p
     }
 
-    /// The `relationships` property of a beacon.
-    package static func encodeProperties(relationshipsOf beacon: Beacon) -> JSONValue {
+    /// The `relationships` property of a beacon as its viewer sees it.
+    package static func encodeProperties(relationshipsOf visible: VisibleBeacon) -> JSONValue {
+        relationships(of: visible.beacon)
+    }
+
+    static func relationships(of beacon: Beacon) -> JSONValue {
         .array(beacon.relationships.map { r in
             var o: JSONObject = ["type": .string(r.type), "target": .string(r.target.rawValue)]
             if let order = r.order { o["order"] = .int(order) }

@@ -9,7 +9,7 @@ extension BeaconFeatureCodec {
         guard case .object = patch else {
             throw DBeaconError.invalid("$", "a merge patch must be a JSON object", code: "invalid_type")
         }
-        let merged = encode(current).mergePatched(with: patch)
+        let merged = feature(of: current).mergePatched(with: patch)
         if let newID = merged["id"], newID != .string(current.id.rawValue) {
             throw DBeaconError.invalid("id", "a beacon's id cannot change", code: "read_only")
         }
@@ -49,7 +49,7 @@ package struct FeatureValueEncoding: BeaconValueEncoding {
     package init() {}
 
     package func values(of beacon: Beacon, fields: [String]) -> JSONObject {
-        let properties = BeaconFeatureCodec.encodeProperties(beacon)
+        let properties = BeaconFeatureCodec.properties(of: beacon)
         var values = JSONObject()
         for field in fields {
             values[field] = field == "location" ? GeoJSONCodec.encodePoint(beacon.location) : properties[field] ?? .null

@@ -29,7 +29,7 @@ package enum NearbyEncoding {
         return collection(results.map { r in
             guard let p = r.formattedPerimeter else { return r }
             var plain = r
-            plain.beacon.perimeter = p.perimeter
+            plain.beacon = r.beacon.withPerimeter(p.perimeter)
             plain.formattedPerimeter = nil
             return plain
         }, includePerimeters: includePerimeters, cache: cache)
@@ -70,7 +70,7 @@ package enum NearbyEncoding {
     /// per beacon.
     static func writeFeature(_ r: NearbyResult, includePerimeter: Bool, cache: PerimeterJSONCache, into w: inout JSONWriter,
                              splices: inout [(at: Int, perimeter: any FormattedPerimeter)]) {
-        let b = r.beacon
+        let b = r.beacon.beacon // already through the gate (`VisibleBeacon`)
         w.appendASCII("{\"type\":\"Feature\",\"id\":")
         b.id.withUTF8 { w.writeString(utf8: $0) }
         w.appendASCII(",\"geometry\":{\"type\":\"Point\",\"coordinates\":[")
@@ -115,7 +115,7 @@ package enum NearbyEncoding {
         if b.relationships.isEmpty {
             w.appendASCII("[]")
         } else {
-            w.write(BeaconFeatureCodec.encodeProperties(relationshipsOf: b))
+            w.write(BeaconFeatureCodec.relationships(of: b))
         }
         w.appendASCII(",\"content\":")
         if b.content.isEmpty { w.appendASCII("[]") } else { w.write(.array(b.content.map(BeaconFeatureCodec.encodeContent))) }

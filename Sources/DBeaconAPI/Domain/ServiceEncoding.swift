@@ -8,7 +8,7 @@ package enum ServiceEncoding {
     // MARK: Common
 
     /// A Feature with extra members in its properties.
-    package static func feature(_ beacon: Beacon, extra: [(String, JSONValue)] = []) -> JSONValue {
+    package static func feature(_ beacon: VisibleBeacon, extra: [(String, JSONValue)] = []) -> JSONValue {
         var properties = BeaconFeatureCodec.encodeProperties(beacon)
         for (k, v) in extra { properties[k] = v }
         return .object(JSONObject([
@@ -29,7 +29,7 @@ package enum ServiceEncoding {
     }
 
     /// `distance_m`, `bearing_deg`, `walking_eta_s` and a `geo:` URI of the destination.
-    package static func directions(to beacon: Beacon, from: Position, distanceM: Double, bearingDeg: Double) -> JSONValue {
+    package static func directions(to beacon: VisibleBeacon, from: Position, distanceM: Double, bearingDeg: Double) -> JSONValue {
         .object(JSONObject([
             ("beacon", .string(beacon.id.rawValue)), ("from", position(from)), ("to", position(beacon.location)),
             ("distance_m", .number(distanceM)), ("bearing_deg", .number(bearingDeg)),
@@ -185,7 +185,7 @@ package enum ServiceEncoding {
     }
 
     /// `{"saved": [{"promotion", "name", "saved_at"}]}`
-    package static func saved(_ items: [(promotion: Beacon, savedAt: Timestamp)]) -> JSONValue {
+    package static func saved(_ items: [(promotion: VisibleBeacon, savedAt: Timestamp)]) -> JSONValue {
         .object(["saved": .array(items.map { item in
             .object(JSONObject([("promotion", .string(item.promotion.id.rawValue)), ("name", .string(item.promotion.name)),
                                 ("saved_at", .string(item.savedAt.rfc3339))]))

@@ -28,6 +28,10 @@ package enum LocationFixRequest {
             throw DBeaconError.invalid(f.path("timestamp"), "timestamp is more than \(Int(config.maxFutureSkewSeconds)) s in the future",
                                        code: "future_timestamp")
         }
+        guard now.seconds(since: timestamp) <= config.maxFixAgeSeconds else {
+            throw DBeaconError.invalid(f.path("timestamp"), "timestamp is more than \(Int(config.maxFixAgeSeconds)) s in the past",
+                                       code: "stale_timestamp")
+        }
         return LocationFix(position: position, accuracyM: accuracy, timestamp: timestamp)
     }
 }

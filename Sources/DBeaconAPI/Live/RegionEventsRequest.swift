@@ -37,6 +37,10 @@ package struct RegionEventRequest: Sendable {
                 throw DBeaconError.invalid(e.path(field), "\(field) is more than \(Int(config.maxFutureSkewSeconds)) s in the future",
                                            code: "future_timestamp")
             }
+            guard now.seconds(since: at) <= config.maxFixAgeSeconds else {
+                throw DBeaconError.invalid(e.path(field), "\(field) is more than \(Int(config.maxFixAgeSeconds)) s in the past",
+                                           code: "stale_timestamp")
+            }
             result.append(RegionEventRequest(region: region, entered: type == "enter", at: at, path: e.path("region")))
         }
         return result

@@ -102,6 +102,6 @@ extension Event {
         guard self.beacon != nil else { return true }
         if isAccessLossNotice { return true }
         guard let beacon else { return false }
-        return beacon.isOwnedOrShared(with: .user(recipient))
+        return beacon.allows(.lossNotice, to: .user(recipient), at: createdAt)
     }
 }

@@ -19,6 +19,8 @@ package enum ServiceKind {
     package static let tour = "tour"
     package static let place = "place"
     package static let promotion = "promotion"
+    /// The relationship type of a tour's stops (`{"type":"tour","target":…,"order":n}`).
+    package static let tourRelationship = "tour"
 }
 
 /// Whether a group member is within the group's range of the guide (decided with hysteresis).

@@ -42,7 +42,7 @@ struct BeaconController {
         var request = request
         let body = try await request.jsonBody(limit: maxBodyBytes)
         let draft = try BeaconFeatureCodec.decodeDraft(body, limits: beacons.limits)
-        let beacon = try await beacons.create(draft, by: context.principal)
+        let beacon = try await beacons.present(try await beacons.create(draft, by: context.principal), to: context.principal)
         var response = Response.feature(beacon, status: .created)
         response.headers[.location] = "/v1/beacons/\(beacon.id)"
         return response
@@ -83,7 +83,7 @@ struct BeaconController {
         let (beacon, _) = try await beacons.update(id, ifMatch: ifMatch, by: context.principal) { current in
             try BeaconFeatureCodec.patched(current, with: patch, limits: limits)
         }
-        return .feature(beacon)
+        return .feature(try await beacons.present(beacon, to: context.principal))
     }
 
     @Sendable func delete(_ request: Request, context: AuthenticatedContext) async throws -> Response {

@@ -24,7 +24,7 @@ struct MeetingController {
     @Sendable func create(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         var request = request
         let draft = try MeetingDraft(json: try await request.jsonBody(limit: maxBodyBytes), limits: meetings.beacons.limits)
-        let beacon = try await meetings.create(draft, by: context.principal)
+        let beacon = try await meetings.beacons.present(try await meetings.create(draft, by: context.principal), to: context.principal)
         var response = Response.feature(beacon, status: .created)
         response.headers[.location] = "/v1/meetings/\(beacon.id)"
         return response
@@ -41,7 +41,7 @@ struct MeetingController {
         let ifMatch = try request.ifMatchVersions()
         let changes = try MeetingChanges(json: try await request.jsonBody(limit: maxBodyBytes), limits: meetings.beacons.limits)
         let (beacon, _) = try await meetings.update(id, changes, ifMatch: ifMatch, by: context.principal)
-        return .feature(beacon)
+        return .feature(try await meetings.beacons.present(beacon, to: context.principal))
     }
 
     @Sendable func cancel(_ request: Request, context: AuthenticatedContext) async throws -> Response {

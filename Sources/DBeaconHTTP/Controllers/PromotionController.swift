@@ -27,7 +27,7 @@ struct PromotionController {
     @Sendable func create(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         var request = request
         let draft = try PromotionDraft(json: try await request.jsonBody(limit: maxBodyBytes), limits: promotions.beacons.limits)
-        let beacon = try await promotions.create(draft, by: context.principal)
+        let beacon = try await promotions.beacons.present(try await promotions.create(draft, by: context.principal), to: context.principal)
         var response = Response.feature(beacon, status: .created)
         response.headers[.location] = "/v1/promotions/\(beacon.id)"
         return response

@@ -1,6 +1,7 @@
 package import DBeaconCore
 import DBeaconAPI
 import DBeaconGeo
+package import DBeaconServices
 package import Hummingbird
 package import HTTPTypes
 import NIOCore
@@ -19,7 +20,7 @@ extension Response {
     }
 
     /// A Feature with its `ETag`.
-    package static func feature(_ beacon: Beacon, status: HTTPResponse.Status = .ok) -> Response {
+    package static func feature(_ beacon: VisibleBeacon, status: HTTPResponse.Status = .ok) -> Response {
         json(BeaconFeatureCodec.encode(beacon), status: status, headers: [.eTag: "\"\(beacon.version)\""])
     }
 }

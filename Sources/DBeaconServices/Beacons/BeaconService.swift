@@ -32,25 +32,32 @@ package struct BeaconService: Sendable {
 
     // MARK: Reading
 
+    /// The one visibility gate, over this service's engine and clock.
+    package var gate: VisibilityGate { VisibilityGate(lookup: engine, clock: clock) }
+
     /// The beacon as the principal may see it now (relationships to beacons hidden from them
     /// left out); `notFound` when they may not see it.
-    package func get(_ id: BeaconID, by principal: Principal) async throws -> Beacon {
-        try await redacted(try await visible(id, by: principal), for: principal)
+    package func get(_ id: BeaconID, by principal: Principal) async throws -> VisibleBeacon {
+        try await gate.require(try await visible(id, by: principal), to: principal)
     }
 
     /// The stored beacon, unredacted, if the principal may see it now; otherwise `notFound`.
-    /// For decisions (edits, deletes); answers go through `get` or `redacted`.
+    /// For decisions (edits, deletes); answers go through the gate (`present`).
     package func visible(_ id: BeaconID, by principal: Principal) async throws -> Beacon {
-        guard let beacon = try await store.beacon(id: id), beacon.isVisible(to: principal, at: clock.now()) else {
+        guard let beacon = try await store.beacon(id: id), beacon.allows(.see, to: principal, at: clock.now()) else {
             throw DBeaconError.notFound("beacon \(id)")
         }
         return beacon
     }
 
-    package func list(_ query: BeaconListQuery, by principal: Principal) async throws -> Page<Beacon> {
-        var page = try await store.listBeacons(query, viewer: principal, now: clock.now())
-        page.items = try await redacted(page.items, for: principal)
-        return page
+    /// `beacon` as `principal` may see it now (the gate); `notFound` when hidden.
+    package func present(_ beacon: Beacon, to principal: Principal) async throws -> VisibleBeacon {
+        try await gate.require(beacon, to: principal)
+    }
+
+    package func list(_ query: BeaconListQuery, by principal: Principal) async throws -> Page<VisibleBeacon> {
+        let page = try await store.listBeacons(query, viewer: principal, now: clock.now())
+        return Page(items: try await gate.present(page.items, to: principal), next: page.next)
     }
 
     /// Beacons whose perimeter covers `point`, visible to the caller, alive at `at`, nearest first.
@@ -69,47 +76,43 @@ package struct BeaconService: Sendable {
         let now = clock.now()
         var query = CoverQuery(point: point, tags: tags, at: at ?? now, viewer: principal, service: service, now: now)
         query.perimeters = perimeters
-        var ranked: [NearbyResult]
+        var ranked: [RankedBeacon]
+        var formatted: [BeaconID: any FormattedPerimeter] = [:]
         if perimeters && formattedPerimeters {
             let found = try await engine.coveringFormatted(query)
             ranked = Self.rank(found.map(\.beacon), from: point, limit: limit)
-            var formatted: [BeaconID: any FormattedPerimeter] = [:]
             for f in found { if let p = f.perimeter { formatted[f.beacon.id] = p } }
-            if !formatted.isEmpty { for i in ranked.indices { ranked[i].formattedPerimeter = formatted[ranked[i].beacon.id] } }
         } else {
             ranked = Self.rank(try await engine.covering(query), from: point, limit: limit)
         }
-        let presented = try await redacted(ranked.map(\.beacon), for: principal)
-        for i in ranked.indices { ranked[i].beacon = presented[i] }
-        return ranked
-    }
-
-    // MARK: Presenting
-
-    /// The beacon with the relationships whose target `principal` may not see now left out: a
-    /// private beacon's id must not leak through a visible beacon that links to it.
-    package func redacted(_ beacon: Beacon, for principal: Principal) async throws -> Beacon {
-        try await redacted([beacon], for: principal)[0]
-    }
-
-    /// `redacted` for many beacons, with one lookup of all their targets.
-    package func redacted(_ beacons: [Beacon], for principal: Principal) async throws -> [Beacon] {
-        guard !principal.isAdmin else { return beacons }
-        let targets = Set(beacons.flatMap { $0.relationships.map(\.target) })
-        guard !targets.isEmpty else { return beacons }
-        let seen = try await visibleIDs(Array(targets), to: principal)
-        return beacons.map { beacon in
-            guard beacon.relationships.contains(where: { !seen.contains($0.target) }) else { return beacon }
-            var b = beacon
-            b.relationships = beacon.relationships.filter { seen.contains($0.target) }
-            return b
+        return try await present(ranked, to: principal).map { r in
+            var r = r
+            r.formattedPerimeter = formatted[r.beacon.id]
+            return r
         }
+    }
+
+    /// Ranked beacons through the gate: those `principal` may see now, as nearby results.
+    package func present(_ ranked: [RankedBeacon], to principal: Principal) async throws -> [NearbyResult] {
+        let shown = try await gate.present(ranked.map(\.beacon), to: principal)
+        var byID: [BeaconID: VisibleBeacon] = [:]
+        for v in shown { byID[v.id] = v }
+        var moved = false
+        let results = ranked.compactMap { r -> NearbyResult? in
+            guard let v = byID[r.beacon.id] else { return nil }
+            guard v.location != r.beacon.location else { return NearbyResult(beacon: v, distanceM: r.distanceM, bearingDeg: r.bearingDeg) }
+            // Located per viewer (a tour at its first stop they may see): measured again.
+            moved = true
+            let (d, bearing) = Geodesy.inverse(from: r.from, to: v.location)
+            return NearbyResult(beacon: v, distanceM: d, bearingDeg: bearing)
+        }
+        guard moved else { return results }
+        return results.sorted { $0.distanceM != $1.distanceM ? $0.distanceM < $1.distanceM : $0.beacon.id < $1.beacon.id }
     }
 
     /// The ids among `ids` of beacons `principal` may see now.
     package func visibleIDs(_ ids: [BeaconID], to principal: Principal) async throws -> Set<BeaconID> {
-        let now = clock.now()
-        return Set(try await engine.beacons(ids: ids).filter { $0.isVisible(to: principal, at: now) }.map(\.id))
+        try await gate.visibleIDs(ids, to: principal)
     }
 
     /// An update event (`values.relationships`) as its recipient may read it now.
@@ -126,10 +129,10 @@ package struct BeaconService: Sendable {
     }
 
     /// Nearest first (ties by id, so results are stable), at most `limit`.
-    package static func rank(_ beacons: [Beacon], from point: Position, limit: Int) -> [NearbyResult] {
+    package static func rank(_ beacons: [Beacon], from point: Position, limit: Int) -> [RankedBeacon] {
         var results = preselect(beacons, from: point, limit: limit).map { b in
             let (d, bearing) = Geodesy.inverse(from: point, to: b.location)
-            return NearbyResult(beacon: b, distanceM: d, bearingDeg: bearing)
+            return RankedBeacon(beacon: b, from: point, distanceM: d, bearingDeg: bearing)
         }
         results.sort { $0.distanceM != $1.distanceM ? $0.distanceM < $1.distanceM : $0.beacon.id < $1.beacon.id }
         if results.count > limit { results.removeLast(results.count - limit) }
@@ -155,13 +158,14 @@ package struct BeaconService: Sendable {
         return kept
     }
 
-    package func related(_ id: BeaconID, type: String?, by principal: Principal) async throws -> [(Beacon, Relationship)] {
-        let beacon = try await visible(id, by: principal)
-        let links = beacon.relationships.filter { type == nil || $0.type == type }
-        let now = clock.now()
-        let targets = try await store.beacons(ids: links.map(\.target))
-        var byID: [BeaconID: Beacon] = [:]
-        for t in targets where t.isVisible(to: principal, at: now) { byID[t.id] = t }
+    /// The beacons `id` links to (of `type`, if given) that the caller may see now, tour stops
+    /// first in their order (renumbered by the gate for anyone but the owner), then the others
+    /// as listed; each with its link as the caller sees it.
+    package func related(_ id: BeaconID, type: String?, by principal: Principal) async throws -> [(VisibleBeacon, Relationship)] {
+        let source = try await get(id, by: principal)
+        let links = source.relationships.filter { type == nil || $0.type == type }
+        var byID: [BeaconID: VisibleBeacon] = [:]
+        for t in try await gate.present(try await store.beacons(ids: links.map(\.target)), to: principal) { byID[t.id] = t }
         let ordered = links.enumerated().sorted { a, b in
             switch (a.element.order, b.element.order) {
             case let (x?, y?) where x != y: return x < y
@@ -170,9 +174,7 @@ package struct BeaconService: Sendable {
             default: return a.offset < b.offset
             }
         }
-        let pairs = ordered.compactMap { link in byID[link.element.target].map { ($0, link.element) } }
-        let presented = try await redacted(pairs.map(\.0), for: principal)
-        return zip(presented, pairs).map { ($0, $1.1) }
+        return ordered.compactMap { link in byID[link.element.target].map { ($0, link.element) } }
     }
 
     package func directions(to id: BeaconID, from point: Position, by principal: Principal) async throws -> Directions {
@@ -242,34 +244,42 @@ package struct BeaconService: Sendable {
         guard after.service == ServiceKind.meeting else { return [] }
         let old = Set(before?.members ?? []), new = after.members.map(Set.init)
         var events: [Event] = []
-        let data = JSONObject([
-            ("beacon", .string(after.id.rawValue)), ("meeting", .string(after.id.rawValue)), ("name", .string(after.name)),
-            ("organizer", .string(after.owner.rawValue)),
-            ("start", .optional(after.lifetime?.start?.rfc3339)), ("end", .optional(after.lifetime?.end?.rfc3339)),
-        ])
-        for user in (after.members ?? []) where !old.contains(user) && user != after.owner {
-            events.append(Event(type: .meetingInvited, createdAt: now, recipient: user, beacon: after.id, data: data))
+        func data(_ b: Beacon) -> JSONObject {
+            JSONObject([
+                ("beacon", .string(b.id.rawValue)), ("meeting", .string(b.id.rawValue)), ("name", .string(b.name)),
+                ("organizer", .string(b.owner.rawValue)),
+                ("start", .optional(b.lifetime?.start?.rfc3339)), ("end", .optional(b.lifetime?.end?.rfc3339)),
+            ])
         }
-        if let new {
-            for user in (before?.members ?? []) where !new.contains(user) && user != after.owner {
-                events.append(Event(type: .meetingUninvited, createdAt: now, recipient: user, beacon: after.id, data: data))
+        for user in (after.members ?? []) where !old.contains(user) && user != after.owner {
+            events.append(Event(type: .meetingInvited, createdAt: now, recipient: user, beacon: after.id, data: data(after)))
+        }
+        if let new, let before {
+            // Those taken off hear of the meeting as they last saw it: nothing set in the same
+            // edit (a new name, a new end) reaches them.
+            for user in (before.members ?? []) where !new.contains(user) && user != after.owner {
+                events.append(Event(type: .meetingUninvited, createdAt: now, recipient: user, beacon: after.id, data: data(before)))
             }
         }
         return events
     }
 
-    /// Relationship targets must exist and be visible to the author; a beacon cannot point to itself.
-    private func checkRelationships(_ relationships: [Relationship], source: BeaconID, owner: Principal) async throws {
+    /// Relationship targets must be beacons the author may see now (through the gate: a hidden
+    /// target is answered as a missing one, 422 `unknown_target`); a beacon cannot point to
+    /// itself. `alsoKnown`: ids that are valid targets besides (the other beacons of an import).
+    private func checkRelationships(_ relationships: [Relationship], source: BeaconID, owner: Principal,
+                                    alsoKnown: Set<BeaconID> = [], path: String = "") async throws {
         guard !relationships.isEmpty else { return }
-        let now = clock.now()
-        let targets = try await store.beacons(ids: relationships.map(\.target))
-        let visible = Set(targets.filter { $0.isVisible(to: owner, at: now) || $0.isOwnedOrShared(with: owner) }.map(\.id))
+        let outside = relationships.map(\.target).filter { !alsoKnown.contains($0) && $0 != source }
+        let visible = try await gate.resolve(outside, for: owner)
         for (i, r) in relationships.enumerated() {
             if r.target == source {
-                throw DBeaconError.invalid("properties.relationships[\(i)].target", "a beacon cannot relate to itself", code: "invalid_target")
+                throw DBeaconError.invalid(path + "properties.relationships[\(i)].target", "a beacon cannot relate to itself",
+                                           code: "invalid_target")
             }
-            if !visible.contains(r.target) {
-                throw DBeaconError.invalid("properties.relationships[\(i)].target", "beacon \(r.target) not found", code: "unknown_target")
+            if !alsoKnown.contains(r.target) && visible[r.target] == nil {
+                throw DBeaconError.invalid(path + "properties.relationships[\(i)].target", "beacon \(r.target) not found",
+                                           code: "unknown_target")
             }
         }
     }
@@ -401,7 +411,7 @@ package struct BeaconService: Sendable {
     /// Adds a content reference (owner only) and returns the updated beacon.
     /// Adds a content reference: the owner always; others as the beacon's `content_policy`
     /// allows (`followers`: those who follow it; `anyone`: whoever may see it).
-    package func addContent(_ id: BeaconID, _ content: ContentRef, by principal: Principal) async throws -> Beacon {
+    package func addContent(_ id: BeaconID, _ content: ContentRef, by principal: Principal) async throws -> VisibleBeacon {
         let current = try await visible(id, by: principal)
         guard let uid = principal.userID else { throw DBeaconError.forbidden("content is added by users") }
         switch current.contentPolicy {
@@ -414,12 +424,12 @@ package struct BeaconService: Sendable {
         case .owner:
             throw DBeaconError.forbidden("only the owner may add content to this beacon (content_policy owner)")
         }
-        return try await appendContent(content, to: current, by: uid)
+        return try await present(try await appendContent(content, to: current, by: uid), to: principal)
     }
 
     /// Deletes the content item at `index` (0-based): the owner moderates any item, an author
     /// may delete their own; 404 when there is no such item.
-    package func removeContent(_ id: BeaconID, at index: Int, by principal: Principal) async throws -> Beacon {
+    package func removeContent(_ id: BeaconID, at index: Int, by principal: Principal) async throws -> VisibleBeacon {
         let current = try await visible(id, by: principal)
         guard current.content.indices.contains(index) else { throw DBeaconError.notFound("content item \(index) of beacon \(id)") }
         let item = current.content[index]
@@ -432,7 +442,7 @@ package struct BeaconService: Sendable {
         updated.updatedAt = clock.now()
         try await store.updateBeacon(updated, expectedVersion: current.version,
                                      fanOut: updatedFanOut(updated, changed: ["content"], at: updated.updatedAt))
-        return updated
+        return try await present(updated, to: principal)
     }
 
     /// Appends content on behalf of `uid` (the owner, or a visitor where a service allows it).
@@ -455,13 +465,11 @@ package struct BeaconService: Sendable {
     // MARK: Followers
 
     /// The caller follows a visible beacon; returns whether this created the subscription.
-    package func follow(_ id: BeaconID, by principal: Principal) async throws -> (Beacon, Bool) {
+    package func follow(_ id: BeaconID, by principal: Principal) async throws -> (VisibleBeacon, Bool) {
         guard let uid = principal.userID else { throw DBeaconError.forbidden("only users can follow beacons") }
         let beacon = try await get(id, by: principal)
         let created = try await store.follow(beacon: id, user: uid, at: clock.now())
-        var b = beacon
-        if created { b.followersCount += 1 }
-        return (b, created)
+        return (created ? beacon.followedOnceMore() : beacon, created)
     }
 
     /// The caller stops following. Someone who follows may always unfollow, even after losing
@@ -551,6 +559,12 @@ extension BeaconService {
             }
         }
         if let namespaceOwner { try await checkQuota(namespaceOwner, adding: beacons.count) }
+        // Targets outside the import go through the gate as each beacon's owner sees them now,
+        // as for a single creation: a hidden target is 422 `unknown_target`, like a missing one.
+        for (beacon, item) in zip(beacons, items) {
+            try await checkRelationships(beacon.relationships, source: beacon.id, owner: .user(beacon.owner), alsoKnown: ids,
+                                         path: item.path)
+        }
         do {
             try await store.insertBeacons(beacons)
         } catch var error as DBeaconError where error.path?.hasPrefix("properties.relationships") == true {

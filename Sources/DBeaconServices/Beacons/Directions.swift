@@ -4,7 +4,7 @@ import DBeaconStore
 
 /// Directions from a point to a beacon's location.
 package struct Directions: Sendable {
-    package var beacon: Beacon
+    package var beacon: VisibleBeacon
     package var distanceM: Double
     package var bearingDeg: Double
 

@@ -13,6 +13,10 @@ package struct FenceConfig: Sendable {
     package var presenceTTLSeconds = 900.0
     /// Fixes stamped further in the future than this are refused.
     package var maxFutureSkewSeconds = 300.0
+    /// Fixes, sightings and region crossings stamped further in the past than this are refused
+    /// (`stale_timestamp`): what happened is judged against visibility now, and an old claim
+    /// must not reach into a lifetime that has ended.
+    package var maxFixAgeSeconds = 600.0
     /// Largest batch of fixes in one request.
     package var maxFixesPerRequest = 1000
     /// A user inside a beacon by sighting its physical beacon exits after this long without

@@ -72,8 +72,12 @@ package actor FenceEngine {
         // The index lookups run off the actor, so the fixes of many users use every core; only
         // the decision is serial.
         var coverage: [[BeaconID]] = []
+        let now = clock.now()
         for fix in sorted {
-            coverage.append(try await engine.coveringIDs(CoverQuery(point: fix.position, at: fix.timestamp, viewer: .user(user))))
+            // Alive at the fix's time and visible now: a backdated fix does not reach into an
+            // ended lifetime or a group the user has left.
+            coverage.append(try await engine.coveringIDs(CoverQuery(point: fix.position, at: fix.timestamp, viewer: .user(user),
+                                                                    now: now)))
         }
         let tracking = try await engine.trackingBeacons(owner: user)
         switch try await decide(user: user, fixes: sorted, coverage: coverage, tracking: tracking) {

@@ -75,7 +75,7 @@ package struct RegistryService: Sendable {
 
     /// The digital beacon if the caller owns it: 404 when invisible, 403 when someone else's.
     private func ownedBeacon(_ id: BeaconID, by principal: Principal, path: String) async throws -> Beacon {
-        guard let beacon = try await beacons.beacon(id: id), beacon.isVisible(to: principal, at: clock.now()) else {
+        guard let beacon = try await beaconService.gate.resolve(id, for: principal) else {
             throw DBeaconError.notFound("beacon \(id)", path: path)
         }
         guard principal.isAdmin || principal.userID == beacon.owner else {
@@ -90,7 +90,7 @@ package struct RegistryService: Sendable {
     package func get(_ id: RegistryID, by principal: Principal) async throws -> RegistryEntry {
         guard let entry = try await store.registryEntry(id: id) else { throw DBeaconError.notFound("registry entry \(id)") }
         if principal.isAdmin || principal.userID == entry.owner { return entry }
-        guard let beacon = try await beacons.beacon(id: entry.beacon), beacon.isVisible(to: principal, at: clock.now()) else {
+        guard try await beaconService.gate.resolve(entry.beacon, for: principal) != nil else {
             throw DBeaconError.notFound("registry entry \(id)")
         }
         return entry
@@ -114,9 +114,8 @@ package struct RegistryService: Sendable {
                          at now: Timestamp) async throws -> [PhysicalBeaconIdentity: Resolution] {
         let matches = try await store.activeRegistryMatches(identities)
         let ids = Set(matches.values.flatMap { $0.map(\.beacon) })
-        var byID: [BeaconID: Beacon] = [:]
-        let visible = try await beacons.beacons(ids: Array(ids)).filter { $0.isVisible(to: principal, at: now) }
-        for b in try await beaconService.redacted(visible, for: principal) { byID[b.id] = b }
+        var byID: [BeaconID: VisibleBeacon] = [:]
+        for b in try await beaconService.gate.present(try await beacons.beacons(ids: Array(ids)), to: principal) { byID[b.id] = b }
         var result: [PhysicalBeaconIdentity: Resolution] = [:]
         for (identity, entries) in matches {
             if let entry = entries.first(where: { byID[$0.beacon] != nil }), let beacon = byID[entry.beacon] {

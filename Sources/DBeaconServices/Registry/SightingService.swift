@@ -33,13 +33,16 @@ package struct SightingService: Sendable {
             throw DBeaconError.invalid("sightings", "at most \(config.maxSightingsPerBatch) sightings per batch", code: "too_many")
         }
         let now = clock.now()
-        let maxSkew = fences.config.maxFutureSkewSeconds
+        let maxSkew = fences.config.maxFutureSkewSeconds, maxAge = fences.config.maxFixAgeSeconds
         let decoded = items.map { item in
             item.flatMap { s -> Result<SightingInput, BeaconFrameError> in
                 var s = s
                 let at = s.timestamp ?? now
                 if at.seconds(since: now) > maxSkew {
                     return .failure(BeaconFrameError("future_timestamp", "timestamp is more than \(Int(maxSkew)) s in the future"))
+                }
+                if now.seconds(since: at) > maxAge {
+                    return .failure(BeaconFrameError("stale_timestamp", "timestamp is more than \(Int(maxAge)) s in the past"))
                 }
                 s.timestamp = at
                 return .success(s)
@@ -65,7 +68,7 @@ package struct SightingService: Sendable {
                                             distanceM: distance.map { ($0 * 100).rounded() / 100 },
                                             proximity: config.pathLoss.proximity(distanceM: distance))
                 if let hit {
-                    presence.append(PresenceSighting(beacon: hit.beacon, at: at, installedAt: hit.entry.position?.position,
+                    presence.append(PresenceSighting(beacon: hit.beacon.beacon, at: at, installedAt: hit.entry.position?.position,
                                                      distanceM: distance, registryEntry: hit.entry.id))
                     if let distance, hit.entry.position != nil { ranged.append((hit.entry, distance, at)) }
                 } else {

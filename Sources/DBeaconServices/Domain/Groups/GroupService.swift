@@ -151,7 +151,7 @@ package struct GroupService: LocationListener {
     private func visibleGroup(_ id: GroupID, by principal: Principal) async throws -> TrackedGroup {
         guard let group = try await store.group(id: id),
               let beacon = try await store.beacon(id: group.beacon) else { throw DBeaconError.notFound("group \(id)") }
-        if beacon.isVisible(to: principal, at: clock.now()) { return group }
+        if beacon.allows(.see, to: principal, at: clock.now()) { return group }
         // A hidden (not yet located) group is still there for the users allowed in it.
         if let uid = principal.userID, !group.placed, group.allowed?.contains(uid) ?? true { return group }
         throw DBeaconError.notFound("group \(id)")
@@ -174,8 +174,8 @@ package struct GroupService: LocationListener {
 
     private func status(_ group: TrackedGroup, viewer: Principal) async throws -> GroupStatus {
         let members = try await store.groupMembers(group.id)
-        var beacon = try await store.beacon(id: group.beacon)
-        if let b = beacon { beacon = try await beacons.redacted(b, for: viewer) }
+        var beacon: VisibleBeacon?
+        if let b = try await store.beacon(id: group.beacon) { beacon = try await beacons.gate.present(b, to: viewer) }
         var locations: [UserID: UserLocation] = [:]
         for l in try await store.userLocations([group.leader] + members.map(\.user)) { locations[l.user] = l }
         let now = clock.now()

@@ -5,7 +5,7 @@ import DBeaconStore
 /// A group as one of its members (or its guide) sees it.
 package struct GroupStatus: Sendable {
     package var group: TrackedGroup
-    package var beacon: Beacon?
+    package var beacon: VisibleBeacon?
     package var members: [GroupMemberStatus]
     package var staleAfterSeconds: Double
 }

@@ -102,7 +102,7 @@ package struct MeetingService: Sendable {
     // MARK: Reading
 
     /// The meeting if the caller may see it; 404 for anything else (including non-meetings).
-    package func meeting(_ id: BeaconID, by principal: Principal) async throws -> Beacon {
+    package func meeting(_ id: BeaconID, by principal: Principal) async throws -> VisibleBeacon {
         let beacon = try await beacons.get(id, by: principal)
         guard beacon.service == ServiceKind.meeting else { throw DBeaconError.notFound("meeting \(id)") }
         return beacon
@@ -123,7 +123,7 @@ package struct MeetingService: Sendable {
     }
 
     /// Meetings the caller organizes or attends (and can still see), soonest start first.
-    package func mine(by principal: Principal) async throws -> [Beacon] {
+    package func mine(by principal: Principal) async throws -> [VisibleBeacon] {
         guard let uid = principal.userID else { throw DBeaconError.forbidden("the admin token organizes no meetings") }
         var result: [BeaconID: Beacon] = [:]
         var after: Int64?
@@ -134,15 +134,13 @@ package struct MeetingService: Sendable {
             for b in page.items { result[b.id] = b }
             after = page.next
         } while after != nil
-        let now = clock.now()
-        for b in try await store.beacons(ids: try await store.attendedMeetings(user: uid))
-        where b.service == ServiceKind.meeting && b.isVisible(to: principal, at: now) {
+        for b in try await store.beacons(ids: try await store.attendedMeetings(user: uid)) where b.service == ServiceKind.meeting {
             result[b.id] = b
         }
-        return try await beacons.redacted(result.values.sorted {
+        return try await beacons.gate.present(result.values.sorted {
             let a = $0.lifetime?.start ?? $0.createdAt, b = $1.lifetime?.start ?? $1.createdAt
             return a != b ? a < b : $0.id < $1.id
-        }, for: principal)
+        }, to: principal)
     }
 
     /// Directions from a point to the meeting's exact spot.

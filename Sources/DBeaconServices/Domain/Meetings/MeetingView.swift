@@ -4,7 +4,7 @@ import DBeaconStore
 
 /// A meeting and what the caller may know about its attendees.
 package struct MeetingView: Sendable {
-    package var beacon: Beacon
+    package var beacon: VisibleBeacon
     package var attendeesCount: Int
     /// Whether the caller joined.
     package var joined: Bool

@@ -49,7 +49,7 @@ package struct PromotionService: Sendable {
     }
 
     /// The promotion if the caller may see it; 404 for anything else.
-    package func promotion(_ id: BeaconID, by principal: Principal) async throws -> Beacon {
+    package func promotion(_ id: BeaconID, by principal: Principal) async throws -> VisibleBeacon {
         let beacon = try await beacons.get(id, by: principal)
         guard beacon.service == ServiceKind.promotion else { throw DBeaconError.notFound("promotion \(id)") }
         return beacon
@@ -111,10 +111,10 @@ package struct PromotionService: Sendable {
             }
         }
         // Like nearby, `at` only narrows: a suggestion must be visible to the caller now too.
-        let suggestions = try await beacons.redacted(try await store.beacons(ids: Array(relatedTo.keys)).filter {
-            $0.service == ServiceKind.promotion && $0.isVisible(to: principal, at: now) && $0.isAlive(at: when)
-        }, for: principal)
-        let all = found.map(\.beacon) + suggestions
+        let suggestions = try await store.beacons(ids: Array(relatedTo.keys)).filter {
+            $0.service == ServiceKind.promotion && $0.isAlive(at: when)
+        }
+        let all = found.map(\.beacon.beacon) + suggestions
         let scores = try await scores(all, for: principal)
         func scored(_ r: NearbyResult) -> ScoredPromotion { ScoredPromotion(result: r, score: scores[r.beacon.id] ?? 0) }
         func ordered(_ a: ScoredPromotion, _ b: ScoredPromotion) -> Bool {
@@ -124,7 +124,7 @@ package struct PromotionService: Sendable {
         }
         let listed = Array(found.map(scored).sorted(by: ordered).prefix(limit))
         listedIDs = Set(listed.map(\.result.beacon.id))
-        let related = BeaconService.rank(suggestions, from: point, limit: Int.max).map { r in
+        let related = try await beacons.present(BeaconService.rank(suggestions, from: point, limit: Int.max), to: principal).map { r in
             var s = scored(r)
             s.relatedTo = (relatedTo[r.beacon.id] ?? []).filter(listedIDs.contains)
             return s
@@ -159,7 +159,7 @@ package struct PromotionService: Sendable {
         }
         let found = try await beacons.nearby(point: point, tags: [], at: at ?? now, limit: Int.max, service: ServiceKind.promotion,
                                              by: principal)
-        let scores = try await scores(found.map(\.beacon), for: principal)
+        let scores = try await scores(found.map(\.beacon.beacon), for: principal)
         let candidates = found.sorted { $0.beacon.id < $1.beacon.id }
         let (index, best, tied) = randomness.choose(count: candidates.count) { scores[candidates[$0].beacon.id] ?? 0 }
         guard let index, let best else { return PromotionPick(chosen: nil, candidates: 0, tied: 0, capped: false) }
@@ -220,19 +220,21 @@ package struct PromotionService: Sendable {
     }
 
     /// The caller's saved promotions that they may still see now, most recently saved first.
-    package func saved(by principal: Principal) async throws -> [(promotion: Beacon, savedAt: Timestamp)] {
+    package func saved(by principal: Principal) async throws -> [(promotion: VisibleBeacon, savedAt: Timestamp)] {
         guard let uid = principal.userID else { throw DBeaconError.forbidden("saved items belong to users") }
         let saved = try await store.savedPromotions(user: uid)
-        let now = clock.now()
-        var byID: [BeaconID: Beacon] = [:]
-        for b in try await store.beacons(ids: saved.map(\.promotion)) where b.isVisible(to: principal, at: now) { byID[b.id] = b }
+        var byID: [BeaconID: VisibleBeacon] = [:]
+        for b in try await beacons.gate.present(try await store.beacons(ids: saved.map(\.promotion)), to: principal) { byID[b.id] = b }
         return saved.compactMap { item in byID[item.promotion].map { ($0, item.savedAt) } }
     }
 
-    /// Deletes a saved item (404 when it is not among the caller's saved items).
+    /// Deletes a saved item: 404 when it is not among the caller's saved items as they see
+    /// them, so a promotion that became hidden answers as a deleted one does (its row goes all
+    /// the same: it is the caller's own data).
     package func unsave(_ id: BeaconID, by principal: Principal) async throws {
         guard let uid = principal.userID else { throw DBeaconError.forbidden("saved items belong to users") }
-        guard try await store.unsavePromotion(id, user: uid) else { throw DBeaconError.notFound("saved item \(id)") }
+        let removed = try await store.unsavePromotion(id, user: uid)
+        guard removed, try await beacons.gate.resolve(id, for: principal) != nil else { throw DBeaconError.notFound("saved item \(id)") }
     }
 
     /// Feedback on a promotion, for its advertiser (403 for others who see it), without authors.

@@ -4,7 +4,7 @@ import DBeaconStore
 
 /// The answer of `next?from=`.
 package struct TourNext: Sendable {
-    package var tour: Beacon
+    package var tour: VisibleBeacon
     package var from: BeaconID?
     package var origin: Position?
     package var following: [TourLeg]

@@ -42,15 +42,36 @@ package struct TourService: LocationListener {
         var (newPlaces, stops) = try await resolve(draft.stops, owner: owner, lifetime: draft.lifetime, members: draft.members,
                                                   by: principal, at: now)
         stops.sort { $0.order < $1.order }
-        let perimeter = draft.perimeter ?? coveringCircle(stops.map(\.beacon))
+        // The tour's place and default circle come from the stops everyone who may see the tour
+        // may see too: a stop hidden from some of them must not shape what they are shown.
+        let shaping = Self.shapingStops(stops.map(\.beacon), owner: owner, members: draft.members, lifetime: draft.lifetime)
+        let perimeter = draft.perimeter ?? coveringCircle(shaping)
         let tour = Beacon(
-            id: .generate(), name: draft.name, description: draft.description, owner: owner, location: stops[0].beacon.location,
+            id: .generate(), name: draft.name, description: draft.description, owner: owner, location: shaping[0].location,
             perimeter: perimeter, lifetime: draft.lifetime, members: draft.members, tags: Array(tags.prefix(BeaconLimits.maxTags)),
             relationships: stops.map { Relationship(type: "tour", target: $0.beacon.id, order: $0.order) },
             content: draft.content, service: ServiceKind.tour, createdAt: now, updatedAt: now)
         try await beacons.checkQuota(owner, adding: newPlaces.count + 1)
         try await store.insertBeacons(newPlaces + [tour])
-        return TourView(tour: tour, stops: stops.map { TourStop(order: $0.order, place: $0.beacon) }, progress: nil)
+        return try await view(tour.id, by: principal)
+    }
+
+    /// The stops that may shape a tour's location and default circle: those at least as visible
+    /// as the tour (public, or shared with every member, and without a lifetime of their own
+    /// other than the tour's); all of them when none is.
+    static func shapingStops(_ stops: [Beacon], owner: UserID, members: [UserID]?, lifetime: Lifetime?) -> [Beacon] {
+        let audience = members.map { Set($0 + [owner]) }
+        let open = stops.filter { stop in
+            let shared: Bool
+            if let stopMembers = stop.members {
+                guard let audience else { return false }
+                shared = audience.isSubset(of: Set(stopMembers + [stop.owner]))
+            } else {
+                shared = true
+            }
+            return shared && (stop.lifetime == nil || stop.lifetime == lifetime)
+        }
+        return open.isEmpty ? stops : open
     }
 
     /// A circle around the first stop reaching every stop's location and perimeter.
@@ -92,8 +113,7 @@ package struct TourService: LocationListener {
             }
         }
         if !existing.isEmpty {
-            var found: [BeaconID: Beacon] = [:]
-            for b in try await store.beacons(ids: existing.map(\.1)) where b.isVisible(to: principal, at: now) { found[b.id] = b }
+            let found = try await beacons.gate.resolve(existing.map(\.1), for: principal)
             for (order, id, path) in existing {
                 guard let b = found[id] else { throw DBeaconError.invalid(path, "beacon \(id) not found", code: "unknown_target") }
                 stops.append((order, b, path))
@@ -116,7 +136,7 @@ package struct TourService: LocationListener {
     package func setStops(_ id: BeaconID, stops drafts: [TourStopDraft], ifMatch: Set<Int>?,
                           by principal: Principal) async throws -> TourView {
         guard let owner = principal.userID else { throw DBeaconError.forbidden("only the tour's owner changes its stops") }
-        let current = try await tour(id, by: principal)
+        let current = try await tour(id, by: principal).beacon // the owner's: unredacted
         guard current.owner == owner else { throw DBeaconError.forbidden("only the tour's owner changes its stops") }
         guard !drafts.isEmpty else { throw DBeaconError.invalid("stops", "a tour needs at least one stop", code: "missing_field") }
         guard drafts.count <= Self.maxStops else { throw DBeaconError.invalid("stops", "at most \(Self.maxStops) stops", code: "too_many") }
@@ -139,14 +159,14 @@ package struct TourService: LocationListener {
     // MARK: Reading
 
     /// The tour if the caller may see it; 404 for anything else (including non-tours).
-    package func tour(_ id: BeaconID, by principal: Principal) async throws -> Beacon {
+    package func tour(_ id: BeaconID, by principal: Principal) async throws -> VisibleBeacon {
         let beacon = try await beacons.get(id, by: principal)
         guard beacon.service == ServiceKind.tour else { throw DBeaconError.notFound("tour \(id)") }
         return beacon
     }
 
     /// The tour's stops the caller can see, in order.
-    package func stops(of tour: Beacon, by principal: Principal) async throws -> [TourStop] {
+    package func stops(of tour: VisibleBeacon, by principal: Principal) async throws -> [TourStop] {
         let related = try await beacons.related(tour.id, type: "tour", by: principal)
         return related.enumerated().map { i, pair in TourStop(order: pair.1.order ?? i + 1, place: pair.0) }
     }
@@ -165,16 +185,18 @@ package struct TourService: LocationListener {
         let now = clock.now()
         let when = at ?? now
         // `at` narrows only: places and tours not the caller's must be visible now as well.
-        let covering = try await beacons.engine.covering(CoverQuery(point: point, at: when, viewer: principal, now: now))
+        let covering = try await beacons.gate.present(
+            try await beacons.engine.covering(CoverQuery(point: point, at: when, viewer: principal, now: now)), to: principal)
         guard !covering.isEmpty else { return [] }
-        var coveringByID: [BeaconID: Beacon] = [:]
+        var coveringByID: [BeaconID: VisibleBeacon] = [:]
         for b in covering { coveringByID[b.id] = b }
         let tourIDs = try await store.tours(withStops: covering.map(\.id))
         var found: [NearbyTour] = []
-        for tour in try await beacons.redacted(try await store.beacons(ids: tourIDs), for: principal)
-        where tour.service == ServiceKind.tour && tour.isVisible(to: principal, at: now) && tour.isAlive(at: when)
+        for tour in try await beacons.gate.present(try await store.beacons(ids: tourIDs), to: principal)
+        where tour.service == ServiceKind.tour && tour.beacon.isAlive(at: when)
             && (tags.isEmpty || tour.tags.contains(where: tags.contains)) {
-            let links = tour.relationships.enumerated().filter { $0.element.type == "tour" }
+            // The tour's relationships as the caller sees them: hidden stops gone, orders renumbered.
+            let links = tour.relationships.enumerated().filter { $0.element.type == ServiceKind.tourRelationship }
             let matched = links.compactMap { i, link -> (stop: TourStop, distanceM: Double)? in
                 guard let place = coveringByID[link.target] else { return nil }
                 return (TourStop(order: link.order ?? i + 1, place: place), Geodesy.distance(point, place.location))
@@ -243,7 +265,7 @@ package struct TourService: LocationListener {
         return progress
     }
 
-    private func progress(_ tour: Beacon, stops: [TourStop], user: UserID) async throws -> TourProgress? {
+    private func progress(_ tour: VisibleBeacon, stops: [TourStop], user: UserID) async throws -> TourProgress? {
         guard let started = try await store.tourStart(tour.id, user: user) else { return nil }
         var visitedAt: [BeaconID: Timestamp] = [:]
         for v in try await store.tourVisits(tour.id, user: user) { visitedAt[v.place] = v.visitedAt }
@@ -276,11 +298,13 @@ package struct TourService: LocationListener {
 
     // MARK: Media at places
 
-    /// A visible place (a `place` beacon or a stop of some tour), for sharing media.
+    /// A visible place (a `place` beacon or a stop of a tour the caller may see), for sharing
+    /// media. A tour hidden from the caller makes nothing a place for them.
     private func place(_ id: BeaconID, by principal: Principal) async throws -> Beacon {
-        let beacon = try await beacons.get(id, by: principal)
+        let beacon = try await beacons.visible(id, by: principal)
         if beacon.service == ServiceKind.place { return beacon }
-        guard try await !store.tours(withStops: [id]).isEmpty else { throw DBeaconError.notFound("place \(id)") }
+        let tours = try await store.tours(withStops: [id])
+        guard try await !beacons.gate.visibleIDs(tours, to: principal).isEmpty else { throw DBeaconError.notFound("place \(id)") }
         return beacon
     }
 

@@ -4,7 +4,7 @@ import DBeaconStore
 
 /// A tour with its stops (those the caller can see), in order.
 package struct TourView: Sendable {
-    package var tour: Beacon
+    package var tour: VisibleBeacon
     package var stops: [TourStop]
     package var progress: TourProgress?
 }
