@@ -51,6 +51,8 @@ package struct AppConfig: Sendable {
     package var rateLimits = RateLimits()
     /// Beacons one user may own (0: no limit).
     package var maxBeaconsPerUser = 10_000
+    /// Visitors two beacons must share before one is offered as `also_visited` of the other.
+    package var alsoVisitedMinVisitors = 5
     /// The map console served at `/`.
     package var console = ConsoleConfig()
     /// Snapshots of the in-memory index (SpatiaLite only; see `IndexSnapshotConfig`).

@@ -116,6 +116,7 @@ package struct AppServices: Sendable {
         var beacons = BeaconService(store: store, engine: engine, clock: clock, limits: config.limits,
                                     valueEncoding: FeatureValueEncoding())
         beacons.maxBeaconsPerUser = config.maxBeaconsPerUser
+        beacons.minCoVisitors = config.alsoVisitedMinVisitors
         let fences = FenceEngine(store: store, engine: engine, committer: GroupCommitter(store: store), clock: clock,
                                  config: config.fences)
         try await fences.reload()

@@ -19,9 +19,12 @@ package protocol VisitStore: Sendable {
     /// Every `beacon.entered` / `beacon.exited` of `beacon` still in the log, grouped by visitor,
     /// in log order.
     func fenceCrossings(beacon: BeaconID) async throws -> [FenceCrossing]
-    /// Other beacons entered by at least `minVisitors` of the visitors of `beacon`, with how many
-    /// of them, most first.
-    func coVisits(beacon: BeaconID, minVisitors: Int, limit: Int) async throws -> [(beacon: BeaconID, visitors: Int)]
-    /// Tags of the beacons `user` entered, with how many entries, most first.
-    func enteredTags(user: UserID) async throws -> [(tag: String, entries: Int)]
+    /// Other beacons entered by at least `minVisitors` of the visitors of `beacon` other than
+    /// `owner` (counting only entries made after the visitor's account was created), with how
+    /// many of them, most first.
+    func coVisits(beacon: BeaconID, excluding owner: UserID, minVisitors: Int,
+                  limit: Int) async throws -> [(beacon: BeaconID, visitors: Int)]
+    /// The beacons `user` entered (by id), with how many entries. Their tags are read through
+    /// the visibility gate, as they are now.
+    func enteredBeacons(user: UserID) async throws -> [(beacon: BeaconID, entries: Int)]
 }

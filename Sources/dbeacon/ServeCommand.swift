@@ -47,6 +47,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("metrics-token"),
             help: "A token that may read /metrics besides the admin token (default $DBEACON_METRICS_TOKEN; /metrics needs one of them).")
     var metricsToken: String?
+    @Option(name: .customLong("also-visited-min-visitors"),
+            help: "Visitors (not the owner, with accounts older than their visits) two beacons must share before visits suggest one as also_visited of the other.")
+    var alsoVisitedMinVisitors = 5
     @Option(name: .customLong("group-stale-seconds"), help: "A group member without a fix for this long is flagged stale.")
     var groupStaleSeconds = 300.0
     @Option(name: .customLong("promotion-picks-per-hour"), help: "Frequency cap of promotion picks per user and hour.")
@@ -109,6 +112,7 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--dwell-seconds, --exit-cushion-m and --event-retention-days must not be negative")
         }
         guard maxFixAge > 0, maxFixAge.isFinite else { throw ValidationError("--max-fix-age must be a positive number of seconds") }
+        guard alsoVisitedMinVisitors >= 2 else { throw ValidationError("--also-visited-min-visitors must be at least 2") }
         if metricsToken?.isEmpty == true { throw ValidationError("--metrics-token must not be empty") }
         guard sightingExitSeconds > 0, pathLossExponent > 0 else {
             throw ValidationError("--sighting-exit-seconds and --path-loss-exponent must be positive")
@@ -168,6 +172,7 @@ struct ServeCommand: AsyncParsableCommand {
         config.rateLimits.fixesPerMinute = fixesPerMinute
         config.rateLimits.authFailuresPerSecond = authFailureRate
         config.maxBeaconsPerUser = maxBeaconsPerUser
+        config.alsoVisitedMinVisitors = alsoVisitedMinVisitors
         config.console.enabled = !noConsole
         config.console.tiles = mapTiles == "none" ? nil : mapTiles
         config.console.attribution = mapAttribution

@@ -1,6 +1,9 @@
 import DBeaconCore
 import DBeaconServices
 import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
 import Testing
 
 /// Visit analytics (issue 14.5): aggregates of a beacon's entries and exits for its owner,
@@ -8,7 +11,8 @@ import Testing
 /// from where they went. Never per-user trails.
 @Suite struct VisitTests {
     @Test(arguments: Backend.all) func ownerSeesAggregatesOnly(_ backend: Backend) async throws {
-        let h = try await TestHarness.make(backend: backend)  // 2026-11-21T12:00:00Z, a Saturday
+        // Two shared visitors suffice here (the default, 5, is tested below).
+        let h = try await TestHarness.make(backend: backend) { $0.alsoVisitedMinVisitors = 2 }  // 2026-11-21T12:00:00Z, a Saturday
         let (owner, ownerToken) = try await h.user("owner")
         let (u1, u1Token) = try await h.user("u1")
         let (u2, _) = try await h.user("u2")
@@ -75,6 +79,67 @@ import Testing
             #expect(try await client.call(.put, "/v1/me/interests", token: u1Token, json: accept).status == .ok)
             #expect(try await suggestions() == ["art:1:10"])
         }
+    }
+
+    /// Issue 26, defect 14: an owner and one sock-puppet account do not make two visitors; by
+    /// default five visitors other than the owner, with accounts older than their visits, must
+    /// share a beacon before it is offered.
+    @Test(arguments: Backend.all) func alsoVisitedNeedsFiveRealVisitors(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
+        let (owner, ownerToken) = try await h.user("owner")
+        let here = Walk.schlossplatz, elsewhere = Walk.offset(here, north: 2000), away = Walk.offset(here, north: 1000)
+        let shop = try await h.beacon(feature(name: "shop", lat: here.lat, lon: here.lon, perimeter: circle(100)), owner: owner)
+        let other = try await h.beacon(feature(name: "secret spot", lat: elsewhere.lat, lon: elsewhere.lon, perimeter: circle(100)),
+                                       owner: owner)
+        func visitBoth(_ user: UserID) async throws {
+            h.clock.advance(seconds: 60); _ = try await h.fix(user, lat: here.lat, lon: here.lon)
+            h.clock.advance(seconds: 60); _ = try await h.fix(user, lat: away.lat, lon: away.lon)
+            h.clock.advance(seconds: 60); _ = try await h.fix(user, lat: elsewhere.lat, lon: elsewhere.lon)
+            h.clock.advance(seconds: 60); _ = try await h.fix(user, lat: away.lat, lon: away.lon)
+        }
+        func alsoVisited() async throws -> [String] {
+            try await h.app().test(.router) { client in
+                let v = try await client.call(.get, "/v1/beacons/\(shop.id)/visits", token: ownerToken).json
+                return (v?["also_visited"]?.arrayValue ?? []).compactMap { $0["beacon"]?.stringValue }
+            }
+        }
+        let real = try await h.user("real").id
+        try await visitBoth(real)
+        // The owner walks the same way, with one sock puppet: still nothing to learn.
+        try await visitBoth(owner)
+        try await visitBoth(try await h.user("puppet").id)
+        #expect(try await alsoVisited() == [])
+        for i in 0..<2 { try await visitBoth(try await h.user("visitor\(i)").id) }
+        #expect(try await alsoVisited() == [], "4 visitors besides the owner (who does not count)")
+        try await visitBoth(try await h.user("visitor2").id)
+        #expect(try await alsoVisited() == [other.id.rawValue])
+    }
+
+    /// Issue 26, defect 3: suggestions come from the beacons a user entered as they are now and
+    /// only while the user may still see them: made private, then retagged, a beacon suggests nothing.
+    @Test(arguments: Backend.all) func suggestionsForgetBeaconsNoLongerVisible(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
+        let (owner, ownerToken) = try await h.user("owner")
+        let (visitor, visitorToken) = try await h.user("visitor")
+        let here = Walk.schlossplatz
+        let club = try await h.beacon(feature(name: "club", lat: here.lat, lon: here.lon, perimeter: circle(100), tags: ["music"]),
+                                      owner: owner)
+        _ = try await h.fix(visitor, lat: here.lat, lon: here.lon)
+        func suggested() async throws -> [String] {
+            try await h.app().test(.router) { client in
+                let items = try await client.call(.get, "/v1/me/interests/suggested", token: visitorToken).json?["suggestions"]?.arrayValue
+                return (items ?? []).compactMap { $0["category"]?.stringValue }
+            }
+        }
+        func patch(_ body: JSONValue) async throws -> HTTPResponse.Status {
+            try await h.app().test(.router) { client in
+                try await client.call(.patch, "/v1/beacons/\(club.id)", token: ownerToken, json: body).status
+            }
+        }
+        #expect(try await suggested() == ["music"])
+        #expect(try await patch(["properties": ["visibility": ["members": .array([])]]]) == .ok)
+        #expect(try await patch(["properties": ["tags": ["gambling"]]]) == .ok)
+        #expect(try await suggested() == [])
     }
 
     @Test func hourOfWeekStartsOnMonday() {

@@ -10,7 +10,7 @@ package enum SightingAnswer {
     package static func answer(_ body: JSONValue, user: UserID, service: SightingService) async throws -> JSONValue {
         let request = try SightingRequest(body, maxItems: service.config.maxSightingsPerBatch)
         if let batchID = request.batchID, let stored = try await service.store.sightingBatchResponse(user: user, batchID: batchID) {
-            return try replay(stored, fingerprint: request.fingerprint)
+            return try await recheck(try replay(stored, fingerprint: request.fingerprint), user: user, service: service)
         }
         let response = encode(try await service.process(request.items, user: user))
         guard let batchID = request.batchID else { return response }
@@ -21,7 +21,41 @@ package enum SightingAnswer {
         let kept = try await service.store.storeSightingBatchResponse(
             user: user, batchID: batchID, response: record.jsonString, at: now,
             expireBefore: now.adding(seconds: -service.config.batchRetentionSeconds))
-        return try replay(kept, fingerprint: request.fingerprint)
+        return try await recheck(try replay(kept, fingerprint: request.fingerprint), user: user, service: service)
+    }
+
+    /// A stored answer as its user may see it now: each resolved beacon read again through the
+    /// gate (its current state, or `null` with `unknown_beacon` once hidden from them), and the
+    /// events about beacons they may no longer see left out. A replay never shows more than a
+    /// new batch would.
+    static func recheck(_ stored: JSONValue, user: UserID, service: SightingService) async throws -> JSONValue {
+        guard var answer = stored.objectValue else { return stored }
+        let results = answer["results"]?.arrayValue ?? []
+        let events = answer["events"]?.arrayValue ?? []
+        func beaconID(_ v: JSONValue?) -> BeaconID? { v?.stringValue.flatMap(BeaconID.init) }
+        let named = results.compactMap { beaconID($0["beacon"]?["id"]) } + events.compactMap { beaconID($0["beacon"] ?? $0["data"]?["beacon"]) }
+        let beacons = service.registry.beaconService
+        var visible: [BeaconID: VisibleBeacon] = [:]
+        for b in try await beacons.gate.present(try await beacons.store.beacons(ids: Array(Set(named))), to: .user(user)) {
+            visible[b.id] = b
+        }
+        answer["results"] = .array(results.map { item in
+            guard var o = item.objectValue, let id = beaconID(item["beacon"]?["id"]) else { return item }
+            if let b = visible[id] {
+                o["beacon"] = BeaconFeatureCodec.encode(b)
+            } else {
+                o["beacon"] = .null
+                o["registry_entry"] = nil
+                o["error"] = .object(["code": "unknown_beacon",
+                                      "message": "no active registry entry that you may see matches this beacon"])
+            }
+            return .object(o)
+        })
+        answer["events"] = .array(events.filter { e in
+            guard let id = beaconID(e["beacon"] ?? e["data"]?["beacon"]) else { return true }
+            return visible[id] != nil
+        })
+        return .object(answer)
     }
 
     /// The stored answer; a different batch under a used `batch_id` is a conflict.

@@ -61,7 +61,7 @@ struct EventStreamController {
         for (raw, path) in resume { start = try await feed.resumePosition(raw, path: path, by: principal) }
         guard streaming else {
             // Content negotiation: a client that does not accept a stream gets one page, as JSON.
-            return .json(EventFeed.pageJSON(try await feed.events(by: principal, after: start, limit: try q.limit())))
+            return .json(try await feed.pageJSON(try await feed.events(by: principal, after: start, limit: try q.limit()), for: principal))
         }
         let key = principal.userID?.rawValue ?? "admin"
         guard streams.acquire(key, max: Self.maxStreamsPerUser) else {

@@ -67,6 +67,6 @@ struct LiveController {
         if let raw = try q.string("after") ?? q.string("cursor") {
             after = try await feed.resumePosition(raw, path: "after", by: context.principal)
         }
-        return .json(EventFeed.pageJSON(try await feed.events(by: context.principal, after: after, limit: try q.limit())))
+        return .json(try await feed.pageJSON(try await feed.events(by: context.principal, after: after, limit: try q.limit()), for: context.principal))
     }
 }

@@ -14,12 +14,12 @@ extension EventFeed {
             }
             return position
         }
-        if let cursor = Cursor.decode(raw) { return cursor }
+        if let cursor = try await cursors.open(raw, for: principal) { return cursor }
         throw DBeaconError(.badRequest, code: "invalid_parameter", message: "\(path) must be an event id or a cursor", path: path)
     }
 
-    /// `{"events": […], "next_cursor": …}`.
-    static func pageJSON(_ page: Page<Event>) -> JSONValue {
-        .object(["events": .array(page.items.map(\.json)), "next_cursor": .optional(Cursor.encode(page.next))])
+    /// `{"events": […], "next_cursor": …}`: the cursor sealed for its reader.
+    func pageJSON(_ page: Page<Event>, for reader: Principal) async throws -> JSONValue {
+        .object(["events": .array(page.items.map(\.json)), "next_cursor": .optional(try await cursors.seal(page.next, for: reader))])
     }
 }

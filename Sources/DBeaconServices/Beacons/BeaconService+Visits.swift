@@ -6,8 +6,9 @@ import DBeaconStore
 package struct VisitStats: Sendable {
     /// Dwell-time buckets (seconds): [0, 5 min), [5, 15 min), [15, 30 min), [30, 60 min), [1, 2 h), ≥ 2 h.
     package static let dwellBounds: [Double] = [0, 300, 900, 1800, 3600, 7200]
-    /// Other beacons are suggested only when at least this many visitors went to both.
-    package static let minCoVisitors = 2
+    /// Other beacons are suggested only when at least this many visitors (not the owner, with
+    /// accounts older than their visits) went to both: the default of `--also-visited-min-visitors`.
+    package static let defaultMinCoVisitors = 5
 
     package var visits = 0
     package var uniqueVisitors = 0
@@ -18,7 +19,7 @@ package struct VisitStats: Sendable {
     /// Entries per hour of the week (UTC), Monday 00:00–01:00 first: 168 counts.
     package var hourOfWeek = [Int](repeating: 0, count: 168)
     /// Visitors here also went to (suggested `related` relationships), most shared first.
-    package var alsoVisited: [(beacon: Beacon, visitors: Int)] = []
+    package var alsoVisited: [(beacon: VisibleBeacon, visitors: Int)] = []
 
     package var dwellHistogram: [Int] {
         var counts = [Int](repeating: 0, count: Self.dwellBounds.count)
@@ -68,10 +69,9 @@ extension BeaconService {
         stats.uniqueVisitors = visitors.count
         stats.dwells.sort()
         let related = Set(beacon.relationships.map(\.target))
-        let shared = try await store.coVisits(beacon: id, minVisitors: VisitStats.minCoVisitors, limit: 50)
-        let now = clock.now()
-        var byID: [BeaconID: Beacon] = [:]
-        for b in try await store.beacons(ids: shared.map(\.beacon)) where b.isVisible(to: principal, at: now) { byID[b.id] = b }
+        let shared = try await store.coVisits(beacon: id, excluding: beacon.owner, minVisitors: minCoVisitors, limit: 50)
+        var byID: [BeaconID: VisibleBeacon] = [:]
+        for b in try await gate.present(try await store.beacons(ids: shared.map(\.beacon)), to: principal) { byID[b.id] = b }
         stats.alsoVisited = shared.compactMap { item in
             guard !related.contains(item.beacon), let b = byID[item.beacon] else { return nil }
             return (b, item.visitors)

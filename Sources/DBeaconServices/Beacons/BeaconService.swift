@@ -16,6 +16,9 @@ package struct BeaconService: Sendable {
     package let valueEncoding: any BeaconValueEncoding
     /// Beacons one user may own; 0 means no limit.
     package var maxBeaconsPerUser = 0
+    /// Visitors (other than the owner) two beacons must share before one is offered as
+    /// `also_visited` of the other (`--also-visited-min-visitors`).
+    package var minCoVisitors = VisitStats.defaultMinCoVisitors
 
     /// Largest page for lists and nearby.
     package static let maxPageSize = 500

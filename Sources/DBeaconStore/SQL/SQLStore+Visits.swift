@@ -18,28 +18,34 @@ extension SQLStore {
         }
     }
 
-    package func coVisits(beacon: BeaconID, minVisitors: Int, limit: Int) async throws -> [(beacon: BeaconID, visitors: Int)] {
+    package func coVisits(beacon: BeaconID, excluding owner: UserID, minVisitors: Int,
+                          limit: Int) async throws -> [(beacon: BeaconID, visitors: Int)] {
+        // Visitors other than the owner, counted only for entries made after their account
+        // existed: an owner cannot manufacture visitors to learn where a real one went.
         try await read { db in
             try await db.rows("""
                 SELECT other.beacon_id, count(DISTINCT other.recipient) AS n
-                FROM (SELECT DISTINCT recipient FROM events WHERE beacon_id = $1 AND type = 'beacon.entered') AS here
+                FROM events here
+                JOIN users u ON u.id = here.recipient
                 JOIN events other ON other.recipient = here.recipient
-                WHERE other.type = 'beacon.entered' AND other.beacon_id IS NOT NULL AND other.beacon_id <> $1
+                WHERE here.beacon_id = $1 AND here.type = 'beacon.entered' AND here.recipient <> $4
+                  AND u.created_at <= here.created_at AND u.created_at <= other.created_at
+                  AND other.type = 'beacon.entered' AND other.beacon_id IS NOT NULL AND other.beacon_id <> $1
                 GROUP BY other.beacon_id HAVING count(DISTINCT other.recipient) >= $2
                 ORDER BY n DESC, other.beacon_id LIMIT $3
-                """, [beacon.rawValue, minVisitors, limit]).map {
+                """, [beacon.rawValue, minVisitors, limit, owner.rawValue]).map {
                 (BeaconID(uncheckedRawValue: try $0.string("beacon_id")), try $0.int("n"))
             }
         }
     }
 
-    package func enteredTags(user: UserID) async throws -> [(tag: String, entries: Int)] {
+    package func enteredBeacons(user: UserID) async throws -> [(beacon: BeaconID, entries: Int)] {
         try await read { db in
             try await db.rows("""
-                SELECT t.tag, count(*) AS n FROM events e JOIN beacon_tags t ON t.beacon_id = e.beacon_id
-                WHERE e.recipient = $1 AND e.type = 'beacon.entered'
-                GROUP BY t.tag ORDER BY n DESC, t.tag
-                """, [user.rawValue]).map { (try $0.string("tag"), try $0.int("n")) }
+                SELECT beacon_id, count(*) AS n FROM events
+                WHERE recipient = $1 AND type = 'beacon.entered' AND beacon_id IS NOT NULL
+                GROUP BY beacon_id ORDER BY beacon_id
+                """, [user.rawValue]).map { (BeaconID(uncheckedRawValue: try $0.string("beacon_id")), try $0.int("n")) }
         }
     }
 }

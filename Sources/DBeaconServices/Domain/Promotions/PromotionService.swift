@@ -88,10 +88,19 @@ package struct PromotionService: Sendable {
     package func suggestedInterests(by principal: Principal) async throws -> [(category: String, entries: Int, score: Int)] {
         guard let uid = principal.userID else { throw DBeaconError.forbidden("interests belong to users") }
         let known = Set(try await store.interests(uid).map(\.category))
-        return try await store.enteredTags(user: uid)
-            .filter { !known.contains($0.tag) && $0.tag != ServiceKind.promotion }
+        // The tags of the entered beacons the user may still see, as they are now (through the
+        // gate): a beacon made private, then retagged, suggests nothing.
+        let entered = try await store.enteredBeacons(user: uid)
+        var entries: [BeaconID: Int] = [:]
+        for e in entered { entries[e.beacon] = e.entries }
+        var byTag: [String: Int] = [:]
+        for b in try await beacons.gate.present(try await beacons.store.beacons(ids: entered.map(\.beacon)), to: principal) {
+            for tag in b.tags { byTag[tag, default: 0] += entries[b.id] ?? 0 }
+        }
+        return byTag.filter { !known.contains($0.key) && $0.key != ServiceKind.promotion }
+            .sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
             .prefix(20)
-            .map { ($0.tag, $0.entries, min(100, 10 * $0.entries)) }
+            .map { ($0.key, $0.value, min(100, 10 * $0.value)) }
     }
 
     /// Promotions whose region covers the consumer (alive at `at`, visible), best score first
