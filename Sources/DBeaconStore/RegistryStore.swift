@@ -4,12 +4,14 @@ package import DBeaconCore
 /// SpatiaLite and PostGIS stores implement it with the same semantics (RegistryStoreTests).
 package protocol RegistryStore: Sendable {
     /// Inserts an entry. `conflict` with code `duplicate_identity` when a live (not
-    /// decommissioned) entry has the same identity pattern; the digital beacon must exist.
-    func insertRegistryEntry(_ entry: RegistryEntry) async throws
+    /// decommissioned) entry that `viewer` may see at `now` has the same identity pattern
+    /// (entries hidden from them never conflict); the digital beacon must exist.
+    func insertRegistryEntry(_ entry: RegistryEntry, conflictsVisibleTo viewer: Principal, now: Timestamp) async throws
     func registryEntry(id: RegistryID) async throws -> RegistryEntry?
     /// Replaces an entry if its stored version is still `expectedVersion` (else
     /// `preconditionFailed`); `duplicate_identity` as for inserts.
-    func updateRegistryEntry(_ entry: RegistryEntry, expectedVersion: Int) async throws
+    func updateRegistryEntry(_ entry: RegistryEntry, expectedVersion: Int, conflictsVisibleTo viewer: Principal,
+                             now: Timestamp) async throws
     /// Deletes an entry; false when there was none.
     func deleteRegistryEntry(id: RegistryID) async throws -> Bool
     /// Entries whose digital beacon `viewer` may see at `now`, filtered, in creation order, one page.

@@ -30,7 +30,7 @@ package struct RegistryService: Sendable {
         let entry = RegistryEntry(id: .generate(), identity: draft.identity, beacon: beacon.id, owner: beacon.owner,
                                   position: draft.position, measuredPower: draft.measuredPower, status: draft.status,
                                   version: 1, createdAt: now, updatedAt: now)
-        try await store.insertRegistryEntry(entry)
+        try await store.insertRegistryEntry(entry, conflictsVisibleTo: principal, now: now)
         return entry
     }
 
@@ -61,7 +61,7 @@ package struct RegistryService: Sendable {
         if updated == current { return current }
         updated.version = current.version + 1
         updated.updatedAt = clock.now()
-        try await store.updateRegistryEntry(updated, expectedVersion: current.version)
+        try await store.updateRegistryEntry(updated, expectedVersion: current.version, conflictsVisibleTo: principal, now: updated.updatedAt)
         return updated
     }
 

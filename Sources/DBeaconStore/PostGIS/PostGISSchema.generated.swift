@@ -10,6 +10,7 @@ package enum PostGISSchema {
         ("v8", v8_promotion_feedback),
         ("v9", v9_visit_index),
         ("v10", v10_content_policy),
+        ("v11", v11_registry_visible_conflicts),
     ]
     package static let v1_core = #"""
 -- DBeacon PostGIS schema, migration v1: users, beacons and their context.
@@ -394,6 +395,16 @@ CREATE INDEX events_beacon ON events(beacon_id, type, seq);
 
 ALTER TABLE beacons ADD COLUMN content_policy TEXT NOT NULL DEFAULT 'owner'
     CHECK (content_policy IN ('owner', 'followers', 'anyone'));
+
+"""#
+    package static let v11_registry_visible_conflicts = #"""
+-- DBeacon PostGIS schema, migration v11: an identity is taken only for those who may see the
+-- entry holding it (issue 26): entries of hidden beacons never block a registration, so the
+-- identity index is no longer unique. The check for a live entry the registering principal may
+-- see runs under a transaction-scoped advisory lock on the identity.
+
+DROP INDEX IF EXISTS registry_entries_identity;
+CREATE INDEX registry_entries_identity ON registry_entries(identity_key) WHERE status <> 'decommissioned';
 
 """#
 }

@@ -14,10 +14,10 @@ extension SQLStore {
         r.measured_power, r.status, r.version, r.created_at, r.updated_at
         """ }
 
-    package func insertRegistryEntry(_ entry: RegistryEntry) async throws {
+    package func insertRegistryEntry(_ entry: RegistryEntry, conflictsVisibleTo viewer: Principal, now: Timestamp) async throws {
         try await write { db, _ in
             try await Self.requireBeacon(db, entry.beacon)
-            if entry.status != .decommissioned { try await Self.checkIdentityFree(db, entry) }
+            if entry.status != .decommissioned { try await Self.checkIdentityFree(db, entry, viewer: viewer, now: now) }
             try await Self.identityGuarded(entry) {
                 _ = try await db.rows("""
                     INSERT INTO registry_entries(id, kind, id1, id2, id3, instance, identity_key, specificity, beacon_id, owner,
@@ -28,7 +28,8 @@ extension SQLStore {
         }
     }
 
-    package func updateRegistryEntry(_ entry: RegistryEntry, expectedVersion: Int) async throws {
+    package func updateRegistryEntry(_ entry: RegistryEntry, expectedVersion: Int, conflictsVisibleTo viewer: Principal,
+                                     now: Timestamp) async throws {
         try await write { db, _ in
             guard let version = try await db.row("SELECT version FROM registry_entries WHERE id = $1\(db.dialect.forUpdate)",
                                                  [entry.id.rawValue])?.int("version") else {
@@ -39,7 +40,7 @@ extension SQLStore {
                                    message: "the registry entry is at version \(version), not \(expectedVersion)")
             }
             try await Self.requireBeacon(db, entry.beacon)
-            if entry.status != .decommissioned { try await Self.checkIdentityFree(db, entry) }
+            if entry.status != .decommissioned { try await Self.checkIdentityFree(db, entry, viewer: viewer, now: now) }
             try await Self.identityGuarded(entry) {
                 _ = try await db.rows("""
                     UPDATE registry_entries SET kind = $2, id1 = $3, id2 = $4, id3 = $5, instance = $6, identity_key = $7,
@@ -59,11 +60,20 @@ extension SQLStore {
         }
     }
 
-    /// The unique index would refuse a duplicate too; checking first gives the precise error.
-    private static func checkIdentityFree(_ db: any SQLSession, _ entry: RegistryEntry) async throws {
+    /// A live entry with the same identity *that the registering principal may see* is a
+    /// conflict; entries of beacons hidden from them neither block nor show (issue 26). Taken
+    /// under a transaction lock on the identity (PostGIS), so two visible registrations of one
+    /// identity cannot both pass.
+    private static func checkIdentityFree(_ db: any SQLSession, _ entry: RegistryEntry, viewer: Principal,
+                                          now: Timestamp) async throws {
+        if let lock = db.dialect.transactionLock("$1") { _ = try await db.rows(lock, ["registry:" + entry.identity.key]) }
+        var s = SQLStatement()
+        let key = s.bind(entry.identity.key), id = s.bind(entry.id.rawValue)
+        let visible = visibilityClause(viewer, now: now, &s)
         if try await db.exists("""
-            SELECT 1 FROM registry_entries WHERE identity_key = $1 AND status <> 'decommissioned' AND id <> $2
-            """, [entry.identity.key, entry.id.rawValue]) {
+            SELECT 1 FROM registry_entries r JOIN beacons b ON b.id = r.beacon_id
+            WHERE r.identity_key = \(key) AND r.status <> 'decommissioned' AND r.id <> \(id) AND \(visible)
+            """, s.arguments) {
             throw duplicateIdentity(entry)
         }
     }
