@@ -1,3 +1,5 @@
+import Synchronization
+
 /// An opaque, unguessable identifier with a type prefix (`bcn_`, `usr_`, …).
 ///
 /// The random part has 22 base-62 characters (about 131 bits) from the system CSPRNG,
@@ -14,9 +16,10 @@ extension PrefixedID {
 
     package static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
 
-    /// A new random id.
+    /// A new random id (from a seeded stream inside `IDSource.$seeded.withValue`).
     package static func generate() -> Self {
-        Self(uncheckedRawValue: prefix + RandomToken.base62(count: 22))
+        if let seeded = IDSource.seeded { return Self(uncheckedRawValue: prefix + seeded.base62(count: 22)) }
+        return Self(uncheckedRawValue: prefix + RandomToken.base62(count: 22))
     }
 
     /// Accepts `prefix` followed by 1–64 characters from `[A-Za-z0-9_-]`.
@@ -142,6 +145,37 @@ package struct UserID: PrefixedID {
     package static func < (a: Self, b: Self) -> Bool { a.key < b.key }
     /// `rawValue`'s UTF-8 bytes, without making a `String`.
     package func withUTF8<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R { try key.withUTF8(body) }
+}
+
+/// Where new ids come from. Always the system CSPRNG, except inside
+/// `IDSource.$seeded.withValue(SeededIDs(seed:)) { … }` (a task-local: that task and its child
+/// tasks only), where they come from a seeded stream: the noninterference tests build two worlds
+/// whose public objects get the same ids, so answers that order by id compare equal. Tokens and
+/// secrets never come from it.
+package enum IDSource {
+    @TaskLocal package static var seeded: SeededIDs?
+}
+
+/// A deterministic stream of base-62 id characters (SplitMix64), for tests only.
+package final class SeededIDs: Sendable {
+    private let state: Mutex<UInt64>
+
+    package init(seed: UInt64) { state = Mutex(seed) }
+
+    func base62(count: Int) -> String {
+        let alphabet = Array("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz".utf8)
+        var out = [UInt8]()
+        state.withLock { s in
+            for _ in 0..<count {
+                s &+= 0x9E37_79B9_7F4A_7C15
+                var z = s
+                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+                out.append(alphabet[Int((z ^ (z >> 31)) % 62)])
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
 }
 
 /// Random strings for ids, tokens and secrets.
