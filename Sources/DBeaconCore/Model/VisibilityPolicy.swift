@@ -3,7 +3,10 @@ package enum BeaconAccess: Sendable, Hashable, CaseIterable {
     /// Know that it exists and read it: its id, fields, and anything derived from them (get,
     /// lists, related, events about it, references to it).
     case see
-    /// Be covered by it: it answers nearby, fences, tours and promotions for the viewer.
+    /// Be covered by it: it answers nearby, fences, tours and promotions for the viewer. This
+    /// is the visibility half of coverage, decided now; a beacon covers at a time `t` when it
+    /// also lives at `t` (`Beacon.covers`), so an owner may ask about their beacon's future
+    /// while anyone else only narrows what they see now.
     case cover
     /// Be told that they lost it (`beacon.deleted`, `meeting.cancelled`, `meeting.uninvited`,
     /// `beacon.exited` with reason `unavailable`): its owner, or a member of its group (anyone
@@ -56,7 +59,7 @@ package enum VisibilityPolicy {
         .viewerIsOwner,
         .all([.any([.isPublic, .viewerIsMember]), .any([.aliveNow, .all([.isPrivateMeeting, .notEndedNow])])]),
     ])
-    static let cover: Condition = .all([shared, .aliveNow])
+    static let cover: Condition = .any([.viewerIsOwner, .all([.any([.isPublic, .viewerIsMember]), .aliveNow])])
     static let lossNotice: Condition = shared
 
     /// The facts the rule reads about one beacon.
@@ -113,5 +116,11 @@ extension Beacon {
     /// Whether `principal` has `access` to this beacon at `now` (`VisibilityPolicy`).
     package func allows(_ access: BeaconAccess, to principal: Principal, at now: Timestamp) -> Bool {
         VisibilityPolicy.allows(access, visibilitySubject, viewer: principal, at: now)
+    }
+
+    /// Whether the beacon covers `principal` at `t` as decided `now`: visible for coverage now
+    /// (`.cover`) and alive at `t` (the time of a fix, or nearby's `at`).
+    package func covers(_ principal: Principal, at t: Timestamp, now: Timestamp) -> Bool {
+        allows(.cover, to: principal, at: now) && isAlive(at: t)
     }
 }

@@ -208,7 +208,7 @@ package struct FenceEvaluator: Sendable {
             }
             // Judged now as well as at the fix's time: a backdated fix cannot reach into a lifetime
             // that has ended or a group the user has left.
-            let available = beacon.allows(.cover, to: .user(user), at: fix.timestamp) && beacon.allows(.see, to: .user(user), at: now)
+            let available = beacon.covers(.user(user), at: fix.timestamp, now: now)
             if available {
                 if let seen = inside[user]?[id]?.sightedAt, fix.timestamp.seconds(since: seen) < config.sightingExitSeconds { continue }
                 let cushion = max(config.exitCushionM, fix.accuracyM)
@@ -257,7 +257,7 @@ package struct FenceEvaluator: Sendable {
         var candidates = holders[beacon.id] ?? []
         for box in Self.searchBoxes(of: beacon) { candidates.formUnion(grid.users(in: box)) }
         for user in candidates.sorted() where user != except && !(beacon.tracksOwner && user == beacon.owner) {
-            let available = beacon.allows(.cover, to: .user(user), at: t)
+            let available = beacon.covers(.user(user), at: t, now: t)
             if let seen = inside[user]?[beacon.id]?.sightedAt, t.seconds(since: seen) < config.sightingExitSeconds {
                 // Held by a recent sighting: only losing sight of the beacon exits.
                 if available { continue }
@@ -309,7 +309,7 @@ package struct FenceEvaluator: Sendable {
         }
         var update = FenceUpdate()
         for (id, s) in latest.sorted(by: { $0.key < $1.key }) {
-            guard s.beacon.allows(.cover, to: .user(user), at: s.at) else { continue }
+            guard s.beacon.covers(.user(user), at: s.at, now: s.at) else { continue }
             if var state = inside[user]?[id] {
                 if let seen = state.sightedAt, seen >= s.at { continue }
                 state.sightedAt = s.at
@@ -342,7 +342,7 @@ package struct FenceEvaluator: Sendable {
             var data: JSONObject = ["reason": "region"]
             if let region = c.region { data["region"] = .string(region) }
             if c.entered {
-                guard inside[user]?[c.beacon.id] == nil, c.beacon.allows(.cover, to: .user(user), at: c.at) else { continue }
+                guard inside[user]?[c.beacon.id] == nil, c.beacon.covers(.user(user), at: c.at, now: c.at) else { continue }
                 let state = FenceState(beacon: c.beacon.id, enteredAt: c.at, dwelled: false)
                 setState(user, state)
                 update.states.append((user, state))
@@ -392,7 +392,7 @@ package struct FenceEvaluator: Sendable {
                 removeState(key.user, key.beacon)  // deleted: its followers hear beacon.deleted instead
                 continue
             }
-            let available = beacon.allows(.cover, to: .user(key.user), at: now)
+            let available = beacon.covers(.user(key.user), at: now, now: now)
             // The latest fix, if taken at or after the last sighting (the indoor position estimated
             // from that very batch counts: standing still must not exit, then re-enter, the user),
             // decides: inside the perimeter, the geofence takes over. Only inside: a fix near the

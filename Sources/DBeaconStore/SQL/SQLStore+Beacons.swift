@@ -233,26 +233,32 @@ extension SQLStore {
         try await read { db in try await db.row("SELECT count(*) AS n FROM beacons WHERE owner = $1", [owner.rawValue])?.int("n") ?? 0 }
     }
 
-    /// SQL keeping the beacons `viewer` may see at `now`: the owner always; others while the
-    /// beacon is alive, and private beacons only for their members (`Beacon.isVisible`). With
-    /// `upcomingInvitations`, also the private meetings the viewer is invited to that have not
-    /// ended (reads; coverage passes false: a meeting covers its place only while alive).
+    /// SQL keeping the beacons (`b`) `viewer` may see at `now` (or, with `.cover`, be covered
+    /// by): `VisibilityPolicy`'s condition rendered for this table, never written by hand. The
+    /// operator's clause is `true` (they see everything; coverage checks lifetimes itself).
     static func visibilityClause(_ viewer: Principal, now: Timestamp, _ s: inout SQLStatement,
-                                 upcomingInvitations: Bool = true) -> String {
+                                 access: BeaconAccess = .see) -> String {
         switch viewer {
         case .admin:
             return "true"
         case .user(let user):
-            let uid = s.bind(user.rawValue), at = s.bind(now.millis)
-            let upcoming = upcomingInvitations
-                ? "OR (b.service = \(s.bind(ServiceKind.meeting)) AND b.is_private AND (b.lifetime_end IS NULL OR b.lifetime_end > \(at)))"
-                : ""
-            return """
-                (b.owner = \(uid) OR ((NOT b.is_private OR EXISTS (SELECT 1 FROM beacon_members m
-                    WHERE m.beacon_id = b.id AND m.user_id = \(uid)))
-                 AND (((b.lifetime_start IS NULL OR b.lifetime_start <= \(at))
-                       AND (b.lifetime_end IS NULL OR b.lifetime_end > \(at))) \(upcoming))))
-                """
+            return policyClause(VisibilityPolicy.condition(for: access), viewer: s.bind(user.rawValue), at: s.bind(now.millis), &s)
+        }
+    }
+
+    /// The policy's condition for the beacon `b` and the viewer whose id is the SQL expression
+    /// `viewer` (a parameter, or a column such as a follower's), at the time `at` (a parameter).
+    static func policyClause(_ c: VisibilityPolicy.Condition, viewer: String, at: String, _ s: inout SQLStatement) -> String {
+        switch c {
+        case .viewerIsOwner: return "b.owner = \(viewer)"
+        case .viewerIsMember: return "EXISTS (SELECT 1 FROM beacon_members m WHERE m.beacon_id = b.id AND m.user_id = \(viewer))"
+        case .isPublic: return "NOT b.is_private"
+        case .aliveNow:
+            return "((b.lifetime_start IS NULL OR b.lifetime_start <= \(at)) AND (b.lifetime_end IS NULL OR b.lifetime_end > \(at)))"
+        case .notEndedNow: return "(b.lifetime_end IS NULL OR b.lifetime_end > \(at))"
+        case .isPrivateMeeting: return "(b.service = \(s.bind(ServiceKind.meeting)) AND b.is_private)"
+        case .all(let cs): return "(" + cs.map { policyClause($0, viewer: viewer, at: at, &s) }.joined(separator: " AND ") + ")"
+        case .any(let cs): return "(" + cs.map { policyClause($0, viewer: viewer, at: at, &s) }.joined(separator: " OR ") + ")"
         }
     }
 
@@ -299,7 +305,7 @@ extension SQLStore {
             dialect.areaBoxContains(lon: lon, lat: lat),
             "(b.lifetime_start IS NULL OR b.lifetime_start <= \(at))",
             "(b.lifetime_end IS NULL OR b.lifetime_end > \(at))",
-            Self.visibilityClause(query.viewer, now: query.visibleNow, &s, upcomingInvitations: false),
+            Self.visibilityClause(query.viewer, now: query.visibleNow, &s, access: .cover),
             Self.tagClause(query.tags, &s, dialect),
             "(b.perimeter_kind = 'circle' OR ST_Covers(b.area, \(point)))",
         ]

@@ -46,20 +46,18 @@ extension SQLStore {
 
     /// An event for each follower of `beacon` who may see it, decided in the transaction.
     static func fanOutToFollowers(_ db: any SQLSession, beacon: BeaconID, _ fanOut: FollowerFanOut) async throws {
-        let alive = fanOut.requireAlive
-            ? """
-              AND (f.user_id = b.owner OR ((b.lifetime_start IS NULL OR b.lifetime_start <= $2)
-                                           AND (b.lifetime_end IS NULL OR b.lifetime_end > $2)))
-              """
-            : "AND CAST($2 AS BIGINT) IS NOT NULL"
+        // The policy's clause with the follower as the viewer: those who may see the beacon now
+        // (`requireAlive`), or, for notices of losing it, those it is shared with.
+        var s = SQLStatement()
+        let id = s.bind(beacon.rawValue), at = s.bind(fanOut.at.millis)
+        let access: BeaconAccess = fanOut.requireAlive ? .see : .lossNotice
+        let time = "CAST(\(at) AS BIGINT)" // typed, and used even when the condition reads no time
+        let allowed = policyClause(VisibilityPolicy.condition(for: access), viewer: "f.user_id", at: time, &s)
         var recipients = try await db.rows("""
             SELECT f.user_id FROM followers f JOIN beacons b ON b.id = f.beacon_id
-            WHERE f.beacon_id = $1
-              AND (f.user_id = b.owner OR NOT b.is_private
-                   OR EXISTS (SELECT 1 FROM beacon_members m WHERE m.beacon_id = b.id AND m.user_id = f.user_id))
-              \(alive)
+            WHERE f.beacon_id = \(id) AND \(time) IS NOT NULL AND \(allowed)
             ORDER BY f.seq
-            """, [beacon.rawValue, fanOut.at.millis]).map { UserID(uncheckedRawValue: try $0.string("user_id")) }
+            """, s.arguments).map { UserID(uncheckedRawValue: try $0.string("user_id")) }
         if fanOut.alsoMembers {
             let following = Set(recipients)
             for row in try await db.rows("""
