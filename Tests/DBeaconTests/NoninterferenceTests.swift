@@ -311,28 +311,7 @@ import Testing
 
     // MARK: The document
 
-    /// `METHOD /path` (OpenAPI spelling) of every operation, with its operationId.
-    static func documentedOperations() throws -> [String: String] {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("schema/openapi.yaml")
-        var operations: [String: String] = [:]
-        var inPaths = false
-        var path: String?, method: String?
-        for line in try String(contentsOf: url, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false) {
-            if line.hasPrefix("paths:") { inPaths = true; continue }
-            guard inPaths else { continue }
-            if !line.isEmpty, !line.hasPrefix(" "), !line.hasPrefix("#") { break }
-            if line.hasPrefix("  /"), line.hasSuffix(":"), !line.hasPrefix("   ") {
-                path = String(line.dropFirst(2).dropLast())
-            } else if line.hasPrefix("    "), !line.hasPrefix("     "), line.hasSuffix(":") {
-                let m = line.trimmingCharacters(in: .whitespaces).dropLast().uppercased()
-                method = ["GET", "POST", "PUT", "PATCH", "DELETE"].contains(m) ? m : nil
-            } else if let path, let method, line.trimmingCharacters(in: .whitespaces).hasPrefix("operationId:") {
-                operations["\(method) \(path)"] = line.split(separator: ":", maxSplits: 1)[1].trimmingCharacters(in: .whitespaces)
-            }
-        }
-        return operations
-    }
+    static func documentedOperations() throws -> [String: String] { try OpenAPIOperations.all() }
 
     /// The operationId whose path template matches the concrete call `METHOD /path?query`.
     static func operation(of call: String, in operations: [String: String]) -> String? {

@@ -22,25 +22,6 @@ import Testing
         #expect(documented.subtracting(served).sorted() == [], "in schema/openapi.yaml but not served")
     }
 
-    /// `METHOD /path` of every operation under `paths:` (a line scan of the YAML's fixed layout:
-    /// paths indented by two spaces, methods by four).
-    static func documentedOperations() throws -> Set<String> {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("schema/openapi.yaml")
-        var operations = Set<String>()
-        var inPaths = false
-        var path: String?
-        for line in try String(contentsOf: url, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false) {
-            if line.hasPrefix("paths:") { inPaths = true; continue }
-            guard inPaths else { continue }
-            if !line.isEmpty, !line.hasPrefix(" "), !line.hasPrefix("#") { break }
-            if line.hasPrefix("  /"), line.hasSuffix(":"), !line.hasPrefix("   ") {
-                path = String(line.dropFirst(2).dropLast())
-            } else if let path, line.hasPrefix("    "), !line.hasPrefix("     "), line.hasSuffix(":") {
-                let method = line.trimmingCharacters(in: .whitespaces).dropLast().uppercased()
-                if ["GET", "POST", "PUT", "PATCH", "DELETE"].contains(method) { operations.insert("\(method) \(path)") }
-            }
-        }
-        return operations
-    }
+    /// `METHOD /path` of every operation under `paths:`.
+    static func documentedOperations() throws -> Set<String> { Set(try OpenAPIOperations.all().keys) }
 }

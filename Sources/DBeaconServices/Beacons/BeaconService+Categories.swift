@@ -49,7 +49,7 @@ extension BeaconService {
         var seen = Set<UserID>()
         for box in Geodesy.boundingBoxes(center: beacon.location, radiusM: Self.maxTagFollowRadiusM) {
             for follower in try await store.tagFollowers(tags: beacon.tags, in: box) where seen.insert(follower.user).inserted {
-                guard follower.user != beacon.owner, beacon.isVisible(to: .user(follower.user), at: now) else { continue }
+                guard follower.user != beacon.owner, beacon.allows(.see, to: .user(follower.user), at: now) else { continue }
                 let distance = Geodesy.distance(follower.location, beacon.location)
                 let matched = follower.follows.filter { distance <= $0.radiusM }.map(\.tag)
                 guard !matched.isEmpty else { continue }

@@ -71,7 +71,7 @@ extension BeaconService {
         let related = Set(beacon.relationships.map(\.target))
         let shared = try await store.coVisits(beacon: id, excluding: beacon.owner, minVisitors: minCoVisitors, limit: 50)
         var byID: [BeaconID: VisibleBeacon] = [:]
-        for b in try await gate.present(try await store.beacons(ids: shared.map(\.beacon)), to: principal) { byID[b.id] = b }
+        for b in try await gate.beacons(shared.map(\.beacon), for: principal) { byID[b.id] = b }
         stats.alsoVisited = shared.compactMap { item in
             guard !related.contains(item.beacon), let b = byID[item.beacon] else { return nil }
             return (b, item.visitors)

@@ -168,7 +168,7 @@ package struct BeaconService: Sendable {
         let source = try await get(id, by: principal)
         let links = source.relationships.filter { type == nil || $0.type == type }
         var byID: [BeaconID: VisibleBeacon] = [:]
-        for t in try await gate.present(try await store.beacons(ids: links.map(\.target)), to: principal) { byID[t.id] = t }
+        for t in try await gate.beacons(links.map(\.target), for: principal) { byID[t.id] = t }
         let ordered = links.enumerated().sorted { a, b in
             switch (a.element.order, b.element.order) {
             case let (x?, y?) where x != y: return x < y

@@ -15,7 +15,7 @@ package struct MonitoredRegion: Sendable {
     }
 
     package var kind: Kind
-    package var beacon: Beacon?
+    package var beacon: VisibleBeacon?
     /// From the caller to the beacon's perimeter (0 inside).
     package var distanceM: Double
 }
@@ -43,17 +43,19 @@ package struct RegionService: Sendable {
     /// or of half the searched radius when none was left out.
     package func regions(at point: Position, max: Int, tags: [String], by principal: Principal) async throws -> [MonitoredRegion] {
         let now = beacons.clock.now()
-        var found: [BeaconID: Beacon] = [:]
+        var found: [BeaconID: VisibleBeacon] = [:]
         var searched = Self.searchRadiiM[0]
         for radius in Self.searchRadiiM {
             searched = radius
             for box in Geodesy.boundingBoxes(center: point, radiusM: radius) {
                 let page = try await beacons.store.listBeacons(BeaconListQuery(tags: tags, bbox: box, limit: 1_000), viewer: principal, now: now)
-                for b in page.items where b.isAlive(at: now) && !b.tracksOwner { found[b.id] = b }
+                for b in try await beacons.gate.present(page.items, to: principal) where b.beacon.isAlive(at: now) && !b.tracksOwner {
+                    found[b.id] = b
+                }
             }
             if found.count >= max { break }
         }
-        let ranked = found.values.map { b -> (Beacon, Double) in
+        let ranked = found.values.map { b -> (VisibleBeacon, Double) in
             let covered = PerimeterTester(location: b.location, perimeter: b.perimeter).covers(point)
             return (b, PerimeterDistance.outside(point, perimeter: b.perimeter, center: b.location, covered: covered))
         }.sorted { ($0.1, $0.0.id) < ($1.1, $1.0.id) }
@@ -79,7 +81,7 @@ package struct RegionService: Sendable {
         return regions
     }
 
-    static func circle(of b: Beacon) -> MonitoredRegion.Kind {
+    static func circle(of b: VisibleBeacon) -> MonitoredRegion.Kind {
         if case .circle(let r) = b.perimeter { return .circle(center: b.location, radiusM: r, approximate: false) }
         let points = b.perimeter.polygons.flatMap(\.exterior)
         let (center, radius) = EnclosingCircle.of(points, origin: b.location)
@@ -91,18 +93,17 @@ package struct RegionService: Sendable {
     /// (the same answer whether the id is free or hidden).
     package func crossings(_ reported: [(region: String, entered: Bool, at: Timestamp, path: String)],
                            by principal: Principal) async throws -> [RegionCrossing] {
-        let now = beacons.clock.now()
         var result: [RegionCrossing] = []
         for item in reported {
             var beacon: Beacon?
             var via: String?
             if let id = BeaconID(item.region) {
-                beacon = try await beacons.store.beacon(id: id)
+                beacon = try await beacons.gate.resolve(id, for: principal)
             } else if let id = RegistryID(item.region), let entry = try await registry.registryEntry(id: id), entry.status == .active {
-                beacon = try await beacons.store.beacon(id: entry.beacon)
+                beacon = try await beacons.gate.resolve(entry.beacon, for: principal)
                 via = item.region
             }
-            guard let beacon, beacon.isVisible(to: principal, at: now) else {
+            guard let beacon else {
                 throw DBeaconError.invalid(item.path, "no region \(item.region.prefix(100)) you may monitor (a beacon id or an iBeacon registry entry id)",
                                            code: "unknown_region")
             }

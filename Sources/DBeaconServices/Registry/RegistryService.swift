@@ -115,7 +115,7 @@ package struct RegistryService: Sendable {
         let matches = try await store.activeRegistryMatches(identities)
         let ids = Set(matches.values.flatMap { $0.map(\.beacon) })
         var byID: [BeaconID: VisibleBeacon] = [:]
-        for b in try await beaconService.gate.present(try await beacons.beacons(ids: Array(ids)), to: principal) { byID[b.id] = b }
+        for b in try await beaconService.gate.beacons(Array(ids), for: principal) { byID[b.id] = b }
         var result: [PhysicalBeaconIdentity: Resolution] = [:]
         for (identity, entries) in matches {
             if let entry = entries.first(where: { byID[$0.beacon] != nil }), let beacon = byID[entry.beacon] {

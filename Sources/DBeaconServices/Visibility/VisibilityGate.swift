@@ -100,6 +100,25 @@ package struct VisibilityGate: Sendable {
         return b
     }
 
+    // MARK: Reading, scoped by viewer
+
+    /// The beacons among `ids` that `viewer` may see now, as they may see them, in the order of
+    /// `ids` (missing and hidden ones left out alike). Services read beacons for answers here;
+    /// unscoped reads are for the fence engine, the lifetime ticker and the index loader.
+    package func beacons(_ ids: [BeaconID], for viewer: Principal) async throws -> [VisibleBeacon] {
+        guard !ids.isEmpty else { return [] }
+        var byID: [BeaconID: Beacon] = [:]
+        for b in try await lookup.beacons(ids: ids) { byID[b.id] = b }
+        var seen = Set<BeaconID>()
+        return try await present(ids.compactMap { seen.insert($0).inserted ? byID[$0] : nil }, to: viewer)
+    }
+
+    /// One beacon as `viewer` may see it now; `notFound` when it is missing or hidden.
+    package func beacon(_ id: BeaconID, for viewer: Principal) async throws -> VisibleBeacon {
+        guard let b = try await beacons([id], for: viewer).first else { throw DBeaconError.notFound("beacon \(id)") }
+        return b
+    }
+
     // MARK: Deciding
 
     /// The ids among `ids` of beacons `viewer` may see now.

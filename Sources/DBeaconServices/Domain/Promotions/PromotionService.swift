@@ -94,7 +94,7 @@ package struct PromotionService: Sendable {
         var entries: [BeaconID: Int] = [:]
         for e in entered { entries[e.beacon] = e.entries }
         var byTag: [String: Int] = [:]
-        for b in try await beacons.gate.present(try await beacons.store.beacons(ids: entered.map(\.beacon)), to: principal) {
+        for b in try await beacons.gate.beacons(entered.map(\.beacon), for: principal) {
             for tag in b.tags { byTag[tag, default: 0] += entries[b.id] ?? 0 }
         }
         return byTag.filter { !known.contains($0.key) && $0.key != ServiceKind.promotion }
@@ -233,7 +233,7 @@ package struct PromotionService: Sendable {
         guard let uid = principal.userID else { throw DBeaconError.forbidden("saved items belong to users") }
         let saved = try await store.savedPromotions(user: uid)
         var byID: [BeaconID: VisibleBeacon] = [:]
-        for b in try await beacons.gate.present(try await store.beacons(ids: saved.map(\.promotion)), to: principal) { byID[b.id] = b }
+        for b in try await beacons.gate.beacons(saved.map(\.promotion), for: principal) { byID[b.id] = b }
         return saved.compactMap { item in byID[item.promotion].map { ($0, item.savedAt) } }
     }
 

@@ -192,7 +192,7 @@ package struct TourService: LocationListener {
         for b in covering { coveringByID[b.id] = b }
         let tourIDs = try await store.tours(withStops: covering.map(\.id))
         var found: [NearbyTour] = []
-        for tour in try await beacons.gate.present(try await store.beacons(ids: tourIDs), to: principal)
+        for tour in try await beacons.gate.beacons(tourIDs, for: principal)
         where tour.service == ServiceKind.tour && tour.beacon.isAlive(at: when)
             && (tags.isEmpty || tour.tags.contains(where: tags.contains)) {
             // The tour's relationships as the caller sees them: hidden stops gone, orders renumbered.
