@@ -6,8 +6,8 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 
-/// Noninterference (issue 26): a stranger sees the same answers whether or not objects hidden
-/// from them exist.
+/// Noninterference (issue 26): a stranger, and someone who lost access, see the same answers
+/// whether or not objects hidden from them exist.
 ///
 /// Two worlds are built on the same store kind with the same clock: *plain*, and *hidden*, which
 /// differs only by objects the stranger may not see (a private beacon and a future and an ended
@@ -17,7 +17,9 @@ import Testing
 /// same script of calls, covering every operation of `schema/openapi.yaml`, runs as the stranger
 /// in both; each answer (status, `ETag`, `Location`, `Retry-After`, body) must be identical
 /// once generated ids, secrets and sealed cursors are replaced by placeholders in order of
-/// appearance. The script ends by reading the stranger's events (log and stream), so events
+/// appearance. The script runs twice: as a stranger, and as `ex`, who in the hidden world
+/// followed and stood inside two beacons, one then made private and one whose group dropped
+/// them (their notices of that loss, which the model allows, are left out of their answers). The script ends by reading the stranger's events (log and stream), so events
 /// count too. An operation of the document without a step fails the suite, so a new route
 /// cannot ship untested.
 @Suite struct NoninterferenceTests {
@@ -70,6 +72,7 @@ import Testing
         let (_, olga) = try await h.user("olga")
         let (hider, hiderToken) = try await h.user("hider")
         let (stranger, strangerToken) = try await h.user("stranger")
+        let (ex, exToken) = try await h.user("ex")
         let initial: [String: String] = ["me": stranger.rawValue, "mine": BeaconID.namespace(of: stranger) + "x",
                                       "secret": BeaconID.namespace(of: hider) + "secret",
                                       "future": BeaconID.namespace(of: hider) + "future",
@@ -126,6 +129,15 @@ import Testing
                     try await setup(hiderToken, Step(method: .post, path: "/v1/registry", body: .object(entry), save: ["hiddenEntry": id]))
                 }
                 try await h.fix(hider, lat: spot.lat, lon: spot.lon)
+                // `ex` saw two of the hider's beacons, followed them and was inside them: one
+                // public, then made private; one shared with them, then not. Both hidden now.
+                for (name, members) in [("wasPublic", nil), ("wasShared", [ex])] as [(String, [UserID]?)] {
+                    var body = feature(name: name, lat: spot.lat, lon: spot.lon, perimeter: circle(120), tags: ["food"],
+                                       members: members).objectValue ?? [:]
+                    body["id"] = .string(BeaconID.namespace(of: hider) + name)
+                    try await setup(hiderToken, Step(method: .post, path: "/v1/beacons", body: .object(body)))
+                    try await setup(exToken, Step(method: .post, path: "/v1/beacons/\(BeaconID.namespace(of: hider) + name)/followers"))
+                }
             } } else {
                 IDSource.$seeded.withValue(hiddenIDs) {
                     vars["hiddenMeeting"] = BeaconID.generate().rawValue
@@ -145,17 +157,32 @@ import Testing
             if world == .hidden { stops.insert(["beacon": "{secret}"], at: 0) }
             try await setup(hiderToken, Step(method: .post, path: "/v1/tours", body: ["name": "public tour", "stops": .array(stops)],
                                              save: ["tour": id]))
+            // `ex` stands at the spot in both worlds (inside the two in the hidden one), then loses
+            // them; the events this makes take ids from a stream of their own.
+            try await IDSource.$seeded.withValue(SeededIDs(seed: 7)) { try await h.fix(ex, lat: spot.lat, lon: spot.lon) }
+            if world == .hidden { try await IDSource.$seeded.withValue(hiddenIDs) {
+                for name in ["wasPublic", "wasShared"] {
+                    try await setup(hiderToken, Step(method: .patch, path: "/v1/beacons/\(BeaconID.namespace(of: hider) + name)",
+                                                     body: ["properties": ["visibility": ["members": []], "name": "renamed"]]))
+                }
+            } }
 
-            // The stranger's script.
+            // The script, as the stranger and then as `ex` (who lost access in the hidden world).
             var transcript: [(String, String)] = []
+            for (viewer, token) in [(stranger, strangerToken), (ex, exToken)] {
+            vars["me"] = viewer.rawValue
+            vars["mine"] = BeaconID.namespace(of: viewer) + "x"
             for step in Self.script() {
-                let r = try await Self.call(client, step, token: step.token ? strangerToken : nil, vars: &vars)
+                let r = try await Self.call(client, step, token: step.token ? token : nil, vars: &vars)
                 var answer = "\(r.status.code)"
                 for header in [HTTPField.Name.eTag, .location, .retryAfter, .allow] {
                     if let v = r.headers[header] { answer += " \(header.rawName)=\(v)" }
                 }
-                answer += " " + r.text
-                transcript.append(("\(step.method.rawValue) \(step.path)", answer))
+                // Notices of losing access are the one thing the model lets reach someone who
+                // lost it (`Event.isAccessLossNotice`): left out of `ex`'s answers.
+                answer += " " + (viewer == ex ? Self.withoutLossNotices(r.json, text: r.text, recipient: ex) : r.text)
+                transcript.append(("\(viewer == ex ? "[ex] " : "")\(step.method.rawValue) \(step.path)", answer))
+            }
             }
             return Self.normalised(transcript)
         }
@@ -174,6 +201,18 @@ import Testing
         let r = try await client.call(step.method, fill(step.path), token: token, json: body, headers: headers)
         if let json = r.json { for (name, read) in step.save { if let v = read(json) { vars[name] = v } } }
         return r
+    }
+
+    /// The answer with the loss notices addressed to `recipient` left out of its `events`.
+    static func withoutLossNotices(_ json: JSONValue?, text: String, recipient: UserID) -> String {
+        guard var o = json?.objectValue, let events = o["events"]?.arrayValue else { return text }
+        o["events"] = .array(events.filter { e in
+            guard let type = e["type"]?.stringValue else { return true }
+            let event = Event(type: EventType(rawValue: type), createdAt: RandomBeacons.base, recipient: recipient,
+                              beacon: nil, data: e["data"]?.objectValue ?? [:])
+            return !event.isAccessLossNotice
+        })
+        return JSONWriter.string(.object(o))
     }
 
     /// Generated ids, secrets and sealed cursors replaced by placeholders numbered in order of
@@ -315,6 +354,7 @@ import Testing
 
     /// The operationId whose path template matches the concrete call `METHOD /path?query`.
     static func operation(of call: String, in operations: [String: String]) -> String? {
+        let call = call.hasPrefix("[") ? String(call.drop { $0 != " " }.dropFirst()) : call
         let parts = call.split(separator: " ", maxSplits: 1)
         guard parts.count == 2 else { return nil }
         let segments = parts[1].split(separator: "?")[0].split(separator: "/", omittingEmptySubsequences: false)

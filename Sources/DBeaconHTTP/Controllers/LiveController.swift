@@ -25,7 +25,7 @@ struct LiveController {
         try await userReport(request, context, what: "location fixes", decode: { try LocationFixRequest.decode($0, now: $1, config: $2) }) {
             user, fixes in
             let report = try await fences.report(user: user, fixes: fixes)
-            var answer = Self.outcome(report.inside, report.events)
+            var answer = Self.outcome(try await visible(report.inside, to: context.principal), report.events)
             answer["accepted"] = .int(report.accepted)
             answer["ignored"] = .int(report.ignored)
             return answer
@@ -38,8 +38,15 @@ struct LiveController {
             user, reported in
             let crossings = try await regions.crossings(reported.map { ($0.region, $0.entered, $0.at, $0.path) }, by: context.principal)
             let (events, inside) = try await fences.reportRegions(user: user, crossings: crossings)
-            return Self.outcome(inside, events)
+            return Self.outcome(try await visible(inside, to: context.principal), events)
         }
+    }
+
+    /// The beacons among `inside` (the fence engine's states) that the caller may see now: a
+    /// state the engine has not yet dropped for a beacon that became hidden must not name it.
+    private func visible(_ inside: [BeaconID], to principal: Principal) async throws -> [BeaconID] {
+        let seen = try await regions.beacons.gate.visibleIDs(inside, to: principal)
+        return inside.filter(seen.contains)
     }
 
     /// A report by a user (the admin token has no location): decoded, counted against the
