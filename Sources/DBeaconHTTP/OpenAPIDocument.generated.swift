@@ -40,7 +40,9 @@ info:
     401 with `WWW-Authenticate: Bearer`. User tokens are issued once by `POST /v1/users`
     (admin token only) or `dbeacon user add`. The admin token acts as the operator: it sees
     every beacon, may create users and delete any beacon, but cannot own or follow beacons.
-    `/healthz`, `/metrics` and `/openapi.yaml` need no token.
+    `/healthz` and `/openapi.yaml` need no token. `/metrics` (counts of every beacon, private
+    ones included: operator data) needs the admin token or the metrics token of
+    `dbeacon serve --metrics-token`.
 
     ## Errors
     Every error has the body `{"error":{"code":"…","message":"…","path":"…"}}`; `path`
@@ -56,7 +58,7 @@ info:
     | 409 | uniqueness or state conflict | `beacon_exists`, `edit_conflict`, `conflict` |
     | 412 | `If-Match` does not name the current version | `version_mismatch` |
     | 413 | request body over the limit (1 MiB by default) | `body_too_large` |
-    | 422 | well-formed but invalid (bad geometry, lat/lon out of range, NaN, too long, …) | `invalid_geometry`, `too_many_vertices`, `out_of_range`, `not_finite`, `invalid_type`, `missing_field`, `too_long`, `too_many`, `invalid_tag`, `invalid_id`, `invalid_url`, `invalid_lifetime`, `invalid_timestamp`, `read_only`, `unknown_target`, `unknown_field`, `unknown_user`, `unknown_stop` |
+    | 422 | well-formed but invalid (bad geometry, lat/lon out of range, NaN, too long, …) | `invalid_geometry`, `too_many_vertices`, `out_of_range`, `not_finite`, `invalid_type`, `missing_field`, `too_long`, `too_many`, `invalid_tag`, `invalid_id`, `invalid_url`, `invalid_lifetime`, `invalid_timestamp`, `future_timestamp`, `stale_timestamp`, `read_only`, `unknown_target`, `unknown_field`, `unknown_user`, `unknown_stop` |
     | 429 | rate or frequency limit reached | `rate_limited` |
 
     Unexpected failures answer 500 (`internal_error`) and an unavailable database 503
@@ -70,8 +72,30 @@ info:
     ## Visibility
     One rule decides every read: the owner (and the operator) always see a beacon; anyone
     else sees it only while it is alive (inside its lifetime) and, when it is private, only if
-    they are a member. What the caller may not see answers 404, exactly as if it did not exist;
-    a beacon the caller can see but does not own answers 403 to writes reserved to its owner.
+    they are a member (the invitees of a private meeting see it before it starts). What the
+    caller may not see answers 404, exactly as if it did not exist; a beacon the caller can see
+    but does not own answers 403 to writes reserved to its owner. Nothing derived from a beacon
+    the caller may not see reaches any answer, and every answer passes one gate in the server:
+    * a request that names another beacon (a relationship target, a tour stop, a registry
+      target, a saved promotion, a region) gets the same answer whether it is hidden or absent
+      (422 `unknown_target`, 404, …);
+    * relationships to hidden beacons are left out; a tour's stops are numbered 1, 2, 3… among
+      those the caller sees, and a tour is located at its first stop the caller may see (its
+      default circle is drawn around the stops everyone who sees the tour may see);
+    * a physical beacon identity is taken only for those who may see the entry holding it:
+      registering (or editing to) an identity held by a hidden entry succeeds, and resolution
+      and sightings pick, among the entries the caller may see, the most specific, then the
+      oldest;
+    * location fixes, sightings and region crossings are judged by what the caller may see now,
+      and may be stamped at most `--max-fix-age` (600 s) in the past (422 `stale_timestamp`);
+    * event cursors are sealed for their reader: they reveal no position and open for nobody
+      else (404, like another reader's event id);
+    * `also_visited` counts only visitors other than the owner, with accounts older than their
+      visits, and needs `--also-visited-min-visitors` (5) of them.
+    Notices of losing access (`beacon.deleted`, `meeting.cancelled`, `meeting.uninvited`, your
+    own `group.member_left`, `beacon.exited` with reason `unavailable`) are the one thing that
+    reaches someone who lost sight of a beacon; `meeting.uninvited` carries the meeting as its
+    recipient last saw it.
 
     ## Concurrency
     Single-beacon responses carry `ETag: "<version>"`. `PATCH` and `DELETE` honour `If-Match`
@@ -151,9 +175,12 @@ paths:
       summary: Prometheus metrics
       description: >-
         Metrics in the Prometheus text exposition format (version 0.0.4), such as
-        `dbeacon_http_requests_total` and `dbeacon_beacons_count`.
-      security: []
+        `dbeacon_http_requests_total` and `dbeacon_beacons_count`. Operator data (it counts
+        private beacons too): the admin token or the metrics token (`--metrics-token`) only;
+        401 for anyone else.
       responses:
+        '401':
+          $ref: '#/components/responses/Unauthorized'
         '200':
           description: Prometheus text.
           content:
@@ -702,7 +729,10 @@ paths:
         the fences of the beacons visible to the caller and returns the beacons the caller is
         now inside together with the events this produced (`beacon.entered`, `beacon.exited`,
         `beacon.dwelled`, group range events, …). Events are also written to the event log and
-        delivered to webhooks.
+        delivered to webhooks. A fix may be stamped at most 300 s in the future
+        (`future_timestamp`) and `--max-fix-age` (600 s) in the past (422 `stale_timestamp`):
+        what it enters is judged by what the caller may see now. `inside` names only beacons
+        the caller may see now.
       requestBody:
         required: true
         content:
@@ -1247,9 +1277,10 @@ paths:
         retention period), for its owner or the operator (403 for others who may see it): visits
         (entries), unique visitors, visits still open, dwell times of completed visits (mean,
         median, histogram), entries per hour of the week (UTC, 168 counts from Monday 00:00), and
-        other beacons at least two of its visitors entered too (`also_visited`: suggestions for
-        `related` relationships, among those the caller may see and not related yet). Never
-        per-user trails.
+        other beacons that at least `--also-visited-min-visitors` (5) of its visitors entered too
+        (`also_visited`: suggestions for `related` relationships, among those the caller may see
+        and not related yet); only visitors other than the owner count, and only for entries
+        made after their account was created. Never per-user trails.
       responses:
         '200':
           description: The statistics.
@@ -1572,11 +1603,12 @@ paths:
         - name: after
           in: query
           description: >-
-            A `next_cursor` value, or the id of one of the caller's events (`evt_…`) to read the
-            events after it (404 for an id that is not one of the caller's events).
+            A `next_cursor` value (sealed for the caller: 404 for another reader's), or the id of
+            one of the caller's events (`evt_…`) to read the events after it (404 for an id that
+            is not one of the caller's events).
           schema:
             type: string
-            pattern: '^(c[0-9A-Za-z]{1,12}|evt_[A-Za-z0-9_-]{1,64})$'
+            pattern: '^(e[A-Za-z0-9_-]{19,199}|evt_[A-Za-z0-9_-]{1,64})$'
           example: evt_8sD3fG5hJ7kL9zX2cV4bN6
         - $ref: '#/components/parameters/Limit'
       responses:
@@ -1619,13 +1651,13 @@ paths:
           description: Resume after this event id (`evt_…`, the caller's; 404 otherwise) or cursor.
           schema:
             type: string
-            pattern: '^(c[0-9A-Za-z]{1,12}|evt_[A-Za-z0-9_-]{1,64})$'
+            pattern: '^(e[A-Za-z0-9_-]{19,199}|evt_[A-Za-z0-9_-]{1,64})$'
         - name: Last-Event-ID
           in: header
           description: What `EventSource` sends when it reconnects; as `after`.
           schema:
             type: string
-            pattern: '^(c[0-9A-Za-z]{1,12}|evt_[A-Za-z0-9_-]{1,64})$'
+            pattern: '^(e[A-Za-z0-9_-]{19,199}|evt_[A-Za-z0-9_-]{1,64})$'
       responses:
         '200':
           description: The stream; or, when `text/event-stream` is not accepted, one page of events.
@@ -3224,11 +3256,12 @@ paths:
         beacon of someone else, 404 for an invisible one; the admin token may register for any
         beacon, and the entry then belongs to the beacon's owner). iBeacon and AltBeacon
         entries may leave `major`/`id2` and/or `minor`/`id3` out to match any value (CoreLocation's
-        three levels; `minor` needs `major`); resolution picks the most specific active entry.
-        The registry is shared: every app resolves the same identity to the same digital
-        beacon. Registering an identity pattern that a live (not decommissioned) entry already
-        has is a 409 `duplicate_identity`; a decommissioned entry frees its identity for a
-        replacement. Deleting the digital beacon deletes its entries.
+        three levels; `minor` needs `major`); resolution picks, among the active entries the
+        caller may see, the most specific, then the oldest. The registry is shared: every app
+        resolves the same identity to the same digital beacon. Registering an identity pattern
+        that a live (not decommissioned) entry the caller may see already has is a 409
+        `duplicate_identity`; entries of beacons hidden from the caller neither block nor show;
+        a decommissioned entry frees its identity for a replacement. Deleting the digital beacon deletes its entries.
       requestBody:
         required: true
         content:
@@ -3483,7 +3516,8 @@ paths:
         JSON merge patch of the entry (owner of the digital beacon, or the admin token): status,
         position, measured power, the identity, or `beacon` (another digital beacon the caller
         owns). `id`, `owner` and `created_at` are read-only (422 `read_only`). A changed identity
-        that a live entry already has is a 409 `duplicate_identity`.
+        that a live entry the caller may see already has is a 409 `duplicate_identity` (entries
+        of beacons hidden from the caller neither block nor show).
       parameters:
         - $ref: '#/components/parameters/IfMatch'
       requestBody:

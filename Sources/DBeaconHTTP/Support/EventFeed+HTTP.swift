@@ -6,7 +6,8 @@ import DBeaconStore
 /// of events as JSON.
 extension EventFeed {
     /// The log position to read after: `raw` is an event id of the caller's log (404 when the
-    /// caller has no such event) or a cursor; `path` names the parameter or header in errors.
+    /// caller has no such event) or a cursor sealed for the caller (404 for one that is not);
+    /// `path` names the parameter or header in errors.
     func resumePosition(_ raw: String, path: String, by principal: Principal) async throws -> Int64 {
         if let id = EventID(raw) {
             guard let position = try await position(after: id, by: principal) else {
@@ -15,6 +16,9 @@ extension EventFeed {
             return position
         }
         if let cursor = try await cursors.open(raw, for: principal) { return cursor }
+        // A cursor that does not open for this reader (another reader's, or made up) is answered
+        // like someone else's event id: not found.
+        if EventCursor.isWellFormed(raw) { throw DBeaconError.notFound("cursor", path: path) }
         throw DBeaconError(.badRequest, code: "invalid_parameter", message: "\(path) must be an event id or a cursor", path: path)
     }
 

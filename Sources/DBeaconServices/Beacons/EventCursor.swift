@@ -41,6 +41,12 @@ package final class EventCursor: Sendable {
         return value >= 0 ? value : nil
     }
 
+    /// Whether `raw` has the form of a sealed cursor (whether or not it opens for anyone).
+    package static func isWellFormed(_ raw: String) -> Bool {
+        raw.hasPrefix("e") && (20...200).contains(raw.utf8.count)
+            && raw.utf8.dropFirst().allSatisfy { RandomToken.isIDByte($0) }
+    }
+
     private func key(for reader: Principal) async throws -> SymmetricKey {
         var material = self.secret.withLock { $0 }
         if material == nil {
