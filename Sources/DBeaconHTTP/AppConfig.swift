@@ -19,6 +19,8 @@ package struct AppConfig: Sendable {
     package var port = 8080
     package var databasePath = "./data/dbeacon.sqlite"
     package var adminToken: String?
+    /// How long a request waits for the database before it is answered 503 (`--db-timeout`).
+    package var databaseTimeoutSeconds = 5.0
     /// A token that may read `/metrics` besides the admin token (`--metrics-token`).
     package var metricsToken: String?
     package var samplesDirectory: String?

@@ -8,6 +8,9 @@ package final class AppMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
     private let beaconsGauge: Gauge
     private let pendingGauge: Gauge
+    private let feedConnected: Gauge
+    private let feedLag: Gauge
+    private let feedReconnections: Gauge
 
     init() {
         beaconsGauge = registry.makeGauge(descriptor: MetricNameDescriptor(
@@ -15,6 +18,15 @@ package final class AppMetrics: Sendable {
         pendingGauge = registry.makeGauge(descriptor: MetricNameDescriptor(
             namespace: "dbeacon", metricName: "index_pending_polygons", unitName: "count",
             helpText: "Polygons whose exact test the in-memory index is still preparing after start-up"))
+        feedConnected = registry.makeGauge(descriptor: MetricNameDescriptor(
+            namespace: "dbeacon", metricName: "change_feed_connected",
+            helpText: "1 while the PostgreSQL change feed is connected and caught up (always 1 on SpatiaLite)"))
+        feedLag = registry.makeGauge(descriptor: MetricNameDescriptor(
+            namespace: "dbeacon", metricName: "change_feed_lag", unitName: "seconds",
+            helpText: "Age of the oldest change notification received but not yet applied"))
+        feedReconnections = registry.makeGauge(descriptor: MetricNameDescriptor(
+            namespace: "dbeacon", metricName: "change_feed_reconnections", unitName: "total",
+            helpText: "Times the change feed reconnected (each followed by a resync)"))
     }
 
     /// A request refused by a rate limit (`dbeacon_rate_limited_total{category}`).
@@ -41,9 +53,13 @@ package final class AppMetrics: Sendable {
             buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]).record(seconds)
     }
 
-    func exposition(store: any BeaconStore, pendingPolygons: Int) async throws -> String {
+    func exposition(store: any AppStore, pendingPolygons: Int) async throws -> String {
         beaconsGauge.set(Double(try await store.beaconCount()))
         pendingGauge.set(Double(pendingPolygons))
+        let feed = store.changeFeedHealth
+        feedConnected.set(feed.map { $0.isCurrent ? 1.0 : 0.0 } ?? 1)
+        feedLag.set(feed?.lagSeconds ?? 0)
+        feedReconnections.set(Double(feed?.reconnections ?? 0))
         return registry.emitToString()
     }
 }

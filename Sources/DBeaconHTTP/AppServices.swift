@@ -54,6 +54,7 @@ package struct AppServices: Sendable {
     package static func make(_ config: AppConfig, clock: any WallClock = SystemClock(), logger: Logger) async throws -> AppServices {
         let store = try await StoreLocation.open(config.databasePath, synchronousFull: config.synchronousFull,
                                                  listen: config.followRemoteChanges,
+                                                 deadline: DatabaseDeadline(seconds: config.databaseTimeoutSeconds),
                                                  logger: logger)
         let auth = AuthService(store: store, clock: clock)
         let generated = try await auth.configureAdmin(token: config.adminToken)
@@ -86,10 +87,9 @@ package struct AppServices: Sendable {
             // The store keeps its observers: they hold the engine weakly, else neither is ever freed.
             store.observeResyncNeeded { [weak memory] in
                 guard let memory else { return }
-                Task {
-                    do { try await memory.resync() } catch {
-                        resyncLogger.error("index resync failed", metadata: ["error": "\(error)"])
-                    }
+                do { try await memory.resync() } catch {
+                    resyncLogger.error("index resync failed", metadata: ["error": "\(error)"])
+                    throw error  // the feed reconnects and tries again
                 }
             }
             let snapshotFolder = config.indexSnapshots.folder(for: config.databasePath)

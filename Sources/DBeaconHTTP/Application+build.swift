@@ -1,6 +1,7 @@
 import DBeaconCore
 import DBeaconIndex
 import DBeaconServices
+import DBeaconStore
 package import Hummingbird
 import HummingbirdCore
 package import Logging
@@ -43,7 +44,8 @@ package func buildRouter(_ services: AppServices, metrics: AppMetrics = AppMetri
     router.add(middleware: RequestLogMiddleware())
     let memory = services.engine as? MemoryCoverageEngine
     OperationsController(store: services.store, metrics: metrics, auth: services.auth,
-                         metricsToken: services.config.metricsToken, pendingPolygons: { memory?.pendingCount ?? 0 }).addRoutes(to: router)
+                         metricsToken: services.config.metricsToken,
+                         readinessDeadline: DatabaseDeadline(seconds: min(2, services.config.databaseTimeoutSeconds)), pendingPolygons: { memory?.pendingCount ?? 0 }).addRoutes(to: router)
     ConsoleController(config: services.config.console, logger: Logger(label: "dbeacon.console")).addRoutes(to: router)
 
     let v1 = router.group("v1")

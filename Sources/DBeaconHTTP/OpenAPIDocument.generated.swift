@@ -61,8 +61,11 @@ info:
     | 422 | well-formed but invalid (bad geometry, lat/lon out of range, NaN, too long, …) | `invalid_geometry`, `too_many_vertices`, `out_of_range`, `not_finite`, `invalid_type`, `missing_field`, `too_long`, `too_many`, `invalid_tag`, `invalid_id`, `invalid_url`, `invalid_lifetime`, `invalid_timestamp`, `future_timestamp`, `stale_timestamp`, `read_only`, `unknown_target`, `unknown_field`, `unknown_user`, `unknown_stop` |
     | 429 | rate or frequency limit reached | `rate_limited` |
 
-    Unexpected failures answer 500 (`internal_error`) and an unavailable database 503
-    (`database_busy`), with the same body.
+    Unexpected failures answer 500 (`internal_error`). A database that cannot be reached
+    within `dbeacon serve --db-timeout` (5 s) answers 503 `database_unavailable` (a busy one
+    503 `database_busy`), with `Retry-After`, never a hang; a full disk answers 507
+    `insufficient_storage`. Nothing answered with an error was written. An edit without
+    `If-Match` that keeps losing to concurrent edits is 409 `edit_conflict`.
 
     ## Pagination
     Lists take `limit` (default 50; values above 500 are capped at 500) and `cursor`. The
@@ -167,6 +170,38 @@ paths:
                     type: string
                     const: ok
               example: {"status": "ok"}
+
+  /readyz:
+    get:
+      tags: [operations]
+      operationId: getReadiness
+      summary: Readiness
+      description: >-
+        200 only while this node can serve current answers: the database answers within 2 s
+        and, on PostgreSQL, the change feed (the LISTEN connection that keeps this node's index
+        in line with the other nodes' writes) is connected and caught up after a reconnection.
+        Otherwise 503 with `Retry-After`: a load balancer should drain the node until it is
+        ready again. `/healthz` stays a liveness check (the process answers).
+      security: []
+      responses:
+        '200':
+          description: Ready.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/Readiness'
+              example: {"status": "ready", "database": "ok", "change_feed": "connected"}
+        '503':
+          description: Not ready (the body says why); retry after `Retry-After` seconds.
+          headers:
+            Retry-After:
+              schema:
+                type: integer
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/Readiness'
+              example: {"status": "not_ready", "database": "unreachable", "change_feed": "disconnected"}
 
   /metrics:
     get:
@@ -4042,6 +4077,20 @@ components:
               bearing_deg: 194.3
 
   schemas:
+    Readiness:
+      type: object
+      required: [status, database, change_feed]
+      properties:
+        status:
+          type: string
+          enum: [ready, not_ready]
+        database:
+          type: string
+          enum: [ok, unreachable]
+        change_feed:
+          type: string
+          description: '`none` on SpatiaLite (no other nodes to follow).'
+          enum: [connected, disconnected, catching_up, none]
     Error:
       type: object
       required: [error]

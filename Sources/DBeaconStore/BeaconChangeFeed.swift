@@ -17,7 +17,12 @@ package protocol BeaconChangeFeed: AnyObject, Sendable {
     func observeRemoteFenceWrites(_ handler: @escaping @Sendable () -> Void)
     /// Called when remote changes may have been missed (the listener reconnected): whoever
     /// mirrors the store must reload from it. Never called for SpatiaLite.
-    func observeResyncNeeded(_ handler: @escaping @Sendable () -> Void)
+    func observeResyncNeeded(_ handler: @escaping @Sendable () async throws -> Void)
+    /// The state of the change feed from other processes (PostGIS's LISTEN connection); nil
+    /// where there is none to lose (SpatiaLite polls its own file).
+    var changeFeedHealth: ChangeFeedHealth? { get }
+    /// Whether the database answers a trivial query within `deadline`.
+    func ping(within deadline: DatabaseDeadline) async -> Bool
     /// How often `pollRemoteChanges` should run; nil when remote changes are pushed (PostGIS).
     var remoteChangePollInterval: Duration? { get }
     /// Looks for changes other processes committed and reports them to the observers.

@@ -9,9 +9,9 @@ package enum StoreLocation {
     package static func isPostgres(_ location: String) -> Bool { PostgresStore.isURL(location) }
 
     package static func open(_ location: String, synchronousFull: Bool = true, listen: Bool = true,
-                             logger: Logger) async throws -> any AppStore {
+                             deadline: DatabaseDeadline = .default, logger: Logger) async throws -> any AppStore {
         if isPostgres(location) {
-            return try await PostgresStore.connect(url: location, listen: listen, logger: logger)
+            return try await PostgresStore.connect(url: location, listen: listen, logger: logger, deadline: deadline)
         }
         return try SpatiaLiteStore(path: location, synchronousFull: synchronousFull)
     }

@@ -41,6 +41,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("dwell-seconds"), help: "Time inside a beacon before beacon.dwelled.") var dwellSeconds = 300.0
     @Option(name: .customLong("exit-cushion-m"), help: "Distance outside a perimeter before beacon.exited (at least the fix accuracy).")
     var exitCushionM = 25.0
+    @Option(name: .customLong("db-timeout"),
+            help: "Seconds a request waits for the database before it is answered 503 database_unavailable with Retry-After.")
+    var dbTimeout = 5.0
     @Option(name: .customLong("max-fix-age"),
             help: "Seconds in the past a location fix, sighting or region crossing may be stamped (older ones are refused).")
     var maxFixAge = 600.0
@@ -111,6 +114,7 @@ struct ServeCommand: AsyncParsableCommand {
         guard dwellSeconds >= 0, exitCushionM >= 0, eventRetentionDays >= 0 else {
             throw ValidationError("--dwell-seconds, --exit-cushion-m and --event-retention-days must not be negative")
         }
+        guard dbTimeout >= 0.5, dbTimeout <= 600 else { throw ValidationError("--db-timeout must be between 0.5 and 600 seconds") }
         guard maxFixAge > 0, maxFixAge.isFinite else { throw ValidationError("--max-fix-age must be a positive number of seconds") }
         guard alsoVisitedMinVisitors >= 2 else { throw ValidationError("--also-visited-min-visitors must be at least 2") }
         if metricsToken?.isEmpty == true { throw ValidationError("--metrics-token must not be empty") }
@@ -157,6 +161,7 @@ struct ServeCommand: AsyncParsableCommand {
         config.fences.exitCushionM = exitCushionM
         config.fences.sightingExitSeconds = sightingExitSeconds
         config.fences.maxFixAgeSeconds = maxFixAge
+        config.databaseTimeoutSeconds = dbTimeout
         config.metricsToken = metricsToken ?? env["DBEACON_METRICS_TOKEN"]
         config.sightings.pathLoss.exponent = pathLossExponent
         config.eventRetentionDays = eventRetentionDays > 0 ? eventRetentionDays : nil

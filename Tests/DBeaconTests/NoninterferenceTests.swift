@@ -260,7 +260,7 @@ import Testing
         mineToSecret["properties"] = .object(linked)
         return [
             // Operations and the console.
-            get("/healthz", token: false), get("/metrics", token: false), get("/metrics"), get("/openapi.yaml", token: false),
+            get("/healthz", token: false), get("/readyz", token: false), get("/metrics", token: false), get("/metrics"), get("/openapi.yaml", token: false),
             get("/", token: false), get("/console/app.js", token: false), get("/console/leaflet/leaflet.css", token: false),
             get("/console/leaflet/images/marker-icon.png", token: false),
             post("/v1/users", ["name": "mallory"]), get("/v1/me"),

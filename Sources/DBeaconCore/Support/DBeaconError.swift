@@ -26,6 +26,8 @@ package struct DBeaconError: Error, Sendable, CustomStringConvertible {
         case tooManyRequests
         /// A dependency is unavailable (HTTP 503).
         case unavailable
+        /// The disk is full: nothing was written (HTTP 507).
+        case insufficientStorage
         /// A bug or an unexpected failure (HTTP 500).
         case `internal`
     }

@@ -9,17 +9,37 @@ import NIOCore
 /// operator data (counts of every beacon, private ones included), so it needs the admin token
 /// or the metrics token (`--metrics-token`); the others are open.
 struct OperationsController {
-    let store: any BeaconStore
+    let store: any AppStore
     let metrics: AppMetrics
     let auth: AuthService
     /// `--metrics-token`: a token that may read `/metrics` only (for a Prometheus scraper).
     let metricsToken: String?
+    /// How long `/readyz` waits for the database.
+    let readinessDeadline: DatabaseDeadline
     /// Polygons the in-memory index has not prepared yet (0 with the SQL engine).
     let pendingPolygons: @Sendable () -> Int
 
     func addRoutes(to router: Router<AppRequestContext>) {
         router.get("healthz") { _, _ in
             Response.json(.object(["status": "ok"]))
+        }
+        // Readiness: 200 only while this node can serve current answers; a load balancer
+        // drains it otherwise (503 with `Retry-After`).
+        router.get("readyz") { _, _ in
+            let database = await store.ping(within: readinessDeadline)
+            let feed = store.changeFeedHealth
+            let feedState = feed.map { $0.isCatchingUp ? "catching_up" : $0.isConnected ? "connected" : "disconnected" } ?? "none"
+            var reasons: [String] = []
+            if !database { reasons.append("the database does not answer") }
+            if let feed, !feed.isCurrent { reasons.append("the change feed is \(feedState.replacingOccurrences(of: "_", with: " "))") }
+            let body: JSONValue = .object(JSONObject([
+                ("status", .string(reasons.isEmpty ? "ready" : "not_ready")), ("database", .string(database ? "ok" : "unreachable")),
+                ("change_feed", .string(feedState)),
+            ]))
+            guard reasons.isEmpty else {
+                return Response.json(body, status: .serviceUnavailable, headers: [.retryAfter: "2"])
+            }
+            return Response.json(body)
         }
         router.get("metrics") { request, _ in
             try await authorizeMetrics(request)

@@ -18,6 +18,7 @@ extension DBeaconError.Kind {
         case .unprocessable: .unprocessableContent
         case .tooManyRequests: .tooManyRequests
         case .unavailable: .serviceUnavailable
+        case .insufficientStorage: HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage")
         case .internal: .internalServerError
         }
     }
@@ -36,7 +37,8 @@ extension DBeaconError: HTTPResponseError {
     package func response(from request: Request, context: some RequestContext) throws -> Response {
         var headers: HTTPFields = [.contentType: "application/json"]
         if kind == .unauthorized { headers[.wwwAuthenticate] = "Bearer" }
-        if let seconds = retryAfterSeconds { headers[.retryAfter] = String(seconds) }
+        // An unavailable database tells clients when to come back.
+        if let seconds = retryAfterSeconds ?? (kind == .unavailable ? 2 : nil) { headers[.retryAfter] = String(seconds) }
         return Response(status: status, headers: headers,
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: JSONWriter.serialize(body))))
     }

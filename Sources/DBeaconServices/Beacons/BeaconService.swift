@@ -20,6 +20,8 @@ package struct BeaconService: Sendable {
     /// `also_visited` of the other (`--also-visited-min-visitors`).
     package var minCoVisitors = VisitStats.defaultMinCoVisitors
 
+    /// Times an edit without `If-Match` is applied again after a concurrent edit won.
+    package static let editAttempts = 12
     /// Largest page for lists and nearby.
     package static let maxPageSize = 500
     package static let defaultPageSize = 50
@@ -293,7 +295,7 @@ package struct BeaconService: Sendable {
     /// Without it, a concurrent edit is merged by applying `change` again to the newer version.
     package func update(_ id: BeaconID, ifMatch: Set<Int>?, by principal: Principal,
                         change: @Sendable (Beacon) throws -> BeaconDraft) async throws -> (Beacon, [String]) {
-        for attempt in 0..<5 {
+        for attempt in 0..<Self.editAttempts {
             let current = try await visible(id, by: principal)
             guard principal.userID == current.owner else {
                 throw DBeaconError.forbidden("only the owner may edit this beacon")
@@ -312,7 +314,13 @@ package struct BeaconService: Sendable {
                     updated, expectedVersion: current.version, fanOut: updatedFanOut(updated, changed: changed, at: updated.updatedAt),
                     events: Self.invitationEvents(before: current, after: updated, at: updated.updatedAt))
                 return (stored, changed)
-            } catch let error as DBeaconError where error.kind == .preconditionFailed && ifMatch == nil && attempt < 4 {
+            } catch let error as DBeaconError where error.kind == .preconditionFailed && ifMatch == nil {
+                // Without If-Match a concurrent edit is merged: the change is applied again to
+                // the newer version (after a short random pause, so racing editors spread out);
+                // past the retries, 409 `edit_conflict`, never the 412 the caller did not ask for.
+                if attempt < Self.editAttempts - 1 {
+                    try await Task.sleep(for: .milliseconds(Int.random(in: 1...(5 << min(attempt, 4)))))
+                }
                 continue
             }
         }

@@ -109,8 +109,8 @@ final class NodeIdentity: Sendable {
 final class PostgresObservers: Sendable {
     let local = ChangeObserverBox()
     let remote = ChangeObserverBox()
-    /// Told when the listener connected again after losing its connection.
-    let resync = Mutex<(@Sendable () -> Void)?>(nil)
+    /// Awaited when the listener connected again after losing its connection.
+    let resync = Mutex<(@Sendable () async throws -> Void)?>(nil)
     /// Whether a listener was connected before (so the next connection is a reconnection).
     let listenedBefore = Mutex(false)
 }
@@ -143,53 +143,153 @@ struct ChangeNotice {
 }
 
 extension PostgresStore {
-    /// Keeps a dedicated connection LISTENing on the change channel (reconnecting after
-    /// failures) and reports other processes' changes, re-reading each beacon.
+    /// Keeps a dedicated connection LISTENing on the change channel and reports other
+    /// processes' changes; it cannot die silently:
+    ///
+    /// * the receive loop only queues notifications; a separate task applies them, each beacon
+    ///   re-read within the deadline (a read that fails marks the feed for a resync);
+    /// * a heartbeat (`SELECT 1` on the LISTEN connection every `heartbeat` seconds, within the
+    ///   deadline) notices a dead connection that delivers nothing;
+    /// * a lost connection is reconnected at once, then with a back-off that resets after every
+    ///   success, and every reconnection resynchronises the index (notifications sent while no
+    ///   listener was connected are gone) before the feed counts as caught up;
+    /// * `feed` says all this to readiness (`/readyz`) and metrics.
     static func listen(target: PostgresURL, channel: String, node: NodeIdentity, observers: PostgresObservers,
-                       client: PostgresClient, logger: Logger) async {
-        var attempt = 0
+                       client: PostgresClient, feed: ChangeFeedHealth, deadline: DatabaseDeadline, logger: Logger,
+                       heartbeat: Duration = .seconds(2)) async {
+        var failures = 0
         while !Task.isCancelled {
             do {
-                // A pooled connection held for the process's lifetime: the pool's settings
-                // (TLS, search path) apply to it too.
                 try await client.withConnection { connection in
                     let pg = PostgresSession(connection: connection, logger: logger)
-                    let me = try await pg.row("""
-                        SELECT pg_backend_pid() || '@' || floor(extract(epoch FROM backend_start) * 1000000)::bigint AS claimant
-                        FROM pg_stat_activity WHERE pid = pg_backend_pid()
-                        """)
+                    let me = try await deadline.run("the listener's identity") {
+                        try await pg.row("""
+                            SELECT pg_backend_pid() || '@' || floor(extract(epoch FROM backend_start) * 1000000)::bigint AS claimant
+                            FROM pg_stat_activity WHERE pid = pg_backend_pid()
+                            """)
+                    }
                     let claimant = try me?.string("claimant")
                     try await connection.listen(on: channel) { notifications in
                         node.markReady(claimant: claimant)
-                        // Notifications sent while no listener was connected are lost: whoever
-                        // mirrors the store reloads from it.
-                        if observers.listenedBefore.withLock({ before in defer { before = true }; return before }),
-                           let resync = observers.resync.withLock({ $0 }) {
-                            logger.notice("PostgreSQL listener reconnected; resynchronising")
-                            resync()
-                        }
-                        for try await notification in notifications {
-                            guard let notice = ChangeNotice(payload: notification.payload), notice.node != node.id,
-                                  let observer = observers.remote.observer else { continue }
-                            if notice.kind == .delete {
-                                observer(.delete(notice.beacon))
-                            } else if let beacon = try await readBeacon(client: client, logger: logger, id: notice.beacon) {
-                                observer(.upsert(beacon))
-                            } else {
-                                observer(.delete(notice.beacon))
+                        failures = 0
+                        feed.connected()
+                        let (queue, pending) = AsyncStream.makeStream(of: ChangeNotice.self)
+                        try await withThrowingTaskGroup(of: Void.self) { group in
+                            // Receive: queue only, never wait on the database here.
+                            group.addTask {
+                                defer { pending.finish() }
+                                for try await notification in notifications {
+                                    guard let notice = ChangeNotice(payload: notification.payload), notice.node != node.id else { continue }
+                                    feed.received()
+                                    pending.yield(notice)
+                                }
+                                throw DBeaconError(.unavailable, code: "database_unavailable", message: "the LISTEN connection ended")
                             }
+                            // Heartbeat on the same connection.
+                            group.addTask {
+                                while true {
+                                    try await Task.sleep(for: heartbeat)
+                                    _ = try await deadline.run("the listener's heartbeat") { try await pg.row("SELECT 1 AS one") }
+                                    feed.beat()
+                                }
+                            }
+                            // Resynchronise after a reconnection, then apply what arrives.
+                            group.addTask {
+                                if observers.listenedBefore.withLock({ before in defer { before = true }; return before }),
+                                   let resync = observers.resync.withLock({ $0 }) {
+                                    logger.notice("PostgreSQL listener reconnected; resynchronising")
+                                    feed.catchingUp(true)
+                                    try await resync()
+                                }
+                                feed.catchingUp(false)
+                                for await notice in queue {
+                                    guard let observer = observers.remote.observer else { feed.applied(); continue }
+                                    if notice.kind == .delete {
+                                        observer(.delete(notice.beacon))
+                                    } else if let beacon = try await deadline.run("a changed beacon", {
+                                        try await readBeacon(client: client, logger: logger, id: notice.beacon)
+                                    }) {
+                                        observer(.upsert(beacon))
+                                    } else {
+                                        observer(.delete(notice.beacon))
+                                    }
+                                    feed.applied()
+                                }
+                            }
+                            // The first task to end (with an error) ends the connection.
+                            try await group.next()
+                            group.cancelAll()
                         }
                     }
                 }
             } catch is CancellationError {
+                feed.disconnected()
                 return
             } catch {
+                feed.disconnected()
                 if Task.isCancelled { return }
-                attempt += 1
-                logger.warning("PostgreSQL listener failed; reconnecting", metadata: ["error": "\(error)", "attempt": "\(attempt)"])
+                failures += 1
+                logger.warning("PostgreSQL change feed lost; reconnecting", metadata: ["error": "\(error)", "failures": "\(failures)"])
             }
-            try? await Task.sleep(for: .milliseconds(min(5000, 100 * (1 << min(attempt, 6)))))
+            // At once the first time, then 100 ms doubling to 2 s; reset by every success.
+            if failures > 1 { try? await Task.sleep(for: .milliseconds(min(2000, 100 * (1 << min(failures - 2, 5))))) }
         }
+    }
+}
+
+/// The state of the PostgreSQL change feed, for `/readyz` and `/metrics`: whether its LISTEN
+/// connection is up, whether it is resynchronising after a reconnection, and how far behind
+/// it is (notifications received but not yet applied, and the age of the oldest of them).
+package final class ChangeFeedHealth: Sendable {
+    private struct State {
+        var listening: Bool
+        var connected = false
+        var catchingUp = false
+        var queued = 0
+        var oldestQueued: ContinuousClock.Instant?
+        var lastBeat: ContinuousClock.Instant?
+        var reconnections = 0
+    }
+    private let state: Mutex<State>
+
+    package init(listening: Bool) { state = Mutex(State(listening: listening)) }
+
+    /// Whether this node serves current answers as far as the feed goes: not listening at all
+    /// (one node), or connected and caught up.
+    package var isCurrent: Bool { state.withLock { !$0.listening || ($0.connected && !$0.catchingUp) } }
+    package var isConnected: Bool { state.withLock { !$0.listening || $0.connected } }
+    package var isCatchingUp: Bool { state.withLock { $0.catchingUp } }
+    /// Seconds the oldest unapplied notification has waited (0 when none).
+    package var lagSeconds: Double {
+        state.withLock { s in s.oldestQueued.map { ContinuousClock.now - $0 }.map(Self.seconds) ?? 0 }
+    }
+    package var reconnections: Int { state.withLock { $0.reconnections } }
+
+    func connected() {
+        state.withLock { s in
+            if !s.connected && s.lastBeat != nil { s.reconnections += 1 }
+            s.connected = true
+            s.lastBeat = .now
+        }
+    }
+    func disconnected() { state.withLock { $0.connected = false; $0.queued = 0; $0.oldestQueued = nil } }
+    func catchingUp(_ on: Bool) { state.withLock { $0.catchingUp = on } }
+    func beat() { state.withLock { $0.lastBeat = .now } }
+    func received() {
+        state.withLock { s in
+            s.queued += 1
+            if s.oldestQueued == nil { s.oldestQueued = .now }
+        }
+    }
+    func applied() {
+        state.withLock { s in
+            s.queued = max(0, s.queued - 1)
+            s.oldestQueued = s.queued == 0 ? nil : .now
+        }
+    }
+
+    static func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
     }
 }
 

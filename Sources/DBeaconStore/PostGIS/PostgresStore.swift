@@ -30,6 +30,10 @@ package final class PostgresStore: SQLStore {
     /// Identifies this process in notifications (its own are ignored) and outbox claims.
     let node: NodeIdentity
     let observers: PostgresObservers
+    /// How long a transaction may wait for PostgreSQL (`--db-timeout`).
+    let deadline: DatabaseDeadline
+    /// The change feed's state, for readiness and metrics.
+    package let feed: ChangeFeedHealth
     private let runTask: Task<Void, Never>
     private let listenTask: Task<Void, Never>?
 
@@ -37,10 +41,10 @@ package final class PostgresStore: SQLStore {
     /// migrations of `schema/postgis/`, and (with `listen`) starts following the changes made
     /// by other processes. `migrations` is for tests that build a database as an older
     /// release left it.
-    package static func connect(url: String, listen: Bool = true, logger: Logger,
+    package static func connect(url: String, listen: Bool = true, logger: Logger, deadline: DatabaseDeadline = .default,
                                 migrations: [(String, String)] = PostGISSchema.migrations) async throws -> PostgresStore {
         let target = try PostgresURL(url)
-        let store = PostgresStore(target: target, listen: listen, logger: logger)
+        let store = PostgresStore(target: target, listen: listen, logger: logger, deadline: deadline)
         do {
             try await store.prepareDatabase(migrations: migrations)
             if listen { try await store.node.waitUntilReady() }
@@ -51,13 +55,24 @@ package final class PostgresStore: SQLStore {
         return store
     }
 
-    private init(target: PostgresURL, listen: Bool, logger: Logger) {
+    private init(target: PostgresURL, listen: Bool, logger: Logger, deadline: DatabaseDeadline) {
         var config = PostgresClient.Configuration(host: target.host, port: target.port, username: target.user,
                                                   password: target.password, database: target.database, tls: target.tls)
+        // The server side of the deadline: no statement, lock wait or idle transaction outlives
+        // the time a request waits for it.
+        let ms = Int(deadline.seconds * 1000)
+        config.options.additionalStartupParameters = [
+            ("statement_timeout", String(ms)), ("lock_timeout", String(max(100, ms / 2))),
+            ("idle_in_transaction_session_timeout", String(2 * ms)),
+        ]
         if let schema = target.schema {
-            config.options.additionalStartupParameters = [("search_path", "\"\(schema)\", public")]
+            config.options.additionalStartupParameters.append(("search_path", "\"\(schema)\", public"))
         }
         config.options.maximumConnections = 16
+        // A dead server is noticed within the deadline, and a connection is tried again at once
+        // when it comes back (the pool's back-off would keep writes failing for seconds).
+        config.options.connectTimeout = .milliseconds(Int64(min(ms, 3000)))
+        config.options.keepAliveBehavior = .init(frequency: .seconds(10), query: "SELECT 1")
         let client = PostgresClient(configuration: config, backgroundLogger: logger)
         self.client = client
         self.logger = logger
@@ -65,14 +80,16 @@ package final class PostgresStore: SQLStore {
         self.channel = "dbeacon_changes" + (target.schema.map { "_" + $0 } ?? "")
         self.node = NodeIdentity()
         self.observers = PostgresObservers()
+        self.deadline = deadline
+        self.feed = ChangeFeedHealth(listening: listen)
         // The pool must run for the store to be usable at all (migrations, the samples loaded
         // before the service group starts), so it lives exactly as long as the store.
         self.runTask = Task { await client.run() }
         if listen {
-            let channel = channel, node = node, observers = observers
+            let channel = channel, node = node, observers = observers, feed = feed
             listenTask = Task {
                 await PostgresStore.listen(target: target, channel: channel, node: node, observers: observers,
-                                           client: client, logger: logger)
+                                           client: client, feed: feed, deadline: deadline, logger: logger)
             }
         } else {
             listenTask = nil
@@ -111,8 +128,8 @@ package final class PostgresStore: SQLStore {
         observers.remote.set(observer)
     }
 
-    /// Registers the function told when the listener reconnected (remote changes may be lost).
-    package func observeResyncNeeded(_ handler: @escaping @Sendable () -> Void) {
+    /// Registers the function awaited when the listener reconnected (remote changes may be lost).
+    package func observeResyncNeeded(_ handler: @escaping @Sendable () async throws -> Void) {
         observers.resync.withLock { $0 = handler }
     }
 
@@ -190,8 +207,9 @@ package final class PostgresStore: SQLStore {
     }
 
     private func transaction<T: Sendable>(_ begin: String, _ body: @escaping @Sendable (PostgresSession) async throws -> T) async throws -> T {
+        let client = client, logger = logger
         do {
-            return try await client.withConnection { connection in
+            return try await deadline.run("a transaction") { try await client.withConnection { connection in
                 let tx = PostgresSession(connection: connection, logger: logger)
                 _ = try await tx.rows(begin)
                 do {
@@ -202,10 +220,20 @@ package final class PostgresStore: SQLStore {
                     _ = try? await tx.rows("ROLLBACK")
                     throw error
                 }
-            }
+            } }
         } catch {
             throw Self.translate(error)
         }
+    }
+
+    package var changeFeedHealth: ChangeFeedHealth? { feed }
+
+    /// Whether PostgreSQL answers `SELECT 1` within `deadline` (readiness).
+    package func ping(within deadline: DatabaseDeadline) async -> Bool {
+        let client = client, logger = logger
+        return (try? await deadline.run("a ping") {
+            try await client.withConnection { c in try await PostgresSession(connection: c, logger: logger).row("SELECT 1 AS one")?.int("one") }
+        }) == 1
     }
 
     static func translate(_ error: any Error) -> any Error {
@@ -219,6 +247,14 @@ package final class PostgresStore: SQLStore {
                     return DBeaconError.conflict("constraint violated: \(message)")
                 case "40001", "40P01", "55P03":
                     return DBeaconError(.unavailable, code: "database_busy", message: "the database is busy, retry shortly")
+                case "57014":  // statement_timeout: the server side of the deadline
+                    return DBeaconError(.unavailable, code: "database_unavailable", message: "the database did not answer in time; retry shortly")
+                case "53100":
+                    return DBeaconError(.insufficientStorage, code: "insufficient_storage",
+                                        message: "the database server's disk is full; nothing was written")
+                case _ where state.hasPrefix("08") || state.hasPrefix("57P") || state == "53300":
+                    // Connection failures, admin shutdown, crash recovery, too many connections.
+                    return DBeaconError(.unavailable, code: "database_unavailable", message: "PostgreSQL is unavailable (\(state)); retry shortly")
                 default:
                     return DBeaconError.internalError("database error", cause: "\(state): \(message)")
                 }

@@ -204,6 +204,9 @@ final class SQLiteConnection: @unchecked Sendable {
         case SQLITE_CONSTRAINT: return SQLConstraintViolation(constraint: nil, message: message)
         case SQLITE_BUSY, SQLITE_LOCKED:
             return DBeaconError(.unavailable, code: "database_busy", message: "the database is busy, retry shortly")
+        case SQLITE_FULL:
+            return DBeaconError(.insufficientStorage, code: "insufficient_storage",
+                                message: "the disk holding the database is full; nothing was written")
         default: return DBeaconError.internalError("database error", cause: "\(rc): \(message)")
         }
     }

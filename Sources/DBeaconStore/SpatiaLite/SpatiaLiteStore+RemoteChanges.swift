@@ -46,7 +46,14 @@ extension SpatiaLiteStore: BeaconChangeFeed {
     }
 
     /// The file is never reached through a connection that could drop notifications.
-    package func observeResyncNeeded(_ handler: @escaping @Sendable () -> Void) {}
+    package func observeResyncNeeded(_ handler: @escaping @Sendable () async throws -> Void) {}
+
+    package var changeFeedHealth: ChangeFeedHealth? { nil }
+
+    package func ping(within deadline: DatabaseDeadline) async -> Bool {
+        let store = self
+        return (try? await deadline.run("a ping") { try await store.read { db in try await db.row("SELECT 1 AS one")?.int("one") } }) == 1
+    }
 
     package var remoteChangePollInterval: Duration? { .milliseconds(250) }
 

@@ -35,6 +35,7 @@ extension DBeaconError.Kind {
         case 422: self = .unprocessable
         case 429: self = .tooManyRequests
         case 503: self = .unavailable
+        case 507: self = .insufficientStorage
         default: self = .internal
         }
     }

@@ -1,0 +1,73 @@
+package import DBeaconCore
+import Synchronization
+
+/// How long a request may wait for the database before it is answered 503
+/// `database_unavailable` (with `Retry-After`): `dbeacon serve --db-timeout`.
+///
+/// The bound is kept on the client side (`DatabaseDeadline.run`), so a call answers in time even
+/// when the database never does — a query sent on a PostgreSQL connection that has just died
+/// may never complete — and on the server side (PostgreSQL's `statement_timeout` and
+/// `lock_timeout`), so abandoned work does not run on.
+package struct DatabaseDeadline: Sendable {
+    package var seconds: Double
+
+    package init(seconds: Double) { self.seconds = seconds }
+
+    package static let `default` = DatabaseDeadline(seconds: 5)
+
+    /// Runs `operation`, answering by `seconds` whatever it does: past the deadline the caller
+    /// gets 503 `database_unavailable` and the operation is cancelled (it may finish later on
+    /// its own; nothing waits for it). Cancelling the caller cancels the operation.
+    package func run<T: Sendable>(_ what: String, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+        let seconds = self.seconds
+        let race = Race<T>()
+        let work = Task { race.finish(with: await Result(catching: { try await operation() })) }
+        let timer = Task {
+            try await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
+            race.finish(with: .failure(DBeaconError(
+                .unavailable, code: "database_unavailable",
+                message: "the database did not answer \(what) within \(Self.format(seconds)) s; retry shortly")))
+        }
+        return try await withTaskCancellationHandler {
+            defer { timer.cancel(); work.cancel() }
+            return try await race.value()
+        } onCancel: {
+            work.cancel()
+            race.finish(with: .failure(CancellationError()))
+        }
+    }
+
+    static func format(_ s: Double) -> String { s == s.rounded() ? String(Int(s)) : String(s) }
+}
+
+/// The first of several outcomes, handed to one waiter.
+private final class Race<T: Sendable>: Sendable {
+    private let state = Mutex<(result: Result<T, any Error>?, waiter: CheckedContinuation<T, any Error>?)>((nil, nil))
+
+    func finish(with result: Result<T, any Error>) {
+        let waiter: CheckedContinuation<T, any Error>? = state.withLock { s in
+            guard s.result == nil else { return nil }
+            s.result = result
+            defer { s.waiter = nil }
+            return s.waiter
+        }
+        waiter?.resume(with: result)
+    }
+
+    func value() async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            let ready: Result<T, any Error>? = state.withLock { s in
+                if let r = s.result { return r }
+                s.waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(with: ready) }
+        }
+    }
+}
+
+extension Result where Failure == any Error {
+    init(catching body: () async throws -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
+    }
+}
