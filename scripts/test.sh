@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything the tests need (Debian libraries and chromium, the Python reference
 # libraries and schemathesis in a virtualenv) and runs the whole test suite: the Swift tests,
-# then schemathesis against schema/openapi.yaml with every check (scripts/schemathesis.sh), the
+# the PostgreSQL fault suite (scripts/fault-test.py), then schemathesis against schema/openapi.yaml with every check (scripts/schemathesis.sh), the
 # README's tour as written (scripts/readme-tour.py) and the map console in headless chromium
 # (scripts/console-test.py).
 set -euo pipefail
@@ -16,6 +16,10 @@ TMPDIR=$(mktemp -d "${TMPDIR:-/tmp}/dbeacon-test-run.XXXXXX")
 export TMPDIR
 trap 'rm -rf "$TMPDIR"' EXIT
 swift test "$@"
+# The PostgreSQL fault suite: two nodes on a throwaway cluster, PostgreSQL stopped, crashed and
+# restarted and a node killed under write load (bounded: FAULT_ROUNDS rounds of three faults).
+apt_install postgresql-15 postgresql-15-postgis-3
+python3 scripts/fault-test.py --rounds "${FAULT_ROUNDS:-3}"
 ./scripts/schemathesis.sh
 ./scripts/readme-tour.py
 .venv-test/bin/python scripts/console-test.py

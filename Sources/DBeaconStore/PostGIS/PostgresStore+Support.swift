@@ -19,10 +19,17 @@ struct PostgresSession: SQLSession {
         var binds = PostgresBindings(capacity: arguments.count)
         for argument in arguments { try Self.bind(argument.sqlValue, to: &binds) }
         do {
-            let sequence = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+            // All rows collected on the event loop (no back-pressure): postgres-nio 1.33's
+            // streaming path traps ("How can we receive a body part, after a
+            // channelReadComplete…") when PostgreSQL dies while a stream waits for demand, and
+            // the fault suite (scripts/fault-test.py) saw it take a node down. Answers here are
+            // small pages anyway (`forEachBatch` pages large reads).
+            let future: EventLoopFuture<PostgresQueryResult> = connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+            let collected = try await future.get()
             var result: [SQLRow] = []
+            result.reserveCapacity(collected.rows.count)
             var columns: SQLColumns?
-            for try await row in sequence {
+            for row in collected.rows {
                 let cells = Array(row.makeRandomAccess())
                 let names = columns ?? SQLColumns(cells.map(\.columnName))
                 columns = names

@@ -179,12 +179,15 @@ extension SQLStore {
                 "(\(s.bind(user.rawValue)), \(s.bind(state.beacon.rawValue)), \(s.bind(state.enteredAt.millis)), \(s.bind(state.dwelled)), "
                     + "CAST(\(s.bind(state.sightedAt?.millis)) AS BIGINT))"
             }
-            // A state of a beacon deleted meanwhile is dropped (the cascade already ran).
+            // A state of a beacon deleted meanwhile is dropped (the cascade already ran). On
+            // PostGIS the beacon is locked against deletion (`FOR KEY SHARE`) while it is checked,
+            // so a delete committing on another node in between waits or is seen, instead of
+            // failing this fix with a foreign key violation.
             try await db.rows("""
                 WITH v(user_id, beacon_id, entered_at, dwelled, sighted_at) AS (VALUES \(values.joined(separator: ", ")))
                 INSERT INTO fence_states(user_id, beacon_id, entered_at, dwelled, sighted_at)
                 SELECT v.user_id, v.beacon_id, v.entered_at, v.dwelled, v.sighted_at FROM v
-                WHERE EXISTS (SELECT 1 FROM beacons WHERE id = v.beacon_id)
+                WHERE EXISTS (SELECT 1 FROM beacons b WHERE b.id = v.beacon_id\(db.dialect.forKeyShare))
                 ON CONFLICT (user_id, beacon_id) DO UPDATE SET entered_at = excluded.entered_at, dwelled = excluded.dwelled,
                     sighted_at = excluded.sighted_at
                 """, s.arguments)
