@@ -189,6 +189,12 @@ package struct AppServices: Sendable {
                               force: Bool = false) async {
         do {
             if !force, let current = snapshots.current, try await memory.store.changeStamp() == current { return }
+            // A snapshot is a cache: never written into the space the database's writes need.
+            let estimate = snapshots.sizeOfCurrent
+            guard DiskSpace.allows(estimate + estimate / 4, at: snapshots.directory) else {
+                logger.warning("index snapshot skipped: too little free disk space", metadata: ["needs_bytes": "\(estimate)"])
+                return
+            }
             guard let report = try await memory.writeSnapshot(to: snapshots) else { return }
             logger.info("index snapshot written", metadata: [
                 "beacons": "\(report.beacons)", "bytes": "\(report.bytes)", "seconds": rounded(report.seconds),

@@ -53,6 +53,12 @@ package final class IndexSnapshots: @unchecked Sendable {
 
     var snapshotPath: String { "\(directory)/\(Self.snapshotName)" }
 
+    /// The size of the snapshot file in the folder (0 when there is none): what the next one
+    /// is expected to take, to check the free space before writing it.
+    package var sizeOfCurrent: Int64 {
+        ((try? FileManager.default.attributesOfItem(atPath: snapshotPath)[.size]) as? NSNumber)?.int64Value ?? 0
+    }
+
     /// A new, empty coordinate file in the folder (owner only).
     package func newCoordinateFile() throws -> CoordinateFile {
         try CoordinateFile(creating: "\(directory)/coords-\(UUID().uuidString.lowercased()).bin")

@@ -38,6 +38,18 @@ import Testing
         #expect(busy?.kind == .unavailable)
     }
 
+    /// Maintenance never takes the space writes need: a checkpoint or snapshot that would not
+    /// leave the reserve free is not made.
+    @Test func maintenanceKeepsTheReserveFree() throws {
+        let dir = try Scratch.directory("dbeacon-disk")
+        let free = try #require(DiskSpace.available(at: dir.path))
+        #expect(free > 0)
+        #expect(DiskSpace.allows(0, at: dir.path) == (free >= DiskSpace.reserveBytes))
+        #expect(!DiskSpace.allows(free, at: dir.path), "the reserve stays free")
+        #expect(!WALCheckpointer.roomFor(frames: Int32.max, wal: dir.path + "/x.sqlite-wal"))
+        #expect(DiskSpace.available(at: dir.path + "/not/yet/there") == free, "asks the nearest existing folder")
+    }
+
     /// `/readyz` on SpatiaLite: the database answers and there is no change feed to lose.
     @Test(arguments: Backend.all) func readinessReportsTheDatabaseAndTheFeed(_ backend: Backend) async throws {
         let h = try await TestHarness.make(backend: backend)

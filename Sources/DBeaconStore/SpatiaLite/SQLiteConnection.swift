@@ -9,6 +9,8 @@ import Foundation
 final class SQLiteConnection: @unchecked Sendable {
     private let handle: OpaquePointer
     private var statements: [String: Prepared] = [:]
+    /// The database's write-ahead log (`<path>-wal`).
+    private let walPath: String
 
     /// A prepared statement, with its result columns and which argument each placeholder takes.
     private final class Prepared {
@@ -42,6 +44,7 @@ final class SQLiteConnection: @unchecked Sendable {
             throw DBeaconError(.unavailable, code: "database_unavailable", message: "cannot open \(path): \(message)")
         }
         handle = db
+        walPath = path + "-wal"
         sqlite3_extended_result_codes(db, 1)
         // Other processes (the CLI with --db while the server runs) hold the write lock only briefly.
         sqlite3_busy_timeout(db, 10_000)
@@ -53,6 +56,12 @@ final class SQLiteConnection: @unchecked Sendable {
 
     deinit {
         statements.removeAll()
+        // The last connection to close checkpoints the log into the database file; with too
+        // little free space for that, the log stays (the next open replays it) rather than
+        // the checkpoint taking the space writes need.
+        if !DiskSpace.allows(2 * DiskSpace.size(of: walPath), at: walPath) {
+            dbeacon_skip_checkpoint_on_close(handle)
+        }
         sqlite3_close_v2(handle)
     }
 

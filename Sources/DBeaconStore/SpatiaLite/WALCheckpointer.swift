@@ -37,6 +37,8 @@ package final class WALCheckpointer: @unchecked Sendable {
     private var requested = false, stopped = false
     private let stats = Mutex(Stats())
 
+    private let walPath: String
+
     /// Background checkpoints run so far, and the last one's result.
     struct Stats {
         var runs = 0
@@ -46,8 +48,14 @@ package final class WALCheckpointer: @unchecked Sendable {
 
     var statistics: Stats { stats.withLock { $0 } }
 
+    /// Whether copying a log of `frames` pages into the database leaves the reserve free.
+    static func roomFor(frames: Int32, wal: String) -> Bool {
+        DiskSpace.allows(Int64(frames) * 4096, at: wal)
+    }
+
     /// Opens its own connection to the database at `path` and starts its thread.
     init(path: String, synchronousFull: Bool, requestFrames: Int32 = defaultRequestFrames) throws {
+        self.walPath = path + "-wal"
         self.requestFrames = max(1, requestFrames)
         connection = try SQLiteConnection(path: path, readOnly: false, synchronousFull: synchronousFull, spatial: false)
         let thread = Thread { [self] in run() } // the thread keeps the checkpointer until `stop`
@@ -57,7 +65,7 @@ package final class WALCheckpointer: @unchecked Sendable {
 
     /// Called by the writer after each commit with the log's size in pages.
     func committed(frames: Int32, db: OpaquePointer?) {
-        if frames >= inlineFrames {
+        if frames >= inlineFrames && Self.roomFor(frames: frames, wal: walPath) {
             sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
         } else if frames >= requestFrames {
             condition.lock()
@@ -83,6 +91,9 @@ package final class WALCheckpointer: @unchecked Sendable {
             requested = false
             condition.unlock()
             if stop { return }
+            // Too little free space to copy the log into the database file: the log stays (it is
+            // durable as it is) and the next request tries again.
+            guard Self.roomFor(frames: Int32(clamping: DiskSpace.size(of: walPath) / 4096), wal: walPath) else { continue }
             // Busy (another process checkpointing) or failed: the next request tries again.
             guard let row = try? connection.rows("PRAGMA wal_checkpoint(PASSIVE)", []).first else { continue }
             let log = (try? row.int("log")) ?? 0, copied = (try? row.int("checkpointed")) ?? 0
