@@ -28,6 +28,9 @@ USER dbeacon
 VOLUME /data
 ENV DBEACON_DB=/data/dbeacon.sqlite
 EXPOSE 8080
+# Liveness: /healthz (the process answers). A load balancer should use /readyz instead, which is
+# 503 while the database is unreachable or the PostgreSQL change feed is down or catching up, so
+# the node is drained rather than restarted (docs/scaling.md, "When the database fails").
 HEALTHCHECK --interval=15s --timeout=3s --start-period=10s CMD curl -fsS http://127.0.0.1:8080/healthz || exit 1
 ENTRYPOINT ["dbeacon"]
 CMD ["serve", "--host", "0.0.0.0", "--port", "8080"]
