@@ -46,4 +46,35 @@ package enum EnclosingCircle {
         let y = (a2 * (c.0 - b.0) + b2 * (a.0 - c.0) + c2 * (b.0 - a.0)) / d
         return (x, y, hypot(a.0 - x, a.1 - y))
     }
+
+    /// An enclosing circle of the rings (each a closed list of positions whose edges are straight
+    /// in longitude/latitude, RFC 7946) whose radius is checked on the ellipsoid: the planar
+    /// smallest circle's centre, and the largest geodesic distance from it to every vertex and to
+    /// points along every edge at most `step` metres apart, plus 5 cm and 1e-6 of itself. Holds
+    /// at any latitude and across ±180° (edges are followed the short way round).
+    package static func verified(_ rings: [[Position]], origin: Position, step: Double = 100) -> (center: Position, radiusM: Double) {
+        let (center, _) = of(rings.flatMap { $0 }, origin: origin, marginM: 0)
+        var radius = 0.0
+        for ring in rings {
+            guard var previous = ring.first else { continue }
+            radius = max(radius, Geodesy.distance(center, previous))
+            for p in ring.dropFirst() {
+                var dLon = p.lon - previous.lon
+                if dLon > 180 { dLon -= 360 } else if dLon < -180 { dLon += 360 }
+                let length = Geodesy.approximateDistance(previous, p)
+                let parts = min(256, Int((length / step).rounded(.up)))
+                if parts > 1 {
+                    for k in 1..<parts {
+                        let t = Double(k) / Double(parts)
+                        var lon = previous.lon + t * dLon
+                        if lon > 180 { lon -= 360 } else if lon < -180 { lon += 360 }
+                        radius = max(radius, Geodesy.distance(center, Position(lon: lon, lat: previous.lat + t * (p.lat - previous.lat))))
+                    }
+                }
+                radius = max(radius, Geodesy.distance(center, p))
+                previous = p
+            }
+        }
+        return (center, radius + 0.05 + radius * 1e-6)
+    }
 }

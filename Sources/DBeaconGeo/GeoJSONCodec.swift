@@ -144,7 +144,11 @@ package enum GeoJSONCodec {
             guard ring.first == ring.last else {
                 throw geometryError(ringPath, "a linear ring must be closed: its last position must equal its first")
             }
-            for i in 1..<ring.count where abs(ring[i].lon - ring[i - 1].lon) > 180 {
+            // RFC 7946 edges are straight in longitude/latitude: one from −180 to 180 (along a
+            // parallel, as Antarctica's edge at −90) runs across the map, not across ±180, so it
+            // stands; an edge jumping more than 180° between points not both on ±180 crosses it.
+            for i in 1..<ring.count where abs(ring[i].lon - ring[i - 1].lon) > 180
+                && !(abs(ring[i].lon) == 180 && abs(ring[i - 1].lon) == 180) {
                 throw geometryError("\(ringPath)[\(i)]",
                     "this edge crosses the antimeridian; split the polygon at ±180° into a MultiPolygon (RFC 7946 §3.1.9)")
             }

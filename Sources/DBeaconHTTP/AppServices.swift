@@ -87,14 +87,16 @@ package struct AppServices: Sendable {
             // The store keeps its observers: they hold the engine weakly, else neither is ever freed.
             store.observeResyncNeeded { [weak memory] in
                 guard let memory else { return }
-                do { try await memory.resync() } catch {
+                do { try await DatabaseDeadline.$bulk.withValue(.bulkWork) { try await memory.resync() } } catch {
                     resyncLogger.error("index resync failed", metadata: ["error": "\(error)"])
                     throw error  // the feed reconnects and tries again
                 }
             }
             let snapshotFolder = config.indexSnapshots.folder(for: config.databasePath)
             snapshots = snapshotFolder.map { IndexSnapshots(directory: $0, write: config.indexSnapshots.mode == .readWrite) }
-            let fromSnapshot = try await Self.loadIndex(memory, store: store, snapshots: snapshots, logger: logger)
+            let fromSnapshot = try await DatabaseDeadline.$bulk.withValue(.bulkWork) {
+                try await Self.loadIndex(memory, store: store, snapshots: snapshots, logger: logger)
+            }
             // Large polygons' rasters are built, and their GeoJSON written to the coordinate
             // file, after the server is up; until then each is answered by its compact edge test
             // alone and formatted in each answer (same answers). Then, after a load from the

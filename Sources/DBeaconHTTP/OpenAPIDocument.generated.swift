@@ -611,13 +611,21 @@ paths:
         Apple's region monitoring lets an app watch at most 20 regions, so it should register
         those near the user and swap them as the user moves. This answers at most `max`
         regions: the beacons nearest by distance to their perimeter (visible to the caller and
-        alive now, not moving with their owner, with any of the `tag`s), each as a circle (a
-        polygon as its smallest enclosing circle, `approximate: true`) followed by the active
-        iBeacon registry entries of that beacon (`uuid`, `major`, `minor`), and last one
-        `refresh` circle around the caller: when the phone leaves it, it asks again. Its radius
-        is half the margin between the last region listed and the nearest left out (at least
-        50 m), or half the searched radius (1, 3 or 10 km) when none was left out. The same
-        input gives the same regions in the same order.
+        alive now, not moving with their owner, with any of the `tag`s; found by their
+        perimeters, however far their location), each as a circle containing its whole
+        perimeter (a polygon as an enclosing circle checked on the ellipsoid,
+        `approximate: true`); then, in the slots left, the active iBeacon registry entries of
+        those beacons (`uuid`, `major`, `minor`), each after its beacon's circle; and last one
+        `refresh` circle around the caller.
+
+        **The promise:** while the phone stays inside the `refresh` circle, every beacon the
+        caller may see whose perimeter contains the phone's position is among the returned
+        circles. The refresh radius is just short of the distance to the nearest perimeter left
+        out, and never larger than the radius searched (1, 3, 10 or 30 km). When more beacons
+        cover the caller's position than there are slots, the answer says so: `complete: false`,
+        the covering beacons first, and a refresh circle of radius 0, meaning "this place is
+        too crowded to watch: report fixes (`POST /v1/me/location`) instead, and ask again
+        after moving". The same input gives the same regions in the same order.
       parameters:
         - $ref: '#/components/parameters/Lat'
         - $ref: '#/components/parameters/Lon'
@@ -637,10 +645,15 @@ paths:
             application/json:
               schema:
                 type: object
-                required: [regions, max]
+                required: [regions, max, complete]
                 properties:
                   max:
                     type: integer
+                  complete:
+                    type: boolean
+                    description: >-
+                      False when more beacons cover the caller's position than `max` allows: the
+                      refresh circle's radius is then 0 (report fixes instead).
                   regions:
                     type: array
                     items:

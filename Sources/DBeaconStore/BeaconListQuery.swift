@@ -8,6 +8,9 @@ package struct BeaconListQuery: Sendable, Hashable {
     package var owner: UserID?
     /// Only beacons whose location lies in this box; `west > east` crosses the antimeridian.
     package var bbox: BoundingBox?
+    /// Only beacons whose perimeter's box meets one of these boxes (the spatial index over
+    /// perimeters: every beacon whose perimeter could reach into them, wherever it is located).
+    package var perimeterMeets: [BoundingBox] = []
     /// Only beacons managed by this service (`meeting`, `tour`, …); nil: any.
     package var service: String?
     package var limit: Int = 50

@@ -1,4 +1,5 @@
 package import DBeaconCore
+import Dispatch
 import Synchronization
 
 /// How long a request may wait for the database before it is answered 503
@@ -15,6 +16,12 @@ package struct DatabaseDeadline: Sendable {
 
     package static let `default` = DatabaseDeadline(seconds: 5)
 
+    /// For bulk work that is not a request waiting on the database (loading the index, a
+    /// resync, an import, a migration): inside `DatabaseDeadline.$bulk.withValue(.bulk) { … }`
+    /// (a task-local), transactions get this bound instead, on both sides.
+    @TaskLocal package static var bulk: DatabaseDeadline?
+    package static let bulkWork = DatabaseDeadline(seconds: 600)
+
     /// Runs `operation`, answering by `seconds` whatever it does: past the deadline the caller
     /// gets 503 `database_unavailable` and the operation is cancelled (it may finish later on
     /// its own; nothing waits for it). Cancelling the caller cancels the operation.
@@ -22,20 +29,24 @@ package struct DatabaseDeadline: Sendable {
         let seconds = self.seconds
         let race = Race<T>()
         let work = Task { race.finish(with: await Result(catching: { try await operation() })) }
-        let timer = Task {
-            try await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
+        // The timer runs on a queue of its own, not on the cooperative pool: when the pool is busy
+        // (or blocked) the deadline still falls on time.
+        let timeout = DispatchWorkItem {
             race.finish(with: .failure(DBeaconError(
                 .unavailable, code: "database_unavailable",
                 message: "the database did not answer \(what) within \(Self.format(seconds)) s; retry shortly")))
         }
+        Self.timers.asyncAfter(deadline: .now() + seconds, execute: timeout)
         return try await withTaskCancellationHandler {
-            defer { timer.cancel(); work.cancel() }
+            defer { timeout.cancel(); work.cancel() }
             return try await race.value()
         } onCancel: {
             work.cancel()
             race.finish(with: .failure(CancellationError()))
         }
     }
+
+    private static let timers = DispatchQueue(label: "dbeacon.database-deadlines")
 
     static func format(_ s: Double) -> String { s == s.rounded() ? String(Int(s)) : String(s) }
 }

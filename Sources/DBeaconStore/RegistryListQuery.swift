@@ -3,6 +3,8 @@ package import DBeaconCore
 /// Filters for listing registry entries (`GET /v1/registry`).
 package struct RegistryListQuery: Sendable, Hashable {
     package var beacon: BeaconID?
+    /// Only entries of any of these digital beacons (one query for many).
+    package var beacons: [BeaconID]?
     package var kind: PhysicalBeaconKind?
     /// The UUID / namespace / id1 (normalised lowercase hex).
     package var id1: String?

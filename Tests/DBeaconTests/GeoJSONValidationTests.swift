@@ -114,6 +114,20 @@ let invalidBeaconCorpus: [InvalidCase] = [
         #expect(draft.perimeter.polygons.count == 2)
     }
 
+    /// RFC 7946 edges are straight in longitude/latitude: Antarctica's edge from −180 to 180
+    /// along −90 runs across the map, not across ±180 (Geofabrik's world index has it); a
+    /// world band and the whole-world box too. An edge jumping across ±180 is still refused.
+    @Test(arguments: [
+        #"[[[-180,-90],[180,-90],[180,-60],[-180,-60],[-180,-90]]]"#,
+        #"[[[-180,-10],[180,-10],[180,10],[-180,10],[-180,-10]]]"#,
+        #"[[[-180,-90],[180,-90],[180,90],[-180,90],[-180,-90]]]"#,
+    ]) func acceptsEdgesAlongTheWholeMap(_ coordinates: String) throws {
+        let text = perimeterText(#"{"type":"Polygon","coordinates":"# + coordinates + "}")
+        let draft = try BeaconFeatureCodec.decodeDraft(try JSONParser.parse(text))
+        #expect(draft.perimeter.polygons.count == 1)
+        #expect(PreparedPerimeter(draft.perimeter.polygons)?.covers(Position(lon: 0, lat: coordinates.contains("60") ? -75 : 0)) == true)
+    }
+
     @Test func usesAPolygonGeometryAsThePerimeter() throws {
         let text = featureText(geometry: #"{"type":"Polygon","coordinates":[[[9,48],[9.1,48],[9.1,48.1],[9,48.1],[9,48]]]}"#, properties: #"{"name":"park"}"#)
         let draft = try BeaconFeatureCodec.decodeDraft(try JSONParser.parse(text))

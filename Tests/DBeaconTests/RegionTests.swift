@@ -1,4 +1,5 @@
 import DBeaconCore
+import DBeaconServices
 import DBeaconGeo
 import Foundation
 import Testing
@@ -35,20 +36,25 @@ import Testing
             #expect(regions[0]["distance_m"] == 0 && regions[0]["approximate"] == false && regions[0]["radius_m"] == 50)
             #expect(regions[1]["uuid"] != nil && regions[1]["major"] == 100 && regions[1]["minor"] == 7)
             #expect(abs((regions[2]["distance_m"]?.numberValue ?? 0) - 170) < 1)
-            // The polygon: approximate, centred on the rectangle, radius half its diagonal (+ 0.5 m margin).
+            // The polygon: approximate, centred on the rectangle, radius half its diagonal (checked
+            // on the ellipsoid, + 5 cm).
             #expect(regions[3]["approximate"] == true)
             let radius = regions[3]["radius_m"]?.numberValue ?? 0
             #expect(abs(radius - ((100.0 * 100 + 60 * 60).squareRoot() / 2 + 0.5)) < 1, "\(radius)")
             let center = Position(lon: regions[3]["center"]?["lon"]?.numberValue ?? 0, lat: regions[3]["center"]?["lat"]?.numberValue ?? 0)
             #expect(Geodesy.distance(center, east) < 1)
-            // Fewer than 20 beacons within 1 and 3 km, so 10 km was searched; nothing left out:
-            // the refresh circle is half the searched radius.
-            #expect(regions[4]["radius_m"] == 5000 && regions[4]["id"] == "refresh")
+            // Fewer than 20 beacons within every radius, so 30 km was searched; nothing left out:
+            // the refresh circle is the searched radius (less the distances' error bound).
+            #expect(regions[4]["radius_m"] == .number(RegionService.safe(30_000)) && regions[4]["id"] == "refresh")
+            #expect(all.json?["complete"] == true)
 
-            // max=3: A and its iBeacon, then the refresh circle: half the margin to B (170 m − 0) = 85 m.
+            // max=3: the circles of A and B (circles first: they keep the promise; A's iBeacon
+            // needs a slot that is not there), then a refresh circle just short of C's perimeter.
             let few = try await client.call(.get, url + "&max=3", token: ann).json?["regions"]?.arrayValue ?? []
-            #expect(few.map { $0["type"]?.stringValue ?? "" } == ["circle", "ibeacon", "refresh"])
-            #expect(abs((few.last?["radius_m"]?.numberValue ?? 0) - 85) < 1)
+            #expect(few.map { $0["type"]?.stringValue ?? "" } == ["circle", "circle", "refresh"])
+            let toC = regions[3]["distance_m"]?.numberValue ?? 0
+            let refresh = few.last?["radius_m"]?.numberValue ?? 0
+            #expect(refresh < toC && refresh >= RegionService.safe(toC) - 0.2, "\(refresh) against \(toC)")
             // The same input gives the same answer; tags filter; bad max.
             #expect(try await client.call(.get, url, token: ann).json == all.json)
             let food = try await client.call(.get, url + "&tag=food", token: ann).json?["regions"]?.arrayValue ?? []

@@ -3,8 +3,8 @@ package import DBeaconServices
 
 /// The wire form of `GET /v1/regions`.
 package enum RegionEncoding {
-    package static func regions(_ regions: [MonitoredRegion], max: Int) -> JSONValue {
-        .object(JSONObject([("regions", .array(regions.map(region))), ("max", .int(max))]))
+    package static func regions(_ answer: RegionAnswer, max: Int) -> JSONValue {
+        .object(JSONObject([("regions", .array(answer.regions.map(region))), ("max", .int(max)), ("complete", .bool(answer.complete))]))
     }
 
     static func latLon(_ p: Position) -> JSONValue { .object(["lat": .number(p.lat), "lon": .number(p.lon)]) }

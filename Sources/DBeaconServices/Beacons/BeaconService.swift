@@ -577,7 +577,8 @@ extension BeaconService {
                                          path: item.path)
         }
         do {
-            try await store.insertBeacons(beacons)
+            // An import is bulk work: bounded as such, not by a request's database deadline.
+            try await DatabaseDeadline.$bulk.withValue(beacons.count > 100 ? .bulkWork : nil) { try await store.insertBeacons(beacons) }
         } catch var error as DBeaconError where error.path?.hasPrefix("properties.relationships") == true {
             error.message = "a relationship target does not exist: \(error.message)"
             throw error

@@ -20,71 +20,112 @@ package struct MonitoredRegion: Sendable {
     package var distanceM: Double
 }
 
-/// `GET /v1/regions`: the regions near a user worth monitoring on the phone, best by distance
-/// to the perimeter, stable for the same input; plus one refresh circle.
+/// The answer of `GET /v1/regions`: the regions, and whether they keep the promise everywhere
+/// in the refresh circle.
+package struct RegionAnswer: Sendable {
+    package var regions: [MonitoredRegion]
+    /// False when more beacons cover the caller's position than there are slots: the refresh
+    /// circle then has radius 0 ("report fixes instead"), and the covering beacons come first.
+    package var complete: Bool
+}
+
+/// `GET /v1/regions`: the regions a phone should monitor near a user, and the refresh circle
+/// within which they keep their promise.
+///
+/// The promise: while the phone stays inside the refresh circle, every beacon the user may see
+/// whose perimeter contains the phone's position is among the returned circle regions, and each
+/// circle contains its beacon's whole perimeter. Candidates are found by their perimeters (the
+/// spatial index over perimeter boxes, every one, no truncation), ranked by the distance from
+/// the user to the perimeter; the refresh radius is smaller than the distance to the nearest
+/// perimeter left out and than the radius searched.
 package struct RegionService: Sendable {
     package let beacons: BeaconService
     package let registry: any RegistryStore
 
     /// Search radii tried in turn until enough candidates are found.
-    package static let searchRadiiM: [Double] = [1_000, 3_000, 10_000]
+    package static let searchRadiiM: [Double] = [1_000, 3_000, 10_000, 30_000]
     package static let defaultMax = 20
     package static let maxMax = 100
-    package static let minRefreshM = 50.0
+    /// Kept off the refresh radius: perimeter distances come from a tangent plane at the user
+    /// (within 1 m + 0.2 % of the geodesic distance at these ranges), so the circle stays
+    /// clear of every perimeter left out.
+    package static func safe(_ d: Double) -> Double { max(0, d - 1 - 0.003 * d) }
 
     package init(beacons: BeaconService, registry: any RegistryStore) {
         self.beacons = beacons
         self.registry = registry
     }
 
-    /// At most `max` regions (at least 2): the nearest visible, alive, non-moving beacons (with
-    /// `tags`, any of) as circles, each followed by its active iBeacon entries, then a refresh
-    /// circle around `point` of half the margin to the nearest region left out (at least 50 m),
-    /// or of half the searched radius when none was left out.
-    package func regions(at point: Position, max: Int, tags: [String], by principal: Principal) async throws -> [MonitoredRegion] {
+    /// At most `max` regions (at least 2, the refresh circle included): the beacons the caller
+    /// may see, alive now and not moving (with `tags`, any of), nearest perimeter first, each as a
+    /// circle enclosing its perimeter; then, in the slots left, their active iBeacon entries; last
+    /// the refresh circle around `point`.
+    package func regions(at point: Position, max: Int, tags: [String], by principal: Principal) async throws -> RegionAnswer {
         let now = beacons.clock.now()
-        var found: [BeaconID: VisibleBeacon] = [:]
+        let slots = max - 1
+        var ranked: [(beacon: VisibleBeacon, distance: Double)] = []
         var searched = Self.searchRadiiM[0]
         for radius in Self.searchRadiiM {
             searched = radius
-            for box in Geodesy.boundingBoxes(center: point, radiusM: radius) {
-                let page = try await beacons.store.listBeacons(BeaconListQuery(tags: tags, bbox: box, limit: 1_000), viewer: principal, now: now)
-                for b in try await beacons.gate.present(page.items, to: principal) where b.beacon.isAlive(at: now) && !b.tracksOwner {
-                    found[b.id] = b
-                }
-            }
-            if found.count >= max { break }
+            ranked = try await candidates(near: point, radius: radius, tags: tags, by: principal, now: now)
+            if ranked.count > slots { break }
         }
-        let ranked = found.values.map { b -> (VisibleBeacon, Double) in
-            let covered = PerimeterTester(location: b.location, perimeter: b.perimeter).covers(point)
-            return (b, PerimeterDistance.outside(point, perimeter: b.perimeter, center: b.location, covered: covered))
-        }.sorted { ($0.1, $0.0.id) < ($1.1, $1.0.id) }
+        let included = Array(ranked.prefix(slots))
+        let nextLeftOut = ranked.count > slots ? ranked[slots].distance : nil
+        let complete = (nextLeftOut ?? 1) > 0
+        let refresh = complete ? Self.safe(Swift.min(nextLeftOut ?? searched, searched)) : 0
 
+        // iBeacon entries of the included beacons, in one query, in the slots left.
+        var entriesByBeacon: [BeaconID: [RegistryEntry]] = [:]
+        var spare = slots - included.count
+        if spare > 0, !included.isEmpty {
+            var after: Int64?
+            repeat {
+                var query = RegistryListQuery(kind: .iBeacon, status: .active, limit: 500, after: after)
+                query.beacons = included.map(\.beacon.id)
+                let page = try await registry.listRegistryEntries(query, viewer: principal, now: now)
+                for e in page.items { entriesByBeacon[e.beacon, default: []].append(e) }
+                after = page.next
+            } while after != nil
+        }
         var regions: [MonitoredRegion] = []
-        var lastIncluded = 0.0
-        var nextLeftOut: Double?
-        for (b, distance) in ranked {
-            guard regions.count < max - 1 else {
-                nextLeftOut = distance
-                break
-            }
+        for (b, distance) in included {
             regions.append(MonitoredRegion(kind: Self.circle(of: b), beacon: b, distanceM: distance))
-            lastIncluded = distance
-            let entries = try await registry.listRegistryEntries(
-                RegistryListQuery(beacon: b.id, kind: .iBeacon, status: .active, limit: 10), viewer: principal, now: now).items
-            for entry in entries where regions.count < max - 1 {
+            for entry in entriesByBeacon[b.id] ?? [] where spare > 0 {
                 regions.append(MonitoredRegion(kind: .iBeacon(entry: entry.id, identity: entry.identity), beacon: b, distanceM: distance))
+                spare -= 1
             }
         }
-        let refresh = nextLeftOut.map { Swift.max(Self.minRefreshM, Swift.min(searched / 2, ($0 - lastIncluded) / 2)) } ?? searched / 2
-        regions.append(MonitoredRegion(kind: .refresh(center: point, radiusM: refresh), beacon: nil, distanceM: 0))
-        return regions
+        regions.append(MonitoredRegion(kind: .refresh(center: point, radiusM: (refresh * 10).rounded(.down) / 10), beacon: nil, distanceM: 0))
+        return RegionAnswer(regions: regions, complete: complete)
     }
 
+    /// Every beacon the caller may see, alive now and not moving, whose perimeter lies within
+    /// `radius` of `point`, by distance to its perimeter (0 inside), then id.
+    func candidates(near point: Position, radius: Double, tags: [String], by principal: Principal,
+                    now: Timestamp) async throws -> [(beacon: VisibleBeacon, distance: Double)] {
+        var found: [(beacon: VisibleBeacon, distance: Double)] = []
+        var after: Int64?
+        let boxes = Geodesy.boundingBoxes(center: point, radiusM: radius)
+        repeat {
+            var query = BeaconListQuery(tags: tags, limit: BeaconService.maxPageSize, after: after)
+            query.perimeterMeets = boxes
+            let page = try await beacons.store.listBeacons(query, viewer: principal, now: now)
+            for b in try await beacons.gate.present(page.items, to: principal) where b.beacon.isAlive(at: now) && !b.tracksOwner {
+                let covered = PerimeterTester(location: b.location, perimeter: b.perimeter).covers(point)
+                let d = PerimeterDistance.outside(point, perimeter: b.perimeter, center: b.location, covered: covered)
+                if d <= radius { found.append((b, d)) }
+            }
+            after = page.next
+        } while after != nil
+        return found.sorted { ($0.distance, $0.beacon.id) < ($1.distance, $1.beacon.id) }
+    }
+
+    /// The beacon's perimeter as a circle: itself, or a polygon's enclosing circle, its radius
+    /// checked on the ellipsoid against every vertex and points along every edge.
     static func circle(of b: VisibleBeacon) -> MonitoredRegion.Kind {
         if case .circle(let r) = b.perimeter { return .circle(center: b.location, radiusM: r, approximate: false) }
-        let points = b.perimeter.polygons.flatMap(\.exterior)
-        let (center, radius) = EnclosingCircle.of(points, origin: b.location)
+        let (center, radius) = EnclosingCircle.verified(b.perimeter.polygons.map(\.exterior), origin: b.location)
         return .circle(center: center, radiusM: (radius * 10).rounded(.up) / 10, approximate: true)
     }
 

@@ -208,10 +208,12 @@ package final class PostgresStore: SQLStore {
 
     private func transaction<T: Sendable>(_ begin: String, _ body: @escaping @Sendable (PostgresSession) async throws -> T) async throws -> T {
         let client = client, logger = logger
+        let bulk = DatabaseDeadline.bulk
         do {
-            return try await deadline.run("a transaction") { try await client.withConnection { connection in
+            return try await (bulk ?? deadline).run("a transaction") { try await client.withConnection { connection in
                 let tx = PostgresSession(connection: connection, logger: logger)
                 _ = try await tx.rows(begin)
+                if let bulk { _ = try await tx.rows("SET LOCAL statement_timeout = \(Int(bulk.seconds * 1000))") }
                 do {
                     let result = try await body(tx)
                     _ = try await tx.rows("COMMIT")

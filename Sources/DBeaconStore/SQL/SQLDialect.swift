@@ -63,6 +63,18 @@ package enum SQLDialect: Sendable {
     }
 
     /// Rows of `beacons b` whose `area` box contains the point: the spatial index.
+    /// Keeps the beacons `b` whose perimeter's box meets the box of the four bound values (the
+    /// spatial index: SpatiaLite's R*Tree, PostGIS's GiST).
+    package func areaBoxMeets(west: String, south: String, east: String, north: String) -> String {
+        switch self {
+        case .sqlite:
+            """
+            b.seq IN (SELECT pkid FROM idx_beacons_area WHERE xmin <= \(east) AND xmax >= \(west) AND ymin <= \(north) AND ymax >= \(south))
+            """
+        case .postgres: "b.area && ST_MakeEnvelope(\(west), \(south), \(east), \(north), 4326)"
+        }
+    }
+
     package func areaBoxContains(lon: String, lat: String) -> String {
         switch self {
         case .sqlite:

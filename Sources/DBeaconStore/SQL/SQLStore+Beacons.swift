@@ -272,6 +272,16 @@ extension SQLStore {
         var clauses = ["b.seq > \(s.bind(query.after ?? 0))", Self.visibilityClause(viewer, now: now, &s), Self.tagClause(query.tags, &s, dialect)]
         if let owner = query.owner { clauses.append("b.owner = \(s.bind(owner.rawValue))") }
         if let service = query.service { clauses.append("b.service = \(s.bind(service))") }
+        if !query.perimeterMeets.isEmpty {
+            let boxes = query.perimeterMeets.flatMap { box in
+                // A box across the antimeridian is two.
+                box.west <= box.east ? [box] : [BoundingBox(west: box.west, south: box.south, east: 180, north: box.north),
+                                                 BoundingBox(west: -180, south: box.south, east: box.east, north: box.north)]
+            }
+            clauses.append("(" + boxes.map { box in
+                dialect.areaBoxMeets(west: s.bind(box.west), south: s.bind(box.south), east: s.bind(box.east), north: s.bind(box.north))
+            }.joined(separator: " OR ") + ")")
+        }
         if let box = query.bbox {
             clauses.append("b.lat BETWEEN \(s.bind(box.south)) AND \(s.bind(box.north))")
             let west = s.bind(box.west), east = s.bind(box.east)

@@ -118,6 +118,7 @@ extension SQLStore {
         var s = SQLStatement()
         var clauses = ["r.seq > \(s.bind(query.after ?? 0))", Self.visibilityClause(viewer, now: now, &s)]
         if let beacon = query.beacon { clauses.append("r.beacon_id = \(s.bind(beacon.rawValue))") }
+        if let beacons = query.beacons { clauses.append(dialect.contains("r.beacon_id", s.bind(beacons.map(\.rawValue)))) }
         if let kind = query.kind { clauses.append("r.kind = \(s.bind(kind.rawValue))") }
         if let id1 = query.id1 { clauses.append("r.id1 = \(s.bind(id1))") }
         if let status = query.status { clauses.append("r.status = \(s.bind(status.rawValue))") }

@@ -32,6 +32,10 @@ struct TestHarness {
         config.runBackgroundServices = false
         // Tests drive many requests per second with one token; limits are tested on their own.
         config.rateLimits = .off
+        // The whole suite runs in parallel on two cores against one PostgreSQL: a transaction may
+        // queue for seconds. The deadline itself is tested on its own (DatabaseFaultTests,
+        // scripts/fault-test.py).
+        config.databaseTimeoutSeconds = 60
         configure(&config)
         let clock = ManualClock(start)
         let services = try await AppServices.make(config, clock: clock, logger: Self.logger)
