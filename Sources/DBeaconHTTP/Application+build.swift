@@ -42,6 +42,7 @@ package func buildRouter(_ services: AppServices, metrics: AppMetrics = AppMetri
     router.add(middleware: ErrorMiddleware(methods: methods))
     router.add(middleware: MetricsMiddleware(metrics: metrics))
     router.add(middleware: RequestLogMiddleware())
+    router.add(middleware: RequestDeadlineMiddleware(seconds: services.config.databaseTimeoutSeconds + 1))
     let memory = services.engine as? MemoryCoverageEngine
     OperationsController(store: services.store, metrics: metrics, auth: services.auth,
                          metricsToken: services.config.metricsToken,

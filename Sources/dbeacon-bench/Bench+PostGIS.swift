@@ -25,7 +25,7 @@ extension BenchRun {
         var done = 0
         while done < count {
             let batch = (done..<min(count, done + 2000)).map { generator.beacon($0) }
-            try await store.insertBeacons(batch)
+            try await DatabaseDeadline.$bulk.withValue(.bulkWork) { try await store.insertBeacons(batch) }
             done += batch.count
         }
         result.pgLoadSec = seconds(since: started)

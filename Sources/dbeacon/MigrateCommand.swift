@@ -31,7 +31,7 @@ struct MigrateCommand: AsyncParsableCommand {
     func run() async throws {
         var logger = Logger(label: "dbeacon")
         logger.logLevel = .warning
-        let reports = try await DatabaseDeadline.$bulk.withValue(.bulkWork) { try await StoreCopier.copy(from: from, to: to, logger: logger) }
+        let reports = try await StoreCopier.copy(from: from, to: to, logger: logger)
         let ok = reports.allSatisfy(\.matches)
         if json {
             let items = reports.map { r in

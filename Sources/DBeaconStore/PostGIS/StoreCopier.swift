@@ -59,7 +59,8 @@ package enum StoreCopier {
         let sqlite = try SpatiaLiteStore(path: source)
         let postgres = try await PostgresStore.connect(url: target, listen: false, logger: logger)
         do {
-            let reports = try await copy(sqlite, postgres, pageValues: pageValues)
+            // A migration is bulk work, bounded as such (not by a request's deadline).
+            let reports = try await DatabaseDeadline.$bulk.withValue(.bulkWork) { try await copy(sqlite, postgres, pageValues: pageValues) }
             await postgres.shutdown()
             return reports
         } catch {
