@@ -70,7 +70,8 @@ info:
     ## Pagination
     Lists take `limit` (default 50; values above 500 are capped at 500) and `cursor`. The
     response carries `next_cursor`: an opaque string to pass as `cursor` for the next page, or
-    null at the end. Cursors are stable under inserts.
+    null at the end. Cursors are stable under inserts, and sealed for their reader: they reveal
+    no position (nothing about what others wrote between two pages) and open for nobody else.
 
     ## Visibility
     One rule decides every read: the owner (and the operator) always see a beacon; anyone
@@ -3828,11 +3829,12 @@ components:
       name: cursor
       in: query
       description: >-
-        The `next_cursor` of the previous page (`c` and up to 12 base-36 digits; 400
-        `invalid_cursor` for anything else).
+        The `next_cursor` of the previous page: opaque, sealed for the caller (it shows no
+        position and opens for nobody else: 404 for another caller's, 400 `invalid_cursor` for
+        anything of another form).
       schema:
         type: string
-        pattern: '^c[0-9A-Za-z]{1,12}$'
+        pattern: '^e[A-Za-z0-9_-]{19,199}$'
     Tag:
       name: tag
       in: query
@@ -4040,7 +4042,7 @@ components:
               version: 1
               created_at: '2026-11-20T09:00:00Z'
               updated_at: '2026-11-20T09:00:00Z'
-        next_cursor: c2s
+        next_cursor: eAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA
     Nearby:
       summary: GET /v1/nearby?lat=48.7784&lon=9.1800&tag=food
       value:

@@ -274,6 +274,9 @@ import Testing
             // Beacons.
             post("/v1/beacons", .object(mineToSecret)), post("/v1/beacons", .object(mineWithID)),
             get("/v1/beacons?limit=500"), get("/v1/beacons?tag=food&bbox=9.1,48.7,9.3,48.8"), get("/v1/beacons?owner=me"),
+            // Pages: a cursor must not count what others (hidden objects included) wrote.
+            Step(method: .get, path: "/v1/beacons?limit=2", save: ["page2": { $0["next_cursor"]?.stringValue }]),
+            get("/v1/beacons?limit=2&cursor={page2}"),
             post("/v1/beacons/import", ["type": "FeatureCollection", "features": [.object(mineToSecret)]]),
             get("/v1/beacons/{secret}"), get("/v1/beacons/{future}"), get("/v1/beacons/{ended}"), get("/v1/beacons/{wall}"),
             get("/v1/beacons/{tour}"), patch("/v1/beacons/{secret}", ["properties": ["name": "x"]]),

@@ -93,7 +93,8 @@ struct BeaconController {
 
     @Sendable func list(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let q = QueryReader(request)
-        var query = BeaconListQuery(tags: try q.tags(), bbox: try q.bbox(), limit: try q.limit(), after: try q.cursor())
+        var query = BeaconListQuery(tags: try q.tags(), bbox: try q.bbox(), limit: try q.limit(),
+                                    after: try await context.position(of: try q.string("cursor")))
         if let owner = try q.string("owner") {
             if owner == "me" {
                 guard let uid = context.principal.userID else {
@@ -109,7 +110,7 @@ struct BeaconController {
         query.service = try q.string("service")
         let page = try await beacons.list(query, by: context.principal)
         return .json(BeaconFeatureCodec.collection(page.items.map(BeaconFeatureCodec.encode),
-                                                   nextCursor: Cursor.encode(page.next), includeCursor: true))
+                                                   nextCursor: try await context.cursor(after: page.next), includeCursor: true))
     }
 
     @Sendable func nearby(_ request: Request, context: AuthenticatedContext) async throws -> Response {
@@ -146,13 +147,13 @@ struct BeaconController {
 
     @Sendable func followers(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let q = QueryReader(request)
-        let page = try await beacons.followers(of: try Self.beaconID(context), limit: try q.limit(), after: try q.cursor(),
+        let page = try await beacons.followers(of: try Self.beaconID(context), limit: try q.limit(), after: try await context.position(of: try q.string("cursor")),
                                                by: context.principal)
         return .json(.object([
             "followers": .array(page.items.map { f in
                 .object(["id": .string(f.user.rawValue), "name": .string(f.name), "since": .string(f.since.rfc3339)])
             }),
-            "next_cursor": .optional(Cursor.encode(page.next)),
+            "next_cursor": .optional(try await context.cursor(after: page.next)),
         ]))
     }
 

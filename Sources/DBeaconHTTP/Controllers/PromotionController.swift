@@ -63,9 +63,9 @@ struct PromotionController {
 
     @Sendable func feedback(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let q = QueryReader(request)
-        let page = try await promotions.feedback(try BeaconController.beaconID(context), limit: try q.limit(), after: try q.cursor(),
+        let page = try await promotions.feedback(try BeaconController.beaconID(context), limit: try q.limit(), after: try await context.position(of: try q.string("cursor")),
                                                  by: context.principal)
-        return .json(ServiceEncoding.feedback(page, nextCursor: Cursor.encode(page.next)))
+        return .json(ServiceEncoding.feedback(page, nextCursor: try await context.cursor(after: page.next)))
     }
 
     @Sendable func saved(_ request: Request, context: AuthenticatedContext) async throws -> Response {

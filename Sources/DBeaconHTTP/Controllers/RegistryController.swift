@@ -63,7 +63,7 @@ struct RegistryController {
     /// Filters: `beacon`, `type`, `uuid` (or `namespace`, `id1`), `status`, `owner=me`.
     @Sendable func list(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let q = QueryReader(request)
-        var query = RegistryListQuery(limit: try q.limit(), after: try q.cursor())
+        var query = RegistryListQuery(limit: try q.limit(), after: try await context.position(of: try q.string("cursor")))
         if let raw = try q.string("beacon") {
             guard let id = BeaconID(raw) else {
                 throw DBeaconError(.badRequest, code: "invalid_parameter", message: "beacon must be a beacon id", path: "beacon")
@@ -107,7 +107,7 @@ struct RegistryController {
         let page = try await registry.list(query, by: context.principal)
         return .json(.object([
             "entries": .array(page.items.map(RegistryCodec.encode)),
-            "next_cursor": .optional(Cursor.encode(page.next)),
+            "next_cursor": .optional(try await context.cursor(after: page.next)),
         ]))
     }
 

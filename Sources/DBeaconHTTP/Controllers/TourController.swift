@@ -83,9 +83,9 @@ struct TourController {
 
     @Sendable func media(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let q = QueryReader(request)
-        let page = try await tours.media(try BeaconController.beaconID(context), limit: try q.limit(), after: try q.cursor(),
+        let page = try await tours.media(try BeaconController.beaconID(context), limit: try q.limit(), after: try await context.position(of: try q.string("cursor")),
                                          by: context.principal)
-        return .json(.object(["media": .array(page.items.map(ServiceEncoding.media)), "next_cursor": .optional(Cursor.encode(page.next))]))
+        return .json(.object(["media": .array(page.items.map(ServiceEncoding.media)), "next_cursor": .optional(try await context.cursor(after: page.next))]))
     }
 
     /// Replaces the stops (owner only; `If-Match` honoured): add, remove, reorder.

@@ -68,7 +68,7 @@ struct WebhookController {
 
     @Sendable func deliveries(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let q = QueryReader(request)
-        let page = try await webhooks.deliveries(try context.parameters.require("id"), after: try q.cursor(), limit: try q.limit(),
+        let page = try await webhooks.deliveries(try context.parameters.require("id"), after: try await context.position(of: try q.string("cursor")), limit: try q.limit(),
                                                  by: context.principal)
         return .json(.object([
             "deliveries": .array(page.items.map { d, attempts in
@@ -87,7 +87,7 @@ struct WebhookController {
                     })),
                 ]))
             }),
-            "next_cursor": .optional(Cursor.encode(page.next)),
+            "next_cursor": .optional(try await context.cursor(after: page.next)),
         ]))
     }
 

@@ -15,7 +15,11 @@ struct AuthMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: AppRequestContext, next: (Request, AppRequestContext) async throws -> Response) async throws -> Response {
         // A context made in process with its principal (the CLI on the database file) needs no
         // token; one made for a network request never has a principal before this point.
-        if context.principal != nil { return try await next(request, context) }
+        if context.principal != nil {
+            var context = context
+            context.cursors = auth.cursors
+            return try await next(request, context)
+        }
         try limiter.check(.authFailures, key: context.clientAddress)
         let principal: Principal
         do {
@@ -26,6 +30,7 @@ struct AuthMiddleware: RouterMiddleware {
         }
         var context = context
         context.principal = principal
+        context.cursors = auth.cursors
         context.logger[metadataKey: "principal"] = "\(principal.userID?.rawValue ?? "admin")"
         return try await next(request, context)
     }

@@ -62,15 +62,6 @@ package struct QueryReader {
         return min(value, max)
     }
 
-    /// An opaque cursor from a previous page.
-    package func cursor(_ key: String = "cursor") throws -> Int64? {
-        guard let raw = try string(key) else { return nil }
-        guard let value = Cursor.decode(raw) else {
-            throw DBeaconError(.badRequest, code: "invalid_cursor", message: "\(key) is not a cursor returned by this API", path: key)
-        }
-        return value
-    }
-
     /// Repeated `tag=` parameters (comma-separated lists are accepted too), normalised.
     package func tags(_ key: String = "tag") throws -> [String] {
         var tags: [String] = []
@@ -116,17 +107,5 @@ package struct QueryReader {
         case "false", "0", "no": return false
         default: throw DBeaconError(.badRequest, code: "invalid_parameter", message: "\(key) must be true or false", path: key)
         }
-    }
-}
-
-/// Opaque page cursors: a position in base 36 behind a short prefix.
-package enum Cursor {
-    package static func encode(_ value: Int64?) -> String? {
-        value.map { "c" + String($0, radix: 36) }
-    }
-
-    package static func decode(_ raw: String) -> Int64? {
-        guard raw.hasPrefix("c"), let v = Int64(raw.dropFirst(), radix: 36), v >= 0 else { return nil }
-        return v
     }
 }

@@ -1,4 +1,5 @@
 package import DBeaconCore
+package import DBeaconServices
 package import Hummingbird
 import Logging
 
@@ -6,12 +7,15 @@ import Logging
 package struct AppRequestContext: RequestContext {
     package var coreContext: CoreRequestContextStorage
     package var principal: Principal?
+    /// Seals and opens page cursors (set with the principal).
+    package var cursors: EventCursor?
     /// The client's IP address (no port), for limits per client; "unknown" in router tests.
     package let clientAddress: String
 
     package init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         principal = nil
+        cursors = nil
         clientAddress = source.channel.remoteAddress?.ipAddress ?? "unknown"
     }
 }
@@ -22,11 +26,29 @@ package struct AuthenticatedContext: ChildRequestContext {
     package var coreContext: CoreRequestContextStorage
     package let principal: Principal
     package let clientAddress: String
+    let cursors: EventCursor
 
     package init(context: AppRequestContext) throws {
-        guard let principal = context.principal else { throw DBeaconError.unauthorized() }
+        guard let principal = context.principal, let cursors = context.cursors else { throw DBeaconError.unauthorized() }
         self.coreContext = context.coreContext
         self.principal = principal
+        self.cursors = cursors
         self.clientAddress = context.clientAddress
+    }
+}
+
+extension AuthenticatedContext {
+    /// The `next_cursor` of a page, sealed for this caller (opaque: no position shows).
+    func cursor(after position: Int64?) async throws -> String? {
+        try await cursors.seal(position, for: principal)
+    }
+
+    /// The position a `cursor` parameter names for this caller: 400 `invalid_cursor` for one of
+    /// another form, 404 for one sealed for someone else (as for another reader's event id).
+    func position(of raw: String?, key: String = "cursor") async throws -> Int64? {
+        guard let raw else { return nil }
+        if let position = try await cursors.open(raw, for: principal) { return position }
+        if EventCursor.isWellFormed(raw) { throw DBeaconError.notFound("cursor", path: key) }
+        throw DBeaconError(.badRequest, code: "invalid_cursor", message: "\(key) is not a cursor returned by this API", path: key)
     }
 }

@@ -4,7 +4,7 @@ package import DBeaconStore
 import Foundation
 import Synchronization
 
-/// Opaque, per-reader cursors of the event log.
+/// Opaque, per-reader cursors of the event log and of every list.
 ///
 /// A cursor is a log position sealed with AES-GCM under a key derived (HKDF) from the
 /// database's cursor secret (a random setting made once, shared by every node) and the
@@ -13,10 +13,10 @@ import Synchronization
 /// nothing, and it opens for its reader only (anyone else's cursor is `invalid_cursor`).
 package final class EventCursor: Sendable {
     static let settingKey = "event_cursor_secret"
-    private let store: any DBeaconStore
+    private let store: any BeaconStore
     private let secret = Mutex<Data?>(nil)
 
-    package init(store: any DBeaconStore) {
+    package init(store: any BeaconStore) {
         self.store = store
     }
 
