@@ -268,7 +268,9 @@ def main():
     parser.add_argument("--rounds", type=int, default=int(os.environ.get("FAULT_ROUNDS", "3")))
     parser.add_argument("--bin", default=os.environ.get("DBEACON_BIN", ".build/debug/dbeacon"))
     args = parser.parse_args()
-    root = tempfile.mkdtemp(prefix="dbeacon-faults.")
+    # Under /tmp itself: the run's TMPDIR (scripts/test.sh) is private to root, and PostgreSQL runs
+    # as `postgres`, which must reach its folder.
+    root = tempfile.mkdtemp(prefix="dbeacon-faults.", dir="/tmp")
     suite = Suite()
     cluster = Cluster(root)
     nodes = []

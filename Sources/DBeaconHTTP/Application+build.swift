@@ -42,7 +42,11 @@ package func buildRouter(_ services: AppServices, metrics: AppMetrics = AppMetri
     router.add(middleware: ErrorMiddleware(methods: methods))
     router.add(middleware: MetricsMiddleware(metrics: metrics))
     router.add(middleware: RequestLogMiddleware())
-    router.add(middleware: RequestDeadlineMiddleware(seconds: services.config.databaseTimeoutSeconds + 1))
+    // PostgreSQL is reached over the network and can stop answering; the embedded store cannot
+    // (its waits are SQLite's busy timeout), and its hot paths keep the two tasks per request.
+    if StoreLocation.isPostgres(services.config.databasePath) {
+        router.add(middleware: RequestDeadlineMiddleware(seconds: services.config.databaseTimeoutSeconds + 1))
+    }
     let memory = services.engine as? MemoryCoverageEngine
     OperationsController(store: services.store, metrics: metrics, auth: services.auth,
                          metricsToken: services.config.metricsToken,

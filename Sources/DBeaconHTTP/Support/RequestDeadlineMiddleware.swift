@@ -1,7 +1,7 @@
 import DBeaconCore
 import Hummingbird
 
-/// Bounds the time to an answer of every request (`--db-timeout` + 1 s): one database call
+/// On PostgreSQL, bounds the time to an answer of every request (`--db-timeout` + 1 s): one database call
 /// already answers within the deadline (`DatabaseDeadline`), but a request makes several, so the
 /// whole is bounded too. Past the bound the request is cancelled and answered 503
 /// `database_unavailable` with `Retry-After` (a write may have committed just before: read it
