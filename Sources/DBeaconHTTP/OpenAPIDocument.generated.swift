@@ -1024,6 +1024,8 @@ paths:
                   $ref: '#/components/examples/BeaconPage'
         '400':
           $ref: '#/components/responses/BadRequest'
+        '404':
+          $ref: '#/components/responses/NotFound'
         '401':
           $ref: '#/components/responses/Unauthorized'
         '422':
@@ -3414,6 +3416,8 @@ paths:
                     type: ['string', 'null']
         '400':
           $ref: '#/components/responses/BadRequest'
+        '404':
+          $ref: '#/components/responses/NotFound'
         '401':
           $ref: '#/components/responses/Unauthorized'
         '422':
