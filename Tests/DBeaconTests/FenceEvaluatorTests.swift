@@ -92,7 +92,7 @@ import Testing
                 let t = Self.t0.adding(seconds: at)
                 let fix = LocationFix(position: Self.north(m), accuracyM: accuracy, timestamp: t)
                 let covering = beacon.map { b in
-                    b.isVisible(to: .user(Self.ann), at: t) && b.isAlive(at: t)
+                    b.allows(.see, to: .user(Self.ann), at: t) && b.isAlive(at: t)
                         && PerimeterTester(location: b.location, perimeter: b.perimeter).covers(fix.position) ? [b] : []
                 } ?? []
                 var known: [BeaconID: Beacon] = [:]

@@ -23,10 +23,3 @@ package enum Principal: Sendable, Hashable {
 
     package var isAdmin: Bool { self == .admin }
 }
-
-extension Beacon {
-    /// Whether `principal` may see the beacon at `now`: `VisibilityPolicy`'s `.see`.
-    package func isVisible(to principal: Principal, at now: Timestamp) -> Bool {
-        allows(.see, to: principal, at: now)
-    }
-}

@@ -58,10 +58,10 @@ struct EventStreamController {
         var resume: [(raw: String, path: String)] = []
         if let after = try q.string("after") { resume.append((after, "after")) }
         if let header = request.headers[HTTPField.Name("Last-Event-ID")!] { resume.append((header, "Last-Event-ID")) }
-        for (raw, path) in resume { start = try await feed.resumePosition(raw, path: path, by: principal) }
+        for (raw, path) in resume { start = try await feed.resumePosition(raw, path: path, context: context) }
         guard streaming else {
             // Content negotiation: a client that does not accept a stream gets one page, as JSON.
-            return .json(try await feed.pageJSON(try await feed.events(by: principal, after: start, limit: try q.limit()), for: principal))
+            return .json(try await feed.pageJSON(try await feed.events(by: principal, after: start, limit: try q.limit()), context: context))
         }
         let key = principal.userID?.rawValue ?? "admin"
         guard streams.acquire(key, max: Self.maxStreamsPerUser) else {

@@ -72,8 +72,8 @@ struct LiveController {
         let q = QueryReader(request)
         var after: Int64?
         if let raw = try q.string("after") ?? q.string("cursor") {
-            after = try await feed.resumePosition(raw, path: "after", by: context.principal)
+            after = try await feed.resumePosition(raw, path: "after", context: context)
         }
-        return .json(try await feed.pageJSON(try await feed.events(by: context.principal, after: after, limit: try q.limit()), for: context.principal))
+        return .json(try await feed.pageJSON(try await feed.events(by: context.principal, after: after, limit: try q.limit()), context: context))
     }
 }

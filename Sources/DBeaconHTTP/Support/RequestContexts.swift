@@ -8,7 +8,7 @@ package struct AppRequestContext: RequestContext {
     package var coreContext: CoreRequestContextStorage
     package var principal: Principal?
     /// Seals and opens page cursors (set with the principal).
-    package var cursors: EventCursor?
+    package var cursors: PageCursor?
     /// The client's IP address (no port), for limits per client; "unknown" in router tests.
     package let clientAddress: String
 
@@ -26,7 +26,7 @@ package struct AuthenticatedContext: ChildRequestContext {
     package var coreContext: CoreRequestContextStorage
     package let principal: Principal
     package let clientAddress: String
-    let cursors: EventCursor
+    let cursors: PageCursor
 
     package init(context: AppRequestContext) throws {
         guard let principal = context.principal, let cursors = context.cursors else { throw DBeaconError.unauthorized() }
@@ -47,8 +47,15 @@ extension AuthenticatedContext {
     /// another form, 404 for one sealed for someone else (as for another reader's event id).
     func position(of raw: String?, key: String = "cursor") async throws -> Int64? {
         guard let raw else { return nil }
-        if let position = try await cursors.open(raw, for: principal) { return position }
-        if EventCursor.isWellFormed(raw) { throw DBeaconError.notFound("cursor", path: key) }
+        if let position = try await openCursor(raw, key: key) { return position }
         throw DBeaconError(.badRequest, code: "invalid_cursor", message: "\(key) is not a cursor returned by this API", path: key)
+    }
+
+    /// The position `raw` names if it is a cursor sealed for this caller; 404 for one sealed for
+    /// someone else; nil for a value of another form.
+    func openCursor(_ raw: String, key: String) async throws -> Int64? {
+        if let position = try await cursors.open(raw, for: principal) { return position }
+        if PageCursor.isWellFormed(raw) { throw DBeaconError.notFound("cursor", path: key) }
+        return nil
     }
 }

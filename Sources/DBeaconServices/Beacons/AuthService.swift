@@ -8,7 +8,7 @@ import Synchronization
 package final class AuthService: Sendable {
     private let store: any BeaconStore
     /// Seals the page cursors of every list for their reader (one key per database).
-    package let cursors: EventCursor
+    package let cursors: PageCursor
     private let clock: any WallClock
     private let adminHash: Mutex<[UInt8]?> = Mutex(nil)
     /// Token hash → principal, so the hot path does not hit the database.
@@ -18,7 +18,7 @@ package final class AuthService: Sendable {
 
     package init(store: any BeaconStore, clock: any WallClock = SystemClock()) {
         self.store = store
-        self.cursors = EventCursor(store: store)
+        self.cursors = PageCursor(store: store)
         self.clock = clock
     }
 

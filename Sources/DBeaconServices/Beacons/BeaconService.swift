@@ -99,12 +99,14 @@ package struct BeaconService: Sendable {
 
     /// Ranked beacons through the gate: those `principal` may see now, as nearby results.
     package func present(_ ranked: [RankedBeacon], to principal: Principal) async throws -> [NearbyResult] {
+        // The gate keeps the order it is given, leaving out what the caller may not see.
         let shown = try await gate.present(ranked.map(\.beacon), to: principal)
-        var byID: [BeaconID: VisibleBeacon] = [:]
-        for v in shown { byID[v.id] = v }
+        var next = 0
         var moved = false
         let results = ranked.compactMap { r -> NearbyResult? in
-            guard let v = byID[r.beacon.id] else { return nil }
+            guard next < shown.count, shown[next].id == r.beacon.id else { return nil }
+            let v = shown[next]
+            next += 1
             guard v.location != r.beacon.location else { return NearbyResult(beacon: v, distanceM: r.distanceM, bearingDeg: r.bearingDeg) }
             // Located per viewer (a tour at its first stop they may see): measured again.
             moved = true
@@ -115,16 +117,11 @@ package struct BeaconService: Sendable {
         return results.sorted { $0.distanceM != $1.distanceM ? $0.distanceM < $1.distanceM : $0.beacon.id < $1.beacon.id }
     }
 
-    /// The ids among `ids` of beacons `principal` may see now.
-    package func visibleIDs(_ ids: [BeaconID], to principal: Principal) async throws -> Set<BeaconID> {
-        try await gate.visibleIDs(ids, to: principal)
-    }
-
     /// An update event (`values.relationships`) as its recipient may read it now.
     package func redactingValues(of event: Event) async throws -> Event {
         guard let links = event.data["values"]?["relationships"]?.arrayValue, !links.isEmpty else { return event }
         let targets = links.compactMap { $0["target"]?.stringValue.flatMap(BeaconID.init) }
-        let seen = try await visibleIDs(targets, to: .user(event.recipient))
+        let seen = try await gate.visibleIDs(targets, to: .user(event.recipient))
         let kept = links.filter { link in link["target"]?.stringValue.flatMap(BeaconID.init).map(seen.contains) ?? false }
         guard kept.count != links.count, var values = event.data["values"]?.objectValue else { return event }
         values["relationships"] = .array(kept)

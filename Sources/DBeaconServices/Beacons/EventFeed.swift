@@ -9,13 +9,10 @@ package import DBeaconStore
 package struct EventFeed: Sendable {
     package let store: any DBeaconStore
     package let beacons: BeaconService
-    /// Seals and opens the `next_cursor` of pages (per reader, opaque).
-    package let cursors: EventCursor
 
     package init(store: any DBeaconStore, beacons: BeaconService) {
         self.store = store
         self.beacons = beacons
-        self.cursors = EventCursor(store: store)
     }
 
     /// Where a page starts: after an event id (only the caller's own events resolve) or a cursor.

@@ -123,9 +123,7 @@ package struct VisibilityGate: Sendable {
 
     /// The ids among `ids` of beacons `viewer` may see now.
     package func visibleIDs(_ ids: [BeaconID], to viewer: Principal) async throws -> Set<BeaconID> {
-        guard !ids.isEmpty else { return [] }
-        let now = clock.now()
-        return Set(try await lookup.beacons(ids: ids).filter { $0.allows(.see, to: viewer, at: now) }.map(\.id))
+        Set(try await resolve(ids, for: viewer).keys)
     }
 
     /// A beacon named by `viewer` in a write (a relationship target, a tour stop, a registry

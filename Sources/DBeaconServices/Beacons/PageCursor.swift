@@ -4,15 +4,15 @@ package import DBeaconStore
 import Foundation
 import Synchronization
 
-/// Opaque, per-reader cursors of the event log and of every list.
+/// Opaque, per-reader page cursors of every list (the event log included).
 ///
 /// A cursor is a log position sealed with AES-GCM under a key derived (HKDF) from the
 /// database's cursor secret (a random setting made once, shared by every node) and the
 /// reader's id. The log position itself counts everyone's events, so a plain number would let a
 /// reader measure other people's activity between two of their own pages; sealed, a cursor says
 /// nothing, and it opens for its reader only (anyone else's cursor is `invalid_cursor`).
-package final class EventCursor: Sendable {
-    static let settingKey = "event_cursor_secret"
+package final class PageCursor: Sendable {
+    static let settingKey = "page_cursor_secret"
     private let store: any BeaconStore
     private let secret = Mutex<Data?>(nil)
 
@@ -57,7 +57,7 @@ package final class EventCursor: Sendable {
         }
         guard let material else { throw DBeaconError.internalError("no event cursor secret") }
         let secret = SymmetricKey(data: material)
-        let info = Data("dbeacon event cursor \(reader.userID?.rawValue ?? "admin")".utf8)
+        let info = Data("dbeacon page cursor \(reader.userID?.rawValue ?? "admin")".utf8)
         return HKDF<SHA256>.deriveKey(inputKeyMaterial: secret, info: info, outputByteCount: 32)
     }
 
