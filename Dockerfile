@@ -6,7 +6,7 @@
 FROM swift:6.3.1-bookworm AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libsqlite3-dev libspatialite-dev libgeos-dev libsqlite3-mod-spatialite \
+      libsqlite3-dev libspatialite-dev libgeos-dev libproj-dev libsqlite3-mod-spatialite \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
@@ -19,7 +19,7 @@ RUN swift build -c release --product dbeacon --static-swift-stdlib \
 FROM debian:bookworm-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libsqlite3-0 libspatialite7 libgeos-c1v5 libsqlite3-mod-spatialite libjs-leaflet ca-certificates curl \
+      libsqlite3-0 libspatialite7 libgeos-c1v5 libproj25 libsqlite3-mod-spatialite libjs-leaflet ca-certificates curl \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --home /data dbeacon && mkdir -p /data && chown dbeacon /data
 COPY --from=build /usr/local/bin/dbeacon /usr/local/bin/dbeacon

@@ -36,6 +36,13 @@ let package = Package(
             pkgConfig: nil,
             providers: [.apt(["libgeos-dev"])]
         ),
+        // Karney's geodesics (GeographicLib's C code, shipped in PROJ: libproj-dev, which
+        // libspatialite-dev depends on).
+        .systemLibrary(
+            name: "CGeodesic",
+            pkgConfig: nil,
+            providers: [.apt(["libproj-dev"])]
+        ),
         // Header-only: cache prefetch hints (Swift has no intrinsic for them).
         .systemLibrary(name: "CPrefetch"),
         .target(
@@ -44,7 +51,7 @@ let package = Package(
         ),
         .target(
             name: "DBeaconGeo",
-            dependencies: ["DBeaconCore", "CGEOS"],
+            dependencies: ["DBeaconCore", "CGEOS", "CGeodesic"],
             swiftSettings: settings
         ),
         .target(

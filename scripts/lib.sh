@@ -17,7 +17,7 @@ apt_install() {
 # The system libraries DBeacon builds and runs with (and Leaflet, which the map console at /
 # serves from Debian's libjs-leaflet).
 install_build_dependencies() {
-    apt_install libsqlite3-dev libspatialite-dev libgeos-dev libsqlite3-mod-spatialite libjs-leaflet
+    apt_install libsqlite3-dev libspatialite-dev libgeos-dev libproj-dev libsqlite3-mod-spatialite libjs-leaflet
 }
 
 # A virtualenv with the independent references the tests compare against (shapely,

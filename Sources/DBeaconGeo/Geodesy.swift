@@ -1,3 +1,4 @@
+import CGeodesic
 package import DBeaconCore
 
 #if canImport(Glibc)
@@ -8,10 +9,11 @@ import Darwin
 
 /// Geodesic computations on the WGS84 ellipsoid.
 ///
-/// Distances and azimuths use Vincenty's inverse formula (sub-millimetre on the ellipsoid,
-/// checked against GeographicLib in the tests). For the rare nearly-antipodal pairs where the
-/// iteration does not converge, a spherical estimate is returned instead; those pairs are
-/// thousands of kilometres beyond any perimeter this service deals with.
+/// Distances and azimuths are Karney's (GeographicLib's algorithms, through the C
+/// implementation PROJ ships): accurate to round-off, about 15 nm, for every pair of points,
+/// nearly antipodal ones included (checked against GeographicLib's Python implementation in
+/// the tests). Clear cases of the many circle tests a lookup makes are decided by a local
+/// estimate first (`circleContains`).
 package enum Geodesy {
     package static let a = 6_378_137.0
     package static let f = 1 / 298.257_223_563
@@ -23,56 +25,37 @@ package enum Geodesy {
     private static let degToRad = Double.pi / 180
     private static let radToDeg = 180 / Double.pi
 
+    /// The WGS84 ellipsoid's series coefficients (`geod_init` once; read-only afterwards, so
+    /// any thread may use it).
+    private static let wgs84 = WGS84()
+
+    private final class WGS84: @unchecked Sendable {
+        let g: UnsafeMutablePointer<geod_geodesic>
+        init() {
+            g = .allocate(capacity: 1)
+            geod_init(g, Geodesy.a, Geodesy.f)
+        }
+    }
+
     /// Geodesic distance in metres and initial bearing in degrees clockwise from north, [0, 360).
     package static func inverse(from p1: Position, to p2: Position) -> (distance: Double, bearing: Double) {
-        let lat1 = p1.lat * degToRad, lat2 = p2.lat * degToRad
-        var dLon = (p2.lon - p1.lon)
-        if dLon > 180 { dLon -= 360 } else if dLon < -180 { dLon += 360 }
-        let L = dLon * degToRad
-        let U1 = atan((1 - f) * tan(lat1)), U2 = atan((1 - f) * tan(lat2))
-        let sinU1 = sin(U1), cosU1 = cos(U1), sinU2 = sin(U2), cosU2 = cos(U2)
-        if p1.lat == p2.lat && dLon == 0 { return (0, 0) }
+        let solved = solve(p1, p2)
+        return (solved.distance, normalizedBearing(solved.azimuth1))
+    }
 
-        var lambda = L
-        var sinSigma = 0.0, cosSigma = 0.0, sigma = 0.0, cosSqAlpha = 0.0, cos2SigmaM = 0.0
-        var sinLambda = 0.0, cosLambda = 0.0
-        var converged = false
-        for _ in 0..<200 {
-            sinLambda = sin(lambda)
-            cosLambda = cos(lambda)
-            let t1 = cosU2 * sinLambda
-            let t2 = cosU1 * sinU2 - sinU1 * cosU2 * cosLambda
-            sinSigma = (t1 * t1 + t2 * t2).squareRoot()
-            if sinSigma == 0 { return (0, 0) }
-            cosSigma = sinU1 * sinU2 + cosU1 * cosU2 * cosLambda
-            sigma = atan2(sinSigma, cosSigma)
-            let sinAlpha = cosU1 * cosU2 * sinLambda / sinSigma
-            cosSqAlpha = 1 - sinAlpha * sinAlpha
-            cos2SigmaM = cosSqAlpha != 0 ? cosSigma - 2 * sinU1 * sinU2 / cosSqAlpha : 0
-            let C = f / 16 * cosSqAlpha * (4 + f * (4 - 3 * cosSqAlpha))
-            let previous = lambda
-            lambda = L + (1 - C) * f * sinAlpha
-                * (sigma + C * sinSigma * (cos2SigmaM + C * cosSigma * (-1 + 2 * cos2SigmaM * cos2SigmaM)))
-            if abs(lambda - previous) < 1e-12 {
-                converged = true
-                break
-            }
-        }
-        guard converged else { return sphericalInverse(from: p1, to: p2) }
-
-        let uSq = cosSqAlpha * (a * a - b * b) / (b * b)
-        let A = 1 + uSq / 16384 * (4096 + uSq * (-768 + uSq * (320 - 175 * uSq)))
-        let B = uSq / 1024 * (256 + uSq * (-128 + uSq * (74 - 47 * uSq)))
-        let deltaSigma = B * sinSigma * (cos2SigmaM + B / 4 * (cosSigma * (-1 + 2 * cos2SigmaM * cos2SigmaM)
-            - B / 6 * cos2SigmaM * (-3 + 4 * sinSigma * sinSigma) * (-3 + 4 * cos2SigmaM * cos2SigmaM)))
-        let s = b * A * (sigma - deltaSigma)
-        let alpha1 = atan2(cosU2 * sinLambda, cosU1 * sinU2 - sinU1 * cosU2 * cosLambda)
-        return (s, normalizedBearing(alpha1 * radToDeg))
+    /// Distance (metres), and the azimuths (degrees, −180…180) at both ends: at `p2`, the
+    /// direction of travel arriving there.
+    package static func solve(_ p1: Position, _ p2: Position) -> (distance: Double, azimuth1: Double, azimuth2: Double) {
+        var s12 = 0.0, azi1 = 0.0, azi2 = 0.0
+        geod_inverse(wgs84.g, p1.lat, p1.lon, p2.lat, p2.lon, &s12, &azi1, &azi2)
+        return (s12, azi1, azi2)
     }
 
     /// Geodesic distance in metres.
     package static func distance(_ p1: Position, _ p2: Position) -> Double {
-        inverse(from: p1, to: p2).distance
+        var s12 = 0.0
+        geod_inverse(wgs84.g, p1.lat, p1.lon, p2.lat, p2.lon, &s12, nil, nil)
+        return s12
     }
 
     private static func normalizedBearing(_ deg: Double) -> Double {
@@ -80,18 +63,6 @@ package enum Geodesy {
         if b < 0 { b += 360 }
         if b >= 360 { b = 0 }
         return b
-    }
-
-    /// Haversine on a sphere of mean radius: the fallback for non-convergent Vincenty pairs.
-    private static func sphericalInverse(from p1: Position, to p2: Position) -> (distance: Double, bearing: Double) {
-        let R = (2 * a + b) / 3
-        let lat1 = p1.lat * degToRad, lat2 = p2.lat * degToRad
-        let dLat = lat2 - lat1, dLon = (p2.lon - p1.lon) * degToRad
-        let h = sin(dLat / 2) * sin(dLat / 2) + cos(lat1) * cos(lat2) * sin(dLon / 2) * sin(dLon / 2)
-        let d = 2 * R * asin(min(1, h.squareRoot()))
-        let y = sin(dLon) * cos(lat2)
-        let x = cos(lat1) * sin(lat2) - sin(lat1) * cos(lat2) * cos(dLon)
-        return (d, normalizedBearing(atan2(y, x) * radToDeg))
     }
 
     // MARK: Circle helpers
@@ -130,8 +101,8 @@ package enum Geodesy {
     /// Whether `point` is within `radiusM` (geodesic, boundary included) of `center`.
     ///
     /// A local ellipsoidal flat-earth estimate decides all clear cases; points within
-    /// 0.01% (+1 cm) of the circle's edge go to Vincenty, so the answer is always the one
-    /// Vincenty gives. The estimate's error below 20 km and 80° of latitude is under 2e-5,
+    /// 0.01% (+1 cm) of the circle's edge get the exact distance, so the answer is always the
+    /// exact one. The estimate's error below 20 km and 80° of latitude is under 2e-5,
     /// five times inside that band (tested).
     @inline(__always)
     package static func circleContains(center: Position, radiusM: Double, point: Position) -> Bool {
@@ -143,7 +114,7 @@ package enum Geodesy {
     }
 
     /// The flat-earth estimate's answer when it is clear: the distance is outside the 0.01%
-    /// (+1 cm) band around the radius; nil within it (Vincenty decides).
+    /// (+1 cm) band around the radius; nil within it (the exact distance decides).
     @inline(__always)
     private static func clearly(_ approx: Double, within radiusM: Double) -> Bool? {
         let band = radiusM * 1e-4 + 0.01

@@ -6,13 +6,17 @@ import Glibc
 import Darwin
 #endif
 
-/// How far a point lies outside a perimeter, in metres: the fence engine's exit cushion
-/// (a user leaves only once farther out than the cushion, so a position jittering on the
-/// boundary does not flap between enter and exit).
+/// How far a point lies outside a perimeter, in metres, on the WGS84 ellipsoid: the distance
+/// of `GET /v1/regions` and the fence engine's exit cushion (a user leaves only once farther out
+/// than the cushion, so a position jittering on the boundary does not flap between enter and
+/// exit).
+///
+/// A polygon's edges are straight lines in longitude/latitude (RFC 7946), and the distance to
+/// one is the geodesic distance to its nearest point (Karney's, see `Geodesy`), to round-off:
+/// a tangent plane at the point finds the edges that can be nearest, and the nearest point of
+/// each is then found on the ellipsoid.
 package enum PerimeterDistance {
     /// Distance from `point` to the perimeter of a beacon located at `center`; 0 when covered.
-    /// Polygon distances use a local tangent plane at the point (exact enough for cushions of
-    /// metres to kilometres).
     package static func outside(_ point: Position, perimeter: Perimeter, center: Position, covered: Bool) -> Double {
         if covered { return 0 }
         switch perimeter {
@@ -23,23 +27,85 @@ package enum PerimeterDistance {
         }
     }
 
+    /// `outside(…)` from the tangent plane alone, and how far it may be from the exact value:
+    /// for ranking many candidates before the exact distance of the few that matter. Circles
+    /// are exact (bound 0). The bound is `.infinity` beyond where the plane is trusted.
+    package static func estimate(_ point: Position, perimeter: Perimeter, center: Position, covered: Bool) -> (distance: Double, error: Double) {
+        if covered { return (0, 0) }
+        switch perimeter {
+        case .circle(let r):
+            return (max(0, Geodesy.distance(center, point) - r), 0)
+        case .polygon, .multiPolygon:
+            let d = planeScan(point, perimeter)
+            return (d, planeError(d, latitude: point.lat))
+        }
+    }
+
     /// Whether `point` lies less than `limit` metres outside the perimeter: `outside(…) < limit`
-    /// (the exit cushion test), without the whole scan: a polygon's edges whose box is at least
-    /// `limit` away are skipped, and the scan stops at the first edge closer than `limit`.
+    /// (the exit cushion test), without the whole exact computation: a polygon's edges whose
+    /// box is clearly beyond `limit` are skipped, an edge clearly within it ends the scan, and
+    /// only an answer within the plane's error of `limit` is decided exactly.
     package static func isWithin(_ limit: Double, of perimeter: Perimeter, center: Position, point: Position) -> Bool {
         switch perimeter {
         case .circle(let r):
             return max(0, Geodesy.distance(center, point) - r) < limit
         case .polygon, .multiPolygon:
-            return limit > 0 && edgeDistance(point, perimeter, stopBelow: limit) < limit
+            guard limit > 0 else { return false }
+            let band = planeError(limit, latitude: point.lat)
+            if band.isFinite {
+                // The first edge nearer than the band's far side, or none (infinity).
+                let d = planeScan(point, perimeter, stopBelow: limit + 2 * band)
+                if d < limit - 2 * band { return true }
+                if d >= limit + 2 * band { return false }
+            }
+            return edgeDistance(point, perimeter) < limit
         }
+    }
+
+    /// How far the tangent plane's distance `d` (metres) at `latitude` may be from the geodesic
+    /// one, either way: its first-order term is the change of the parallels' scale across the
+    /// distance (tan φ · d / 2R, taken 1.5 times), then second-order terms. Checked against
+    /// the exact distances in the tests. Infinite near the poles and beyond 200 km.
+    package static func planeError(_ d: Double, latitude: Double) -> Double {
+        guard abs(latitude) < 80, d <= 200_000 else { return .infinity }
+        let q = d / Geodesy.minRadius
+        let t = tan(abs(latitude) * .pi / 180)
+        return d * (0.75 * (t + 1) * q + 3 * q * q + 2e-5) + 0.001
+    }
+
+    /// The exact distance to the nearest edge: edges that the plane says may be nearest (all of
+    /// them where the plane is not trusted) are followed on the ellipsoid.
+    private static func edgeDistance(_ point: Position, _ perimeter: Perimeter) -> Double {
+        let b = planeScan(point, perimeter)
+        let e1 = planeError(b, latitude: point.lat)
+        let threshold = e1.isFinite ? b + e1 + planeError(b + e1, latitude: point.lat) : .infinity
+        var best = Double.infinity
+        let frame = LocalFrame(origin: point)
+        for polygon in perimeter.polygons {
+            for ring in polygon.rings {
+                var previous = ring[0]
+                var pp = frame.project(previous)
+                for p in ring.dropFirst() {
+                    let current = frame.project(p)
+                    defer { previous = p; pp = current }
+                    if threshold.isFinite {
+                        let (x0, x1) = (min(pp.0, current.0), max(pp.0, current.0))
+                        let (y0, y1) = (min(pp.1, current.1), max(pp.1, current.1))
+                        if x0 > threshold || -x1 > threshold || y0 > threshold || -y1 > threshold { continue }
+                        if distanceToSegment(pp, current) > threshold { continue }
+                    }
+                    best = min(best, GeodesicEdge(previous, p).distance(from: point))
+                }
+            }
+        }
+        return best
     }
 
     /// The distance from `point` to the nearest edge of a polygonal perimeter, in the local
     /// plane at the point. Edges whose box is no nearer than the best so far are skipped (the
     /// box is a lower bound of the edge's distance); with `stopBelow`, the scan also skips
     /// edges no nearer than it and returns the first distance below it.
-    private static func edgeDistance(_ point: Position, _ perimeter: Perimeter, stopBelow: Double? = nil) -> Double {
+    private static func planeScan(_ point: Position, _ perimeter: Perimeter, stopBelow: Double? = nil) -> Double {
         var best = Double.infinity
         let frame = LocalFrame(origin: point)
         for polygon in perimeter.polygons {
@@ -69,6 +135,87 @@ package enum PerimeterDistance {
         t = max(0, min(1, t))
         let x = a.0 + t * dx, y = a.1 + t * dy
         return (x * x + y * y).squareRoot()
+    }
+}
+
+/// An edge straight in longitude/latitude (RFC 7946; the short way round across ±180°), and
+/// the geodesic distance from a point to its nearest point.
+package struct GeodesicEdge {
+    let start: Position
+    let dLon: Double, dLat: Double
+
+    package init(_ a: Position, _ b: Position) {
+        start = a
+        var d = b.lon - a.lon
+        if d > 180 { d -= 360 } else if d < -180 { d += 360 }
+        dLon = d
+        dLat = b.lat - a.lat
+    }
+
+    /// The point a fraction `t` along the edge.
+    package func at(_ t: Double) -> Position {
+        var lon = start.lon + t * dLon
+        if lon > 180 { lon -= 360 } else if lon < -180 { lon += 360 }
+        return Position(lon: lon, lat: start.lat + t * dLat)
+    }
+
+    /// The distance from `p` to the point at `t`, and its derivative in `t`: the edge's
+    /// direction there (metres east and north per unit of `t`) against the geodesic's azimuth
+    /// on arrival.
+    func slope(_ p: Position, _ t: Double) -> (distance: Double, derivative: Double) {
+        let q = at(t)
+        let (s, _, azi2) = Geodesy.solve(p, q)
+        let phi = q.lat * .pi / 180
+        let sinPhi = sin(phi)
+        let w2 = 1 - Geodesy.e2 * sinPhi * sinPhi
+        let n = Geodesy.a / w2.squareRoot()
+        let m = Geodesy.a * (1 - Geodesy.e2) / (w2 * w2.squareRoot())
+        let east = dLon * .pi / 180 * n * cos(phi), north = dLat * .pi / 180 * m
+        let alpha = azi2 * .pi / 180
+        return (s, east * sin(alpha) + north * cos(alpha))
+    }
+
+    /// The geodesic distance from `p` to the nearest point of the edge. The distance along a
+    /// piece of at most a quarter degree is unimodal: its minimum is found from the sign of the
+    /// derivative (false position with the Illinois rule, down to a tenth of a millimetre of
+    /// the edge). Longer edges are sampled at such pieces and refined around the nearest.
+    package func distance(from p: Position) -> Double {
+        let span = max(abs(dLon), abs(dLat))
+        let pieces = max(1, Int((span / 0.25).rounded(.up)))
+        guard pieces > 1 else { return minimum(p, 0, 1) }
+        var bestIndex = 0, bestDistance = Double.infinity
+        for i in 0...pieces {
+            let d = Geodesy.distance(p, at(Double(i) / Double(pieces)))
+            if d < bestDistance { (bestIndex, bestDistance) = (i, d) }
+        }
+        let lo = Double(max(0, bestIndex - 1)) / Double(pieces), hi = Double(min(pieces, bestIndex + 1)) / Double(pieces)
+        return min(bestDistance, minimum(p, lo, hi))
+    }
+
+    private func minimum(_ p: Position, _ lo: Double, _ hi: Double) -> Double {
+        var (a, fa) = (lo, slope(p, lo)), (b, fb) = (hi, slope(p, hi))
+        if fa.derivative >= 0 { return fa.distance }
+        if fb.derivative <= 0 { return fb.distance }
+        var best = min(fa.distance, fb.distance)
+        let metresPerT = Swift.max(1e-9, Swift.max(abs(dLon), abs(dLat)) * 111_320)
+        var side = 0
+        for _ in 0..<80 where (b - a) * metresPerT > 1e-4 {
+            var ga = fa.derivative, gb = fb.derivative
+            if side == -1 { gb /= 2 } else if side == 1 { ga /= 2 }
+            var t = (a * gb - b * ga) / (gb - ga)
+            if !(t > a && t < b) { t = (a + b) / 2 }
+            let ft = slope(p, t)
+            best = min(best, ft.distance)
+            if ft.derivative == 0 { break }
+            if ft.derivative < 0 {
+                (a, fa) = (t, ft)
+                side = -1
+            } else {
+                (b, fb) = (t, ft)
+                side = 1
+            }
+        }
+        return best
     }
 }
 

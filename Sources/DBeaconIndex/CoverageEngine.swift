@@ -20,6 +20,12 @@ package protocol CoverageEngine: Sendable {
     func beacons(ids: [BeaconID]) async throws -> [Beacon]
     /// The moving beacons of `owner`.
     func trackingBeacons(owner: UserID) async throws -> [Beacon]
+    /// Beacons whose perimeter's box meets one of `boxes` (each a box of the spatial index's
+    /// kind: within −180…180), alive at `query.at` and covering for `query.viewer` (the
+    /// visibility policy's `cover`), with any of `query.tags`, not moving with their owner;
+    /// each once, unordered, no truncation. `query.point` is unused. Callers still pass the
+    /// answer through the visibility gate.
+    func meeting(_ boxes: [BoundingBox], _ query: CoverQuery) async throws -> [Beacon]
 }
 
 extension CoverageEngine {
@@ -50,5 +56,19 @@ package struct SQLCoverageEngine: CoverageEngine {
 
     package func trackingBeacons(owner: UserID) async throws -> [Beacon] {
         try await store.trackingBeacons(owner: owner)
+    }
+
+    /// The store's beacon list over the perimeters' boxes (its spatial index), every page.
+    package func meeting(_ boxes: [BoundingBox], _ query: CoverQuery) async throws -> [Beacon] {
+        var found: [Beacon] = []
+        var after: Int64?
+        repeat {
+            var list = BeaconListQuery(tags: query.tags, limit: 500, after: after)
+            list.perimeterMeets = boxes
+            let page = try await store.listBeacons(list, viewer: query.viewer, now: query.visibleNow)
+            found += page.items.filter { !$0.tracksOwner && $0.covers(query.viewer, at: query.at, now: query.visibleNow) }
+            after = page.next
+        } while after != nil
+        return found
     }
 }

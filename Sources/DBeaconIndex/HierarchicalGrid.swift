@@ -297,6 +297,39 @@ package struct HierarchicalGrid<Record> {
         }
     }
 
+    /// Calls `body` with every entry whose rounded-out box meets `box` (a superset of the boxes
+    /// meeting it); an entry in several cells comes once per cell. Every occupied level's cells
+    /// over the box are looked up (or all of a level's cells, when there are fewer).
+    package func forEachMeeting(_ box: BoundingBox, _ body: (Candidate) -> Void) {
+        let q = Self.roundedOut(box)
+        for level in occupied {
+            let s = Self.size(level)
+            let x0 = Self.index(q.west, offset: 180, size: s), x1 = Self.index(q.east, offset: 180, size: s)
+            let y0 = Self.index(q.south, offset: 90, size: s), y1 = Self.index(q.north, offset: 90, size: s)
+            func scan(_ list: CellList) {
+                list.boxes.withUnsafeBufferPointer { boxes in
+                    list.entries.withUnsafeBufferPointer { entries in
+                        for i in 0..<list.count {
+                            let b = boxes[i]
+                            guard Double(b.west) <= q.east && q.west <= Double(b.east)
+                                    && Double(b.south) <= q.north && q.south <= Double(b.north) else { continue }
+                            body(Candidate(boxPointer: boxes.baseAddress! + i, entryPointer: entries.baseAddress! + i))
+                        }
+                    }
+                }
+            }
+            if (x1 - x0 + 1) * (y1 - y0 + 1) > cells[level].count {
+                for list in cells[level].values { scan(list) }
+            } else {
+                for x in x0...x1 {
+                    for y in y0...y1 {
+                        if let list = cells[level][Self.key(x, y)] { scan(list) }
+                    }
+                }
+            }
+        }
+    }
+
     /// Candidates prepared before they are tested (a city point has a few dozen).
     static var batch: Int { 64 }
 }

@@ -872,37 +872,92 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         return n
     }
 
+    /// What a query admits before any geometry: lifetime, the viewer's view of it (owner,
+    /// members of a private beacon, alive now), service and tags. The index's form of the
+    /// visibility policy's `cover` (checked equal to it in `VisibilityPolicyTests`).
+    struct Admission {
+        let at: Int64, now: Int64
+        let checkNow: Bool
+        var viewer: Int32 = -2 // a user unknown to the index owns nothing and is in no group
+        var isAdmin = false
+        let viewerBit: UInt64
+        var tagMask: UInt64 = 0
+        var overflowQuery = false
+        let tagFilter: Bool
+        let tags: [String]
+        var service: Int32 = 0
+        /// Nothing can match (a tag or service no beacon has).
+        var none = false
+
+        /// Must hold the read lock.
+        init(_ query: CoverQuery, _ engine: MemoryCoverageEngine) {
+            at = query.at.millis
+            now = query.visibleNow.millis
+            checkNow = now != at
+            switch query.viewer {
+            case .admin: isAdmin = true
+            case .user(let uid): viewer = engine.users[uid] ?? -2
+            }
+            viewerBit = MemoryCoverageEngine.memberBit(viewer)
+            tags = query.tags
+            tagFilter = !query.tags.isEmpty
+            if tagFilter {
+                for tag in query.tags {
+                    if let id = engine.tagIDs[tag] {
+                        if id < 64 { tagMask |= 1 << UInt64(id) } else { overflowQuery = true }
+                    }
+                }
+                if tagMask == 0 && !overflowQuery { none = true } // no beacon has any of these tags
+            }
+            if let s = query.service {
+                if let i = engine.services[s] { service = i } else { none = true }
+            }
+        }
+
+        /// Whether the slot's beacon passes. Must hold the read lock.
+        @inline(__always)
+        func admits(_ h: Hot, slot: Int32, _ engine: MemoryCoverageEngine) -> Bool {
+            guard h.lifeStart <= at, at < h.lifeEnd else { return false }
+            if checkNow && !isAdmin && h.owner != viewer && !(h.lifeStart <= now && now < h.lifeEnd) { return false }
+            if service != 0 && h.service != service { return false }
+            if tagFilter && h.tagBits & tagMask == 0 {
+                guard overflowQuery && h.overflowTags, let c = engine.cold[Int(slot)],
+                      tags.contains(where: engine.tags(of: c).contains) else { return false }
+            }
+            if !isAdmin && h.isPrivate && h.owner != viewer {
+                guard h.memberBits & viewerBit != 0, let c = engine.cold[Int(slot)], c.members.contains(viewer) else { return false }
+            }
+            return true
+        }
+    }
+
+    /// The beacons whose perimeter's box meets one of `boxes`, that `query` admits (its point
+    /// unused), not moving with their owner; each once, by slot. The candidates of
+    /// `GET /v1/regions`, from the grid: every level's cells over the boxes.
+    package func meeting(_ boxes: [BoundingBox], _ query: CoverQuery) async throws -> [Beacon] {
+        lock.read {
+            let admission = Admission(query, self)
+            guard !admission.none else { return [] }
+            var found = Set<Int32>()
+            for box in boxes {
+                grid.forEachMeeting(box) { entry in
+                    let slot = entry.slot
+                    guard !found.contains(slot), admission.admits(entry.record, slot: slot, self),
+                          let c = cold[Int(slot)], !c.tracksOwner else { return }
+                    if entry.record.multiBox && !c.splitBoxes.contains(where: { $0.intersects(box) }) { return }
+                    found.insert(slot)
+                }
+            }
+            return beacons(of: found.sorted())
+        }
+    }
+
     /// Calls `body` with each matching slot once. Must hold the read lock.
     @inline(__always)
     private func visit(_ query: CoverQuery, _ body: (Int32) -> Void) {
         let lon = query.point.lon, lat = query.point.lat
-        let at = query.at.millis
-        let now = query.visibleNow.millis
-        let checkNow = now != at
-        var viewer: Int32 = -2 // a user unknown to the index owns nothing and is in no group
-        var isAdmin = false
-        switch query.viewer {
-        case .admin: isAdmin = true
-        case .user(let uid): viewer = users[uid] ?? -2
-        }
-        let viewerBit = Self.memberBit(viewer)
-        var tagMask: UInt64 = 0
-        var overflowQuery = false
-        var tagFilter = !query.tags.isEmpty
-        if tagFilter {
-            for tag in query.tags {
-                if let id = tagIDs[tag] {
-                    if id < 64 { tagMask |= 1 << UInt64(id) } else { overflowQuery = true }
-                }
-            }
-            if tagMask == 0 && !overflowQuery { return } // no beacon has any of these tags
-            tagFilter = true
-        }
-        var service: Int32 = 0
-        if let s = query.service {
-            guard let i = services[s] else { return }
-            service = i
-        }
+        let admission = Admission(query, self)
+        guard !admission.none else { return }
         var multiBoxSeen: [Int32] = []
         // The rasters' words, the block addresses and the slots do not move while the read lock is held.
         let pointLatitude = Geodesy.LatitudeTrig(lat)
@@ -930,16 +985,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             }
         }) { entry in
             let slot = entry.slot, h = entry.record
-            guard h.lifeStart <= at, at < h.lifeEnd else { return }
-            if checkNow && !isAdmin && h.owner != viewer && !(h.lifeStart <= now && now < h.lifeEnd) { return }
-            if service != 0 && h.service != service { return }
-            if tagFilter && h.tagBits & tagMask == 0 {
-                guard overflowQuery && h.overflowTags, let c = cold[Int(slot)],
-                      query.tags.contains(where: tags(of: c).contains) else { return }
-            }
-            if !isAdmin && h.isPrivate && h.owner != viewer {
-                guard h.memberBits & viewerBit != 0, let c = cold[Int(slot)], c.members.contains(viewer) else { return }
-            }
+            guard admission.admits(h, slot: slot, self) else { return }
             if h.multiBox {
                 guard let c = cold[Int(slot)], c.splitBoxes.contains(where: { $0.contains(query.point) }),
                       !multiBoxSeen.contains(slot) else { return }
@@ -980,7 +1026,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     }
 
     /// The tags of a slot (from its record: only beacons with a tag beyond the 64 with bits need this).
-    private func tags(of c: Cold) -> [String] {
+    func tags(of c: Cold) -> [String] {
         records.withUnsafeBytes { beacon(c, $0, perimeter: false).tags }
     }
 

@@ -46,10 +46,10 @@ package struct RegionService: Sendable {
     package static let searchRadiiM: [Double] = [1_000, 3_000, 10_000, 30_000]
     package static let defaultMax = 20
     package static let maxMax = 100
-    /// Kept off the refresh radius: perimeter distances come from a tangent plane at the user
-    /// (within 1 m + 0.2 % of the geodesic distance at these ranges), so the circle stays
-    /// clear of every perimeter left out.
-    package static func safe(_ d: Double) -> Double { max(0, d - 1 - 0.003 * d) }
+    /// The refresh radius short of the nearest perimeter left out, `d` metres away (exact, or
+    /// a lower bound of the exact distance): a centimetre and rounding down to a decimetre keep
+    /// the circle off it.
+    package static func safe(_ d: Double) -> Double { max(0, ((d - 0.01) * 10).rounded(.down) / 10) }
 
     package init(beacons: BeaconService, registry: any RegistryStore) {
         self.beacons = beacons
@@ -67,7 +67,7 @@ package struct RegionService: Sendable {
         var searched = Self.searchRadiiM[0]
         for radius in Self.searchRadiiM {
             searched = radius
-            ranked = try await candidates(near: point, radius: radius, tags: tags, by: principal, now: now)
+            ranked = try await candidates(near: point, radius: radius, tags: tags, by: principal, now: now, needed: slots + 1)
             if ranked.count > slots { break }
         }
         let included = Array(ranked.prefix(slots))
@@ -96,29 +96,50 @@ package struct RegionService: Sendable {
                 spare -= 1
             }
         }
-        regions.append(MonitoredRegion(kind: .refresh(center: point, radiusM: (refresh * 10).rounded(.down) / 10), beacon: nil, distanceM: 0))
+        regions.append(MonitoredRegion(kind: .refresh(center: point, radiusM: refresh), beacon: nil, distanceM: 0))
         return RegionAnswer(regions: regions, complete: complete)
     }
 
     /// Every beacon the caller may see, alive now and not moving, whose perimeter lies within
-    /// `radius` of `point`, by distance to its perimeter (0 inside), then id.
+    /// `radius` of `point`, nearest perimeter first (0 inside, then id), at least the first
+    /// `needed` of them with their exact distance and the rest after them.
+    ///
+    /// The configured engine finds those whose perimeter's box meets the search circle's boxes
+    /// (the memory engine's grid, or the store's spatial index). Distances are estimated on a
+    /// tangent plane with a known error bound; exact (geodesic) distances are then computed
+    /// for every candidate that may be among the first `needed`: those whose estimate, less its
+    /// error, is not beyond the farthest exact distance of the first `needed` estimates.
     func candidates(near point: Position, radius: Double, tags: [String], by principal: Principal,
-                    now: Timestamp) async throws -> [(beacon: VisibleBeacon, distance: Double)] {
-        var found: [(beacon: VisibleBeacon, distance: Double)] = []
-        var after: Int64?
+                    now: Timestamp, needed: Int) async throws -> [(beacon: VisibleBeacon, distance: Double)] {
         let boxes = Geodesy.boundingBoxes(center: point, radiusM: radius)
-        repeat {
-            var query = BeaconListQuery(tags: tags, limit: BeaconService.maxPageSize, after: after)
-            query.perimeterMeets = boxes
-            let page = try await beacons.store.listBeacons(query, viewer: principal, now: now)
-            for b in try await beacons.gate.present(page.items, to: principal) where b.beacon.isAlive(at: now) && !b.tracksOwner {
-                let covered = PerimeterTester(location: b.location, perimeter: b.perimeter).covers(point)
-                let d = PerimeterDistance.outside(point, perimeter: b.perimeter, center: b.location, covered: covered)
-                if d <= radius { found.append((b, d)) }
-            }
-            after = page.next
-        } while after != nil
-        return found.sorted { ($0.distance, $0.beacon.id) < ($1.distance, $1.beacon.id) }
+        let found = try await beacons.engine.meeting(boxes, CoverQuery(point: point, tags: tags, at: now, viewer: principal))
+        var ranked: [(beacon: VisibleBeacon, covered: Bool, estimate: Double, error: Double)] = []
+        for b in try await beacons.gate.present(found, to: principal) where b.beacon.isAlive(at: now) && !b.tracksOwner {
+            let covered = PerimeterTester(location: b.location, perimeter: b.perimeter).covers(point)
+            let (d, error) = PerimeterDistance.estimate(point, perimeter: b.perimeter, center: b.location, covered: covered)
+            if d - error <= radius { ranked.append((b, covered, d, error)) }
+        }
+        ranked.sort { ($0.estimate, $0.beacon.id) < ($1.estimate, $1.beacon.id) }
+        func exact(_ i: Int) -> Double {
+            let r = ranked[i]
+            return r.error == 0 ? r.estimate
+                : PerimeterDistance.outside(point, perimeter: r.beacon.perimeter, center: r.beacon.location, covered: r.covered)
+        }
+        let head = Swift.min(needed, ranked.count)
+        var measured = (0..<head).map { (beacon: ranked[$0].beacon, distance: exact($0)) }
+        let farthest = measured.map(\.distance).max() ?? 0
+        // The others are measured too when they may be nearer than that; the rest are farther
+        // than every one of the first `needed`, and their lower bound stands for their distance
+        // (it only orders them, and keeps the refresh circle clear of them).
+        var rest: [(beacon: VisibleBeacon, distance: Double)] = []
+        for i in head..<ranked.count {
+            let lower = ranked[i].estimate - ranked[i].error
+            if lower <= farthest { measured.append((ranked[i].beacon, exact(i))) } else { rest.append((ranked[i].beacon, lower)) }
+        }
+        func nearestFirst(_ x: (beacon: VisibleBeacon, distance: Double), _ y: (beacon: VisibleBeacon, distance: Double)) -> Bool {
+            (x.distance, x.beacon.id) < (y.distance, y.beacon.id)
+        }
+        return measured.filter { $0.distance <= radius }.sorted(by: nearestFirst) + rest.sorted(by: nearestFirst)
     }
 
     /// The beacon's perimeter as a circle: itself, or a polygon's enclosing circle, its radius
