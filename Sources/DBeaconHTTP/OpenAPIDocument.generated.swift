@@ -691,7 +691,10 @@ paths:
                           description: null when the entry matches any minor.
                         distance_m:
                           type: number
-                          description: From the caller to the beacon's perimeter (0 inside).
+                          description: >-
+                            From the caller to the nearest point of the beacon's perimeter (0
+                            inside), geodesic on WGS84 (Karney), a polygon's edges being straight
+                            lines in longitude/latitude (RFC 7946); rounded to 0.1 m.
               example: {"max": 3, "regions": [
                 {"kind": "circle", "type": "circle", "id": "bcn_markthalle", "center": {"lat": 48.7764, "lon": 9.1793}, "radius_m": 60, "approximate": false, "beacon": "bcn_markthalle", "name": "Markthalle", "distance_m": 0},
                 {"kind": "ibeacon", "type": "ibeacon", "id": "reg_x1", "uuid": "f7826da6-4fa2-4e98-8024-bc5b71e0893e", "major": 100, "minor": 1, "beacon": "bcn_markthalle", "name": "Markthalle", "distance_m": 0},

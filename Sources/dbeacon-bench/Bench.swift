@@ -28,7 +28,7 @@ struct BenchCommand: AsyncParsableCommand {
               • the same lookups on the SQL path (SpatiaLite R*Tree + ST_Covers);
               • location fixes per second through the fence engine, each acknowledged once durable;
               • a `dbeacon serve` child process: start-up time, resident memory, and GET /v1/nearby
-                under load from wrk (Debian package `wrk`; skipped with a note when missing).
+                and GET /v1/regions under load from wrk (Debian package `wrk`; skipped with a note when missing).
             Build with `swift build -c release` first: debug builds are many times slower.
             """
     )
@@ -88,6 +88,7 @@ struct BenchResult {
     var fixes: Double?, fixEvents: Double?, fixP99ms: Double?
     var http: Double?, httpP50ms: Double?, httpP99ms: Double?, httpBytesPerResponse: Double?
     var httpLean: Double?, httpLeanP99ms: Double?, httpLeanBytesPerResponse: Double?
+    var regions: Double?, regionsP50ms: Double?, regionsP99ms: Double?
     var startupSec: Double?
     /// Exec to healthy without a snapshot (every beacon read from the database).
     var startupColdSec: Double?
@@ -112,6 +113,7 @@ struct BenchResult {
             ("http_bytes_per_response", n(httpBytesPerResponse)),
             ("http_no_perimeter_requests_per_sec", n(httpLean)), ("http_no_perimeter_p99_ms", n(httpLeanP99ms)),
             ("http_no_perimeter_bytes_per_response", n(httpLeanBytesPerResponse)),
+            ("http_regions_requests_per_sec", n(regions)), ("http_regions_p50_ms", n(regionsP50ms)), ("http_regions_p99_ms", n(regionsP99ms)),
             ("fixes_per_sec", n(fixes)), ("fix_events_per_sec", n(fixEvents)), ("fix_p99_ms", n(fixP99ms)),
             ("startup_sec", n(startupSec)), ("startup_from_database_sec", n(startupColdSec)), ("index_ready_sec", n(indexReadySec)), ("index_load_sec", n(loadSec)), ("rss_bytes", i(rssBytes)),
             ("generate_sec", n(generateSec)), ("db_bytes", i(dbBytes)),
@@ -150,6 +152,8 @@ struct BenchResult {
             ("  mean response (KiB)", { f($0.httpBytesPerResponse.map { $0 / 1024 }, 1) }),
             ("… perimeter=none req/s", { count($0.httpLean) }),
             ("  p99 (ms), response (KiB)", { "\(f($0.httpLeanP99ms, 2)) / \(f($0.httpLeanBytesPerResponse.map { $0 / 1024 }, 1))" }),
+            ("HTTP regions (max 20) req/s", { count($0.regions) }),
+            ("  p50 / p99 (ms)", { "\(f($0.regionsP50ms, 2)) / \(f($0.regionsP99ms, 2))" }),
             ("location fixes/s (durable)", { count($0.fixes) }),
             ("  events/s, fix p99 (ms)", { "\(count($0.fixEvents)) / \(f($0.fixP99ms, 1))" }),
             ("server start-up, snapshot (s)", { f($0.startupSec, 2) }),
@@ -514,7 +518,7 @@ struct BenchRun {
         log(String(format: "HTTP: %.0f req/s, p99 %.2f ms", parsed.rate ?? 0, parsed.p99 ?? 0))
 
         let leanScript = "\(command.workdir)/nearby-no-perimeter.lua"
-        try Self.luaScript(seed: command.seed, extra: "&perimeter=none").write(toFile: leanScript, atomically: true, encoding: .utf8)
+        try Self.luaScript(seed: command.seed, extra: "&limit=20&perimeter=none").write(toFile: leanScript, atomically: true, encoding: .utf8)
         let leanOutput = try Self.capture(wrk, ["-t\(command.wrkThreads)", "-c\(command.wrkConnections)",
                                                 "-d\(Int(command.duration.rounded(.up)))s", "--latency", "-s", leanScript, base])
         let lean = Self.parseWrk(leanOutput)
@@ -522,10 +526,22 @@ struct BenchRun {
         result.httpLeanP99ms = lean.p99
         if let rate = lean.rate, let transfer = lean.transfer, rate > 0 { result.httpLeanBytesPerResponse = transfer / rate }
         log(String(format: "HTTP, perimeter=none: %.0f req/s, p99 %.2f ms", lean.rate ?? 0, lean.p99 ?? 0))
+
+        // GET /v1/regions: the 20 regions a phone monitors, from the same random points.
+        let regionsScript = "\(command.workdir)/regions.lua"
+        try Self.luaScript(seed: command.seed, path: "/v1/regions", extra: "&max=20").write(toFile: regionsScript, atomically: true, encoding: .utf8)
+        let regionsOutput = try Self.capture(wrk, ["-t\(command.wrkThreads)", "-c\(command.wrkConnections)",
+                                                   "-d\(Int(command.duration.rounded(.up)))s", "--latency", "-s", regionsScript, base])
+        let regions = Self.parseWrk(regionsOutput)
+        result.regions = regions.rate
+        result.regionsP50ms = regions.p50
+        result.regionsP99ms = regions.p99
+        if regions.errors > 0 { log("wrk reported \(regions.errors) non-2xx or socket errors on regions:\n\(regionsOutput)") }
+        log(String(format: "HTTP regions: %.0f req/s, p50 %.2f ms, p99 %.2f ms", regions.rate ?? 0, regions.p50 ?? 0, regions.p99 ?? 0))
     }
 
     /// Random points in the region, 50 users' tokens, one tag filter in five.
-    static func luaScript(seed: UInt64, extra: String = "") -> String {
+    static func luaScript(seed: UInt64, path: String = "/v1/nearby", extra: String = "&limit=20") -> String {
         let c = BenchCity.center
         return """
             math.randomseed(\(seed % 1_000_000))
@@ -533,7 +549,7 @@ struct BenchRun {
             request = function()
               local lat = \(c.lat) + (math.random() * 2 - 1) * \(BenchCity.halfLat)
               local lon = \(c.lon) + (math.random() * 2 - 1) * \(BenchCity.halfLon)
-              local path = string.format("/v1/nearby?lat=%.6f&lon=%.6f&limit=20\(extra)", lat, lon)
+              local path = string.format("\(path)?lat=%.6f&lon=%.6f\(extra)", lat, lon)
               if math.random() < 0.2 then path = path .. "&tag=" .. tags[math.random(#tags)] end
               local token = "bench-token-" .. math.random(0, 49)
               return wrk.format("GET", path, {["Authorization"] = "Bearer " .. token})

@@ -1,5 +1,6 @@
 import DBeaconCore
 import DBeaconGeo
+import DBeaconHTTP
 import DBeaconServices
 import Foundation
 import HTTPTypes
@@ -8,12 +9,15 @@ import HummingbirdTesting
 import Testing
 
 /// The promise of `GET /v1/regions` (issue 28), as a property over random cities with the
-/// shapes that broke it: a dense block of small beacons, large polygons located far from their
-/// edge, 5–30 km polygons at 69°N, a sparse area, beacons on both sides of ±180°, and private
-/// and ended beacons. For random positions and `max`, at points sampled inside each refresh
-/// circle, every beacon the user may see whose perimeter contains the point (GEOS for polygons,
-/// geodesic distance for circles) must be among the returned circles; every returned circle
-/// must contain its beacon's vertices (geodesic); nothing hidden returned; `max` respected.
+/// shapes that broke it: a dense block of 1,600 small beacons, large polygons located far from
+/// their edge, 5–30 km polygons at 69°N, a sparse area with an 11.5 km circle, circles and
+/// polygons on both sides of ±180°, and private and ended twins. On both stores and both
+/// engines, for random positions and `max`, at points sampled inside each refresh circle, an
+/// independent reference (shapely for polygons, GeographicLib for circles and distances) must
+/// find no visible beacon covering the point that is not among the returned circles; every
+/// returned circle must hold its beacon's perimeter (GeographicLib, vertices and points along
+/// every edge); every `distance_m` must be within 0.1 m of GeographicLib's; nothing hidden
+/// returned; `max` respected.
 @Suite struct RegionPromiseTests {
     struct Area {
         var name: String
@@ -28,6 +32,8 @@ import Testing
         Area(name: "sparse", center: Position(lon: 10.20, lat: 48.40), spread: 15_000),
         Area(name: "antimeridian", center: Position(lon: 179.995, lat: -16.5), spread: 2_000),
     ]
+    static let answersPerArea = 8
+    static let samplesPerAnswer = 25
 
     static func star(_ g: inout SeededGenerator, at c: Position, radiusM: Double, vertices: Int) -> Perimeter {
         let frame = LocalFrame(origin: c)
@@ -41,11 +47,28 @@ import Testing
     }
 
     static func offset(_ g: inout SeededGenerator, _ c: Position, within m: Double) -> Position {
-        LocalFrame(origin: c).unproject(Double.random(in: -m...m, using: &g), Double.random(in: -m...m, using: &g))
+        var p = LocalFrame(origin: c).unproject(Double.random(in: -m...m, using: &g), Double.random(in: -m...m, using: &g))
+        if p.lon > 180 { p.lon -= 360 }
+        return p
     }
 
-    @Test(arguments: Backend.all) func everyCoveringBeaconIsMonitoredInsideTheRefreshCircle(_ backend: Backend) async throws {
-        let h = try await TestHarness.make(backend: backend)
+    /// A beacon for the reference script.
+    static func reference(_ b: Beacon) -> JSONValue {
+        if case .circle(let r) = b.perimeter { return .object(["circle": [.number(b.location.lon), .number(b.location.lat), .number(r)]]) }
+        return .object(["polygons": .array(b.perimeter.polygons.map { p in
+            .array(p.rings.map { ring in .array(ring.map { [.number($0.lon), .number($0.lat)] }) }) })])
+    }
+
+    struct Answer {
+        var area: String, max: Int, user: Position
+        var refresh: Double, complete: Bool
+        var circles: [(id: BeaconID, center: Position, radius: Double, distance: Double)]
+        var points: [Position]
+    }
+
+    @Test(arguments: Backend.all, AppConfig.Engine.allCases)
+    func everyCoveringBeaconIsMonitoredInsideTheRefreshCircle(_ backend: Backend, _ engine: AppConfig.Engine) async throws {
+        let h = try await TestHarness.make(backend: backend, engine: engine)
         let (owner, _) = try await h.user("owner")
         let (viewer, token) = try await h.user("viewer")
         var g = SeededGenerator(seed: 2828)
@@ -56,7 +79,7 @@ import Testing
                                   lifetime: lifetime, members: members, createdAt: t, updatedAt: t))
         }
         let dense = Self.areas[0].center
-        for i in 0..<400 { add("dense \(i)", Self.offset(&g, dense, within: 250), .circle(radiusM: .random(in: 10...40, using: &g))) }
+        for i in 0..<1_600 { add("dense \(i)", Self.offset(&g, dense, within: 250), .circle(radiusM: .random(in: 10...40, using: &g))) }
         for i in 0..<12 {  // large polygons whose location is 6 km from their centre
             let c = Self.offset(&g, Self.areas[1].center, within: 3_000)
             add("far \(i)", LocalFrame(origin: c).unproject(6_000, 0), Self.star(&g, at: c, radiusM: .random(in: 1_500...3_000, using: &g), vertices: 40))
@@ -67,9 +90,14 @@ import Testing
         }
         add("sparse", Self.areas[3].center, .circle(radiusM: 11_500))
         for i in 0..<30 {
-            var p = Self.offset(&g, Self.areas[4].center, within: 1_500)
-            if p.lon > 180 { p.lon -= 360 }
-            add("dateline \(i)", p, .circle(radiusM: .random(in: 100...600, using: &g)))
+            add("dateline \(i)", Self.offset(&g, Self.areas[4].center, within: 1_500), .circle(radiusM: .random(in: 100...600, using: &g)))
+        }
+        for (i, side) in [179.99, -179.99].enumerated() {  // polygons on each side, along ±180° itself
+            let edge = side > 0 ? 180.0 : -180.0
+            let lat = -16.5 + Double(i) * 0.004
+            let ring: Ring = [Position(lon: side, lat: lat - 0.003), Position(lon: edge, lat: lat - 0.003), Position(lon: edge, lat: lat + 0.003),
+                              Position(lon: side, lat: lat + 0.003), Position(lon: side, lat: lat - 0.003)]
+            add("dateline side \(i)", Position(lon: side, lat: lat), .polygon(Polygon(rings: [ring])))
         }
         // Hidden from the viewer, everywhere: private and ended twins of some of the above.
         for (i, b) in beacons.enumerated() where i % 9 == 0 {
@@ -79,61 +107,85 @@ import Testing
         try await h.store.insertBeacons(beacons)
         let visible = beacons.filter { $0.allows(.see, to: .user(viewer), at: h.clock.now()) }
         let hidden = Set(beacons.map(\.id)).subtracting(visible.map(\.id))
-        let testers = Dictionary(uniqueKeysWithValues: visible.map { ($0.id, PerimeterTester(location: $0.location, perimeter: $0.perimeter)) })
+        let visibleIndex = Dictionary(uniqueKeysWithValues: visible.enumerated().map { ($1.id, $0) })
 
         let seed = g
-        let (answers, samples, misses) = try await h.app().test(.router) { client in
+        let answers = try await h.app().test(.router) { client in
             var g = seed
-            var answers = 0, samples = 0, misses: [String] = []
+            var answers: [Answer] = []
             for area in Self.areas {
-                for _ in 0..<8 {
-                    var user = Self.offset(&g, area.center, within: area.spread)
-                    if user.lon > 180 { user.lon -= 360 }
+                for _ in 0..<Self.answersPerArea {
+                    let user = Self.offset(&g, area.center, within: area.spread)
                     let max = [3, 5, 20, 100].randomElement(using: &g)!
                     let r = try await client.call(.get, "/v1/regions?lat=\(user.lat)&lon=\(user.lon)&max=\(max)", token: token)
                     #expect(r.status == .ok, "\(r.text)")
                     let regions = r.json?["regions"]?.arrayValue ?? []
-                    answers += 1
                     #expect(regions.count <= max && regions.last?["kind"] == "refresh", "\(area.name): \(regions.count) > \(max)")
-                    let refresh = regions.last?["radius_m"]?.numberValue ?? 0
-                    var circles: [BeaconID: (Position, Double)] = [:]
+                    var answer = Answer(area: area.name, max: max, user: user, refresh: regions.last?["radius_m"]?.numberValue ?? 0,
+                                        complete: r.json?["complete"] != false, circles: [], points: [user])
                     for region in regions where region["kind"] == "circle" {
                         let id = BeaconID(uncheckedRawValue: region["beacon"]?.stringValue ?? "")
                         #expect(!hidden.contains(id), "\(area.name): a hidden beacon returned")
                         let c = Position(lon: region["center"]?["lon"]?.numberValue ?? 0, lat: region["center"]?["lat"]?.numberValue ?? 0)
-                        circles[id] = (c, region["radius_m"]?.numberValue ?? 0)
+                        answer.circles.append((id, c, region["radius_m"]?.numberValue ?? 0, region["distance_m"]?.numberValue ?? -1))
                     }
-                    // Each circle holds its beacon's perimeter.
-                    for b in visible where circles[b.id] != nil {
-                        let (c, radius) = circles[b.id]!
-                        let extent: Double
-                        switch b.perimeter {
-                        case .circle(let rr): extent = Geodesy.distance(c, b.location) + rr
-                        default: extent = b.perimeter.polygons.flatMap(\.exterior).map { Geodesy.distance(c, $0) }.max() ?? 0
-                        }
-                        #expect(extent <= radius + 0.01, "\(area.name): \(b.name) reaches \(extent) m beyond its circle of \(radius) m")
-                    }
-                    // At points inside the refresh circle, every covering beacon is monitored.
                     let frame = LocalFrame(origin: user)
-                    var points = [user]
-                    for _ in 0..<25 where refresh > 0 {
-                        let a = Double.random(in: 0..<(2 * .pi), using: &g), d = refresh * Double.random(in: 0...1, using: &g).squareRoot()
-                        points.append(frame.unproject(d * cos(a), d * sin(a)))
+                    for _ in 0..<Self.samplesPerAnswer where answer.refresh > 0 {
+                        let a = Double.random(in: 0..<(2 * .pi), using: &g), d = answer.refresh * Double.random(in: 0...1, using: &g).squareRoot()
+                        var p = frame.unproject(d * cos(a), d * sin(a))
+                        if p.lon > 180 { p.lon -= 360 } else if p.lon < -180 { p.lon += 360 }
+                        answer.points.append(p)
                     }
-                    for p in points {
-                        samples += 1
-                        // Candidates near the point: by box, then the exact test.
-                        for b in visible where circles[b.id] == nil && testers[b.id]!.covers(p) {
-                            if r.json?["complete"] == false && p == user { continue }  // told: report fixes instead
-                            misses.append("\(area.name), max \(max): \(b.name) covers a point \(Int(Geodesy.distance(user, p))) m "
-                                          + "inside a refresh circle of \(Int(refresh)) m but is not monitored")
-                        }
-                    }
+                    answers.append(answer)
                 }
             }
-            return (answers, samples, misses)
+            return answers
+        }
+
+        // The reference: who covers each sampled point, each returned circle's extent and distance.
+        var points: [JSONValue] = [], distances: [JSONValue] = [], extents: [JSONValue] = []
+        for a in answers {
+            points += a.points.map { [.number($0.lon), .number($0.lat)] }
+            for c in a.circles {
+                guard let i = visibleIndex[c.id] else { continue }
+                distances.append([.number(Double(i)), .number(a.user.lon), .number(a.user.lat)])
+                extents.append([.number(Double(i)), .number(c.center.lon), .number(c.center.lat)])
+            }
+        }
+        let reference = try runReference("perimeter_reference.py", input: .object([
+            "beacons": .array(visible.map(Self.reference)), "covering": .array(points),
+            "distances": .array(distances), "extents": .array(extents),
+        ]))
+        let covering = reference["covering"]?.arrayValue ?? []
+        let referenceDistances = reference["distances"]?.arrayValue?.compactMap(\.numberValue) ?? []
+        let referenceExtents = reference["extents"]?.arrayValue?.compactMap(\.numberValue) ?? []
+        #expect(covering.count == points.count && referenceDistances.count == distances.count)
+
+        var misses: [String] = []
+        var p = 0, k = 0, worstDistance = 0.0, incomplete = 0
+        for a in answers {
+            if !a.complete { incomplete += 1 }
+            let monitored = Set(a.circles.map(\.id))
+            for (j, point) in a.points.enumerated() {
+                defer { p += 1 }
+                for i in covering[p].arrayValue?.compactMap(\.numberValue) ?? [] where !monitored.contains(visible[Int(i)].id) {
+                    if !a.complete && j == 0 { continue }  // told: report fixes instead
+                    misses.append("\(a.area), max \(a.max): \(visible[Int(i)].name) covers a point \(Int(Geodesy.distance(a.user, point))) m "
+                                  + "inside a refresh circle of \(a.refresh) m but is not monitored")
+                }
+            }
+            for c in a.circles where visibleIndex[c.id] != nil {
+                defer { k += 1 }
+                let name = visible[visibleIndex[c.id]!].name
+                #expect(referenceExtents[k] <= c.radius, "\(a.area): \(name) reaches \(referenceExtents[k]) m beyond its circle of \(c.radius) m")
+                worstDistance = max(worstDistance, abs(c.distance - referenceDistances[k]))
+                #expect(abs(c.distance - referenceDistances[k]) <= 0.1,
+                        "\(a.area): \(name) at \(c.distance) m, GeographicLib \(referenceDistances[k]) m")
+            }
         }
         #expect(misses.isEmpty, "\(misses.count) misses: \(misses.prefix(5))")
-        #expect(answers == Self.areas.count * 8 && samples > answers)
+        #expect(answers.count == Self.areas.count * Self.answersPerArea && points.count > answers.count * 10)
+        print("regions promise (\(backend), \(engine)): \(answers.count) answers (\(incomplete) incomplete), "
+              + "\(points.count) points, \(distances.count) circles, worst distance_m \(worstDistance) m from GeographicLib, \(misses.count) misses")
     }
 }
