@@ -72,6 +72,12 @@ package func buildRouter(_ services: AppServices, metrics: AppMetrics = AppMetri
     TourController(tours: services.domain.tours, maxBodyBytes: maxBody).addRoutes(to: v1)
     PromotionController(promotions: services.domain.promotions, maxBodyBytes: maxBody).addRoutes(to: v1)
     RegistryController(registry: services.registry, sightings: services.sightings, maxBodyBytes: maxBody).addRoutes(to: v1)
+    let phones = PhoneController(
+        phones: PhoneService(fences: services.fences, regions: regions, sightings: services.sightings, groups: services.domain.groups,
+                             devices: services.store, clock: services.clock),
+        auth: services.auth, limiter: limiter, clock: services.clock, maxBodyBytes: maxBody)
+    phones.addRoutes(to: v1)
+    phones.addUnauthenticatedRoutes(to: router)
     methods.load(router.routes.map { (path: $0.path.description, method: $0.method.rawValue) })
     return router
 }

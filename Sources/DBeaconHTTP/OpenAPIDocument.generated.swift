@@ -414,6 +414,281 @@ paths:
         '401':
           $ref: '#/components/responses/Unauthorized'
 
+  /v1/me/devices:
+    post:
+      tags: [users]
+      operationId: createDevice
+      summary: Issue a device token for one phone
+      description: >-
+        A token for one of the caller's phones (OwnTracks, Traccar Client, an app): it acts as
+        the user everywhere except here, and is revoked on its own when the phone is lost,
+        without changing the user's token. Shown only this once; only its hash is stored. Devices
+        are managed with the user's own token (a device token gets 403). At most 20 active
+        devices per user (409 `too_many_devices`).
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              additionalProperties: false
+              required: [name]
+              properties:
+                name:
+                  type: string
+                  minLength: 1
+                  maxLength: 100
+                  pattern: '\S'
+            example: {"name": "Ann's iPhone"}
+      responses:
+        '201':
+          description: The device and its token.
+          headers:
+            Location:
+              schema:
+                type: string
+          content:
+            application/json:
+              schema:
+                allOf:
+                  - $ref: '#/components/schemas/Device'
+                  - type: object
+                    required: [token]
+                    properties:
+                      token:
+                        type: string
+                        pattern: '^dbd_'
+              example: {"id": "dev_4fT7kQ2mX9pL1sV8wB3nC6", "name": "Ann's iPhone", "created_at": "2026-11-21T12:00:00.000Z", "last_seen_at": null, "revoked_at": null, "active": true, "token": "dbd_Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2H1g0F9e"}
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '409':
+          $ref: '#/components/responses/Conflict'
+        '413':
+          $ref: '#/components/responses/PayloadTooLarge'
+        '415':
+          $ref: '#/components/responses/UnsupportedMediaType'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+    get:
+      tags: [users]
+      operationId: listDevices
+      summary: The caller's devices
+      description: Newest first (at most 100), revoked ones included; tokens are never shown again.
+      responses:
+        '200':
+          description: The devices.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [devices]
+                properties:
+                  devices:
+                    type: array
+                    items:
+                      $ref: '#/components/schemas/Device'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+
+  /v1/me/devices/{device}:
+    delete:
+      tags: [users]
+      operationId: revokeDevice
+      summary: Revoke a device's token
+      description: The token stops working at once, on every node. 404 for a device that is not the caller's.
+      parameters:
+        - name: device
+          in: path
+          required: true
+          schema:
+            type: string
+      responses:
+        '204':
+          description: Revoked.
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+
+  /v1/owntracks:
+    post:
+      tags: [location]
+      operationId: postOwnTracks
+      summary: OwnTracks in HTTP mode
+      description: >-
+        The URL to give the OwnTracks app (Mode HTTP), with HTTP Basic authentication: the user
+        name is the user's id or name, the password a device token (`POST /v1/me/devices`) or the
+        user's token. The body is one OwnTracks message, an array of them, or nothing:
+        `location` is a fix through the fence engine (`acc`, `tst`); `transition` an entry or
+        exit of a region DBeacon gave the phone (named by `rid`, else by the waypoint's `wtst`,
+        else `desc`; a region DBeacon did not give is left alone), the same events as
+        `POST /v1/me/region-events`; `beacon` (iOS ranging) a sighting through the registry;
+        anything else (`lwt`, `status`, `card`, `waypoint(s)`, unknown types) is accepted and
+        left alone, as are messages older than the fence engine takes (what a phone queued
+        offline). The answer is the array of messages the app reads: `cmd` `clearWaypoints` then
+        `setWaypoints` with the regions of `GET /v1/regions` (at most 20: beacon circles, iBeacon
+        regions, and a `refresh` circle whose exit makes the phone post again) whenever they
+        changed or the phone left its refresh circle; and for each member of the caller's groups
+        whose position group status shows, a `card` and a `location` keyed by `tid`.
+      security:
+        - basicAuth: []
+        - bearerAuth: []
+      requestBody:
+        required: false
+        content:
+          application/json:
+            schema:
+              oneOf:
+                - $ref: '#/components/schemas/OwnTracksMessage'
+                - type: array
+                  maxItems: 1000
+                  items:
+                    $ref: '#/components/schemas/OwnTracksMessage'
+            example: {"_type": "location", "lat": 48.7784, "lon": 9.18, "acc": 12, "tst": 1795262400, "tid": "an", "t": "u"}
+      responses:
+        '200':
+          description: Messages for the app (often none).
+          content:
+            application/json:
+              schema:
+                type: array
+                items:
+                  type: object
+                  required: [_type]
+                  properties:
+                    _type:
+                      type: string
+                      enum: [cmd, card, location]
+              example: [{"_type": "cmd", "action": "clearWaypoints"}, {"_type": "cmd", "action": "setWaypoints", "waypoints": {"_type": "waypoints", "waypoints": [{"_type": "waypoint", "desc": "Markthalle", "lat": 48.7764, "lon": 9.1793, "rad": 60, "tst": 1421339377, "rid": "bcn_markthalle"}]}}]
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '413':
+          $ref: '#/components/responses/PayloadTooLarge'
+        '415':
+          $ref: '#/components/responses/UnsupportedMediaType'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+
+  /v1/osmand:
+    get:
+      tags: [location]
+      operationId: getOsmAnd
+      summary: Traccar Client / OsmAnd (query string)
+      description: >-
+        The OsmAnd protocol as Traccar reads it; the URL to give Traccar Client as its server.
+        `id` (or `deviceid`) is the device identifier: set it to a device token from
+        `POST /v1/me/devices` (a user's token is refused). A fix goes through the fence engine;
+        one older than the fence engine takes, or a heartbeat without `lat`/`lon`, is accepted
+        and left alone. 200 with an empty body.
+      security: []
+      parameters:
+        - $ref: '#/components/parameters/OsmAndId'
+        - $ref: '#/components/parameters/OsmAndDeviceId'
+        - $ref: '#/components/parameters/OsmAndLat'
+        - $ref: '#/components/parameters/OsmAndLon'
+        - $ref: '#/components/parameters/OsmAndTimestamp'
+        - $ref: '#/components/parameters/OsmAndAccuracy'
+      responses:
+        '200':
+          description: Accepted (empty body).
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+    post:
+      tags: [location]
+      operationId: postOsmAnd
+      summary: Traccar Client / OsmAnd (query, form or JSON)
+      description: >-
+        As `GET`, with the parameters in the query string (legacy clients), in a form body
+        (Traccar Client 10), or the Traccar Client's JSON (`device_id` and `location.coords`).
+      security: []
+      parameters:
+        - $ref: '#/components/parameters/OsmAndId'
+        - $ref: '#/components/parameters/OsmAndDeviceId'
+        - $ref: '#/components/parameters/OsmAndLat'
+        - $ref: '#/components/parameters/OsmAndLon'
+        - $ref: '#/components/parameters/OsmAndTimestamp'
+        - $ref: '#/components/parameters/OsmAndAccuracy'
+      requestBody:
+        required: false
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [device_id, location]
+              properties:
+                device_id:
+                  type: string
+                  minLength: 1
+                  maxLength: 200
+                location:
+                  type: object
+                  required: [coords]
+                  properties:
+                    timestamp:
+                      type: string
+                      maxLength: 64
+                    coords:
+                      type: object
+                      required: [latitude, longitude]
+                      properties:
+                        latitude:
+                          type: number
+                          minimum: -90
+                          maximum: 90
+                        longitude:
+                          type: number
+                          minimum: -180
+                          maximum: 180
+                        accuracy:
+                          type: number
+                          maximum: 100000
+            example: {"device_id": "dbd_Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2H1g0F9e", "location": {"timestamp": "2026-11-21T12:00:00.000Z", "coords": {"latitude": 48.7784, "longitude": 9.18, "accuracy": 6}}}
+      responses:
+        '200':
+          description: Accepted (empty body).
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '413':
+          $ref: '#/components/responses/PayloadTooLarge'
+        '415':
+          $ref: '#/components/responses/UnsupportedMediaType'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+
   /v1/me/region-events:
     post:
       tags: [location]
@@ -3754,7 +4029,15 @@ components:
     bearerAuth:
       type: http
       scheme: bearer
-      description: A user token (from `POST /v1/users` or `dbeacon user add`) or the admin token.
+      description: >-
+        A user token (from `POST /v1/users` or `dbeacon user add`), a device token (from
+        `POST /v1/me/devices`), or the admin token.
+    basicAuth:
+      type: http
+      scheme: basic
+      description: >-
+        For phone apps that send only Basic credentials (OwnTracks): the user name is the
+        user's id or name, the password a device token or the user's token.
 
   headers:
     ETag:
@@ -3821,6 +4104,48 @@ components:
       required: true
       schema:
         $ref: '#/components/schemas/WebhookId'
+    OsmAndId:
+      name: id
+      in: query
+      description: The device identifier, a device token (`dbd_…`).
+      schema:
+        type: string
+        maxLength: 200
+    OsmAndDeviceId:
+      name: deviceid
+      in: query
+      description: The device identifier under its other name.
+      schema:
+        type: string
+        maxLength: 200
+    OsmAndLat:
+      name: lat
+      in: query
+      schema:
+        type: number
+        minimum: -90
+        maximum: 90
+    OsmAndLon:
+      name: lon
+      in: query
+      schema:
+        type: number
+        minimum: -180
+        maximum: 180
+    OsmAndTimestamp:
+      name: timestamp
+      in: query
+      description: UNIX seconds (below 2147483647) or milliseconds, ISO 8601, or `yyyy-MM-dd HH:mm:ss` (UTC); default now.
+      schema:
+        type: string
+        maxLength: 64
+    OsmAndAccuracy:
+      name: accuracy
+      in: query
+      description: Metres.
+      schema:
+        type: number
+        maximum: 100000
     Limit:
       name: limit
       in: query
@@ -4770,6 +5095,38 @@ components:
             token:
               type: string
               description: The bearer token; only its hash is stored.
+    Device:
+      type: object
+      required: [id, name, created_at, last_seen_at, revoked_at, active]
+      properties:
+        id:
+          type: string
+          pattern: '^dev_'
+        name:
+          type: string
+        created_at:
+          $ref: '#/components/schemas/Timestamp'
+        last_seen_at:
+          description: When the device's token last authenticated (to the minute); null if never.
+          oneOf:
+            - $ref: '#/components/schemas/Timestamp'
+            - type: 'null'
+        revoked_at:
+          oneOf:
+            - $ref: '#/components/schemas/Timestamp'
+            - type: 'null'
+        active:
+          type: boolean
+    OwnTracksMessage:
+      type: object
+      description: >-
+        One message of the OwnTracks JSON format (the OwnTracks booklet, `tech/json`). Only
+        `location`, `transition` and `beacon` are acted on; other fields are accepted.
+      required: [_type]
+      properties:
+        _type:
+          type: string
+          maxLength: 40
     Me:
       type: object
       required: [id, admin]

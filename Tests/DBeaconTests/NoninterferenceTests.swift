@@ -128,6 +128,8 @@ import Testing
                     if let minor { entry["minor"] = .int(Int(minor)!) }
                     try await setup(hiderToken, Step(method: .post, path: "/v1/registry", body: .object(entry), save: ["hiddenEntry": id]))
                 }
+                try await setup(hiderToken, Step(method: .post, path: "/v1/me/devices", body: ["name": "hider's phone"],
+                                                 save: ["hiddenDevice": id]))
                 try await h.fix(hider, lat: spot.lat, lon: spot.lon)
                 // `ex` saw two of the hider's beacons, followed them and was inside them: one
                 // public, then made private; one shared with them, then not. Both hidden now.
@@ -144,6 +146,7 @@ import Testing
                     vars["hiddenTour"] = BeaconID.generate().rawValue
                     vars["hiddenPromo"] = BeaconID.generate().rawValue
                     vars["hiddenEntry"] = RegistryID.generate().rawValue
+                    vars["hiddenDevice"] = DeviceID.generate().rawValue
                 }
             }
             // Public objects that name hidden ones in the hidden world only.
@@ -218,7 +221,7 @@ import Testing
     /// Generated ids, secrets and sealed cursors replaced by placeholders numbered in order of
     /// first appearance in each answer (an extra id shifts the rest of that answer).
     static func normalised(_ transcript: [(String, String)]) -> [(String, String)] {
-        let pattern = try! NSRegularExpression(pattern: #"(bcn|usr|whk|reg|grp|med|evt)_[A-Za-z0-9_]+|whsec_[A-Za-z0-9+/=]+|"e[A-Za-z0-9_-]{40,}""#)
+        let pattern = try! NSRegularExpression(pattern: #"(bcn|usr|whk|reg|grp|med|evt|dev|dbd)_[A-Za-z0-9_]+|whsec_[A-Za-z0-9+/=]+|"e[A-Za-z0-9_-]{40,}""#)
         return transcript.map { label, text in
             var names: [String: String] = [:]
             let ns = text as NSString
@@ -270,6 +273,18 @@ import Testing
             post("/v1/me/region-events", ["events": [["region": "{hiddenEntry}", "type": "enter"]]]),
             get("/v1/regions?\(here)&max=20"), get("/v1/regions?\(here)&max=3"), get("/v1/tags"), get("/v1/tags?bbox=9.1,48.7,9.3,48.8"),
             put("/v1/me/tags/food", ["radius_m": 3000]), get("/v1/me/tags"), delete("/v1/me/tags/food"),
+            // Phones: devices, OwnTracks (regions as waypoints, friends) and Traccar Client / OsmAnd.
+            post("/v1/me/devices", ["name": "phone"], save: ["device": id, "deviceToken": { $0["token"]?.stringValue }]),
+            get("/v1/me/devices"), delete("/v1/me/devices/{hiddenDevice}"),
+            post("/v1/owntracks", ["_type": "location", "lat": .number(spot.lat), "lon": .number(spot.lon), "tst": 1_795_262_400,
+                                   "acc": 5, "tid": "st"]),
+            post("/v1/owntracks", ["_type": "transition", "event": "leave", "rid": "{secret}", "tst": 1_795_262_400]),
+            post("/v1/owntracks", ["_type": "transition", "event": "enter", "rid": "{wall}", "tst": 1_795_262_400]),
+            get("/v1/osmand?id={deviceToken}&lat=\(spot.lat)&lon=\(spot.lon)&timestamp=1795262400", token: false),
+            Step(method: .post, path: "/v1/osmand", body: ["device_id": "{deviceToken}", "location": [
+                "timestamp": "2026-11-21T12:00:00Z", "coords": ["latitude": .number(placeA.lat), "longitude": .number(placeA.lon)]]],
+                 token: false),
+            delete("/v1/me/devices/{device}"),
             get("/v1/me/interests"), put("/v1/me/interests", ["interests": ["food": 3]]),
             // Beacons.
             post("/v1/beacons", .object(mineToSecret)), post("/v1/beacons", .object(mineWithID)),

@@ -215,3 +215,10 @@ package struct WebhookID: PrefixedID {
     package let rawValue: String
     package init(uncheckedRawValue: String) { rawValue = uncheckedRawValue }
 }
+
+/// Id of a user's device (`dev_…`): a phone with its own revocable token.
+package struct DeviceID: PrefixedID {
+    package static let prefix = "dev_"
+    package let rawValue: String
+    package init(uncheckedRawValue: String) { rawValue = uncheckedRawValue }
+}

@@ -1,4 +1,5 @@
 import DBeaconCore
+import Foundation
 import DBeaconServices
 import Hummingbird
 
@@ -21,33 +22,51 @@ struct AuthMiddleware: RouterMiddleware {
             return try await next(request, context)
         }
         try limiter.check(.authFailures, key: context.clientAddress)
-        let principal: Principal
+        let caller: (principal: Principal, device: DeviceID?)
         do {
-            principal = try await authenticate(request)
+            caller = try await authenticate(request)
         } catch let error as DBeaconError where error.kind == .unauthorized {
             try limiter.consume(.authFailures, key: context.clientAddress)
             throw error
         }
         var context = context
-        context.principal = principal
+        context.principal = caller.principal
+        context.device = caller.device
         context.cursors = auth.cursors
-        context.logger[metadataKey: "principal"] = "\(principal.userID?.rawValue ?? "admin")"
+        context.logger[metadataKey: "principal"] = "\(caller.principal.userID?.rawValue ?? "admin")"
         return try await next(request, context)
     }
 
-    /// The principal of a valid bearer token; 401 otherwise.
-    private func authenticate(_ request: Request) async throws -> Principal {
+    /// The principal of a valid token (and its device, for a device token); 401 otherwise.
+    ///
+    /// `Bearer <token>`, or HTTP Basic (as phone apps such as OwnTracks send it): the password
+    /// is the token, and the user name must be the user's id or name.
+    private func authenticate(_ request: Request) async throws -> (principal: Principal, device: DeviceID?) {
         guard let header = request.headers[.authorization] else {
             throw DBeaconError.unauthorized("an Authorization: Bearer <token> header is required")
         }
         let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
-            throw DBeaconError.unauthorized("the Authorization header must be Bearer <token>")
+        guard parts.count == 2 else { throw DBeaconError.unauthorized("the Authorization header must be Bearer <token>") }
+        switch parts[0].lowercased() {
+        case "bearer":
+            guard let caller = try await auth.authenticateCaller(token: String(parts[1].trimmingSpaces)) else {
+                throw DBeaconError.unauthorized("the bearer token is not valid")
+            }
+            return caller
+        case "basic":
+            guard parts[1].utf8.count <= 400, let decoded = Data(base64Encoded: String(parts[1].trimmingSpaces)),
+                  let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":") else {
+                throw DBeaconError.unauthorized("Basic credentials must be base64 of user:token")
+            }
+            let name = String(text[..<colon]), token = String(text[text.index(after: colon)...])
+            guard let caller = try await auth.authenticateCaller(token: token), let user = caller.principal.userID,
+                  try await auth.isNamed(user, name) else {
+                throw DBeaconError.unauthorized("the user name and token do not match (the password is the user's or a device's token)")
+            }
+            return caller
+        default:
+            throw DBeaconError.unauthorized("the Authorization header must be Bearer <token> (or Basic user:token)")
         }
-        guard let principal = try await auth.authenticate(token: String(parts[1].trimmingSpaces)) else {
-            throw DBeaconError.unauthorized("the bearer token is not valid")
-        }
-        return principal
     }
 }
 

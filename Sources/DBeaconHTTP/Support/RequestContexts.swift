@@ -7,6 +7,8 @@ import Logging
 package struct AppRequestContext: RequestContext {
     package var coreContext: CoreRequestContextStorage
     package var principal: Principal?
+    /// The device whose token authenticated the request (`dbd_…`), if it was one.
+    package var device: DeviceID?
     /// Seals and opens page cursors (set with the principal).
     package var cursors: PageCursor?
     /// The client's IP address (no port), for limits per client; "unknown" in router tests.
@@ -15,6 +17,7 @@ package struct AppRequestContext: RequestContext {
     package init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         principal = nil
+        device = nil
         cursors = nil
         clientAddress = source.channel.remoteAddress?.ipAddress ?? "unknown"
     }
@@ -25,6 +28,8 @@ package struct AppRequestContext: RequestContext {
 package struct AuthenticatedContext: ChildRequestContext {
     package var coreContext: CoreRequestContextStorage
     package let principal: Principal
+    /// The device whose token authenticated the request, if it was a device token.
+    package let device: DeviceID?
     package let clientAddress: String
     let cursors: PageCursor
 
@@ -32,6 +37,7 @@ package struct AuthenticatedContext: ChildRequestContext {
         guard let principal = context.principal, let cursors = context.cursors else { throw DBeaconError.unauthorized() }
         self.coreContext = context.coreContext
         self.principal = principal
+        self.device = context.device
         self.cursors = cursors
         self.clientAddress = context.clientAddress
     }

@@ -53,6 +53,67 @@ package final class AuthService: Sendable {
         return stored == hex(h) ? generated : nil
     }
 
+    /// A new random device token (256 bits of entropy); `dbd_` tells it from a user's token.
+    package static func makeDeviceToken() -> String {
+        "dbd_" + RandomToken.base62(count: 43)
+    }
+
+    /// Active (not revoked) devices a user may have at once.
+    package static let maxDevicesPerUser = 20
+
+    /// The principal a token stands for, and the device when it is a device token (`dbd_…`).
+    /// Device tokens are looked up every time, not cached, so a revocation holds at once on
+    /// every node; their `last_seen_at` is updated at most once a minute.
+    package func authenticateCaller(token: String) async throws -> (principal: Principal, device: DeviceID?)? {
+        guard token.hasPrefix("dbd_") else { return try await authenticate(token: token).map { ($0, nil) } }
+        guard token.utf8.count <= 200, let devices = store as? any DeviceStore,
+              let device = try await devices.device(tokenHash: Self.hash(token)), device.revokedAt == nil else { return nil }
+        let now = clock.now()
+        if device.lastSeenAt.map({ now.seconds(since: $0) >= 60 }) ?? true {
+            try await devices.touchDevice(device.id, at: now)
+        }
+        return (.user(device.user), device.id)
+    }
+
+    /// Issues a device token for the caller (shown only this once). Devices are managed with
+    /// the user's own token: a device token cannot add or revoke devices.
+    package func createDevice(name: String, by principal: Principal, device: DeviceID?) async throws -> (Device, String) {
+        let user = try Self.deviceOwner(principal, device)
+        let trimmed = String(name.trimmingSpaces)
+        guard !trimmed.isEmpty, trimmed.unicodeScalars.count <= 100 else {
+            throw DBeaconError.invalid("name", "name must be 1–100 characters", code: "invalid_name")
+        }
+        guard let devices = store as? any DeviceStore else { throw DBeaconError.internalError("this store keeps no devices") }
+        let token = Self.makeDeviceToken()
+        let created = Device(id: .generate(), user: user, name: trimmed, createdAt: clock.now())
+        try await devices.createDevice(created, tokenHash: Self.hash(token), maxActive: Self.maxDevicesPerUser)
+        return (created, token)
+    }
+
+    /// The caller's devices, newest first.
+    package func devices(by principal: Principal, device: DeviceID?) async throws -> [Device] {
+        let user = try Self.deviceOwner(principal, device)
+        guard let devices = store as? any DeviceStore else { return [] }
+        return try await devices.devices(user: user, limit: 100)
+    }
+
+    /// Revokes one of the caller's devices: its token stops working at once. 404 for a device
+    /// that is not theirs (as for one that does not exist).
+    package func revokeDevice(_ id: DeviceID, by principal: Principal, device: DeviceID?) async throws {
+        let user = try Self.deviceOwner(principal, device)
+        guard let devices = store as? any DeviceStore, try await devices.revokeDevice(id, user: user, at: clock.now()) else {
+            throw DBeaconError.notFound("device \(id.rawValue)")
+        }
+    }
+
+    private static func deviceOwner(_ principal: Principal, _ device: DeviceID?) throws -> UserID {
+        guard let user = principal.userID else { throw DBeaconError.forbidden("devices belong to users; the admin token has none") }
+        guard device == nil else {
+            throw DBeaconError.forbidden("devices are managed with the user's own token, not a device token")
+        }
+        return user
+    }
+
     /// The principal a bearer token stands for, or nil.
     package func authenticate(token: String) async throws -> Principal? {
         guard !token.isEmpty, token.utf8.count <= 200 else { return nil }
@@ -65,6 +126,12 @@ package final class AuthService: Sendable {
             $0[h] = user.id
         }
         return .user(user.id)
+    }
+
+    /// Whether `name` names `user`: their id, or their name.
+    package func isNamed(_ user: UserID, _ name: String) async throws -> Bool {
+        if name == user.rawValue { return true }
+        return try await store.user(id: user)?.name == name
     }
 
     /// Creates a user and returns it with its token (shown only this once).

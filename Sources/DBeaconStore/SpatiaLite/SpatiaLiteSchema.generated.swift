@@ -13,6 +13,7 @@ package enum SpatiaLiteSchema {
         ("v9", v9_visit_index),
         ("v10", v10_content_policy),
         ("v11", v11_registry_visible_conflicts),
+        ("v12", v12_devices),
     ]
     package static let v1_core = #"""
 -- DBeacon SpatiaLite schema, migration v1: users, beacons and their context.
@@ -426,6 +427,33 @@ ALTER TABLE beacons ADD COLUMN content_policy TEXT NOT NULL DEFAULT 'owner'
 
 DROP INDEX IF EXISTS registry_entries_identity;
 CREATE INDEX registry_entries_identity ON registry_entries(identity_key) WHERE status != 'decommissioned';
+
+"""#
+    package static let v12_devices = #"""
+-- DBeacon SpatiaLite schema, migration v12: devices (issue 30). A user's phone gets its own
+-- token (only its SHA-256 is kept), revocable without changing the user's token; `last_seen_at`
+-- is when it last authenticated (to the minute). `phone_state` is what the phone protocols
+-- (OwnTracks) last told the phone: the regions it monitors, as JSON.
+
+CREATE TABLE devices (
+    id           TEXT PRIMARY KEY,                                   -- dev_…
+    user_id      TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    name         TEXT NOT NULL,
+    token_hash   BLOB NOT NULL UNIQUE,
+    created_at   INTEGER NOT NULL,
+    last_seen_at INTEGER,
+    revoked_at   INTEGER
+);
+CREATE INDEX devices_user ON devices(user_id, created_at, id);
+
+-- Per user and phone client (a device id, or a name the app gives for the user's token).
+CREATE TABLE phone_states (
+    user_id    TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    client     TEXT NOT NULL,
+    state      TEXT NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (user_id, client)
+);
 
 """#
 }

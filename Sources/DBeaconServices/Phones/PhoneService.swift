@@ -1,0 +1,233 @@
+package import DBeaconCore
+package import DBeaconStore
+import DBeaconGeo
+
+/// A region an OwnTracks phone is told to monitor (a waypoint of `setWaypoints`), from
+/// `GET /v1/regions`: the beacon circles, their iBeacon entries, and the refresh circle.
+package struct PhoneWaypoint: Sendable, Hashable {
+    /// `bcn_…`, `reg_…`, or `refresh`: what a transition names (`rid`).
+    package var rid: String
+    package var desc: String
+    package var center: Position
+    package var radiusM: Int
+    /// The waypoint's `tst` (what the apps key a waypoint by): stable for a region id.
+    package var wtst: Int
+    /// For an iBeacon region: UUID (with dashes, upper case), major, minor (nil: any).
+    package var iBeacon: (uuid: String, major: Int?, minor: Int?)?
+
+    package static func == (a: PhoneWaypoint, b: PhoneWaypoint) -> Bool {
+        a.rid == b.rid && a.center == b.center && a.radiusM == b.radiusM && a.desc == b.desc
+    }
+
+    package func hash(into h: inout Hasher) { h.combine(rid) }
+
+    /// A `tst` for a region id: a fixed point in 2001–2031 derived from the id (FNV-1a), so the
+    /// same region is the same waypoint on the phone across answers.
+    static func wtst(_ rid: String) -> Int {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in rid.utf8 { h = (h ^ UInt64(b)) &* 0x0000_0100_0000_01b3 }
+        return 978_307_200 + Int(h % 946_080_000)
+    }
+}
+
+/// A friend for the phone's map: a member of one of the caller's groups, where they may see
+/// them.
+package struct PhoneFriend: Sendable {
+    package var user: UserID
+    package var name: String
+    package var location: UserLocation
+}
+
+/// What a phone protocol's post led to.
+package struct PhoneAnswer: Sendable {
+    package var events: [Event] = []
+    /// New regions to monitor, when they changed or the phone left its refresh circle.
+    package var waypoints: [PhoneWaypoint]?
+    package var friends: [PhoneFriend] = []
+    package var accepted = 0
+    package var ignored = 0
+}
+
+/// The phone apps' protocols (OwnTracks in HTTP mode, Traccar Client / OsmAnd) over the same
+/// services as the native API: fixes go through the fence engine, transitions through the
+/// region crossings, iBeacon ranging through the registry; friends come from the caller's
+/// groups as group status shows them, regions from `GET /v1/regions`.
+package struct PhoneService: Sendable {
+    package let fences: FenceEngine
+    package let regions: RegionService
+    package let sightings: SightingService
+    package let groups: GroupService
+    package let devices: any DeviceStore
+    package let clock: any WallClock
+
+    /// Regions a phone is given: iOS monitors at most 20 per app.
+    package static let maxRegions = 20
+
+    package init(fences: FenceEngine, regions: RegionService, sightings: SightingService, groups: GroupService,
+                 devices: any DeviceStore, clock: any WallClock) {
+        self.fences = fences
+        self.regions = regions
+        self.sightings = sightings
+        self.groups = groups
+        self.devices = devices
+        self.clock = clock
+    }
+
+    /// Fixes (Traccar Client / OsmAnd, or OwnTracks `location`s), oldest first.
+    package func report(_ fixes: [LocationFix], user: UserID) async throws -> FixReport {
+        try await fences.report(user: user, fixes: fixes.sorted { $0.timestamp < $1.timestamp })
+    }
+
+    /// An OwnTracks post: fixes, transitions, beacons, in that order; then what the phone
+    /// should be told. `client` names the phone among the user's (a device id, or a name for
+    /// the user's own token).
+    package func ownTracks(fixes: [LocationFix], transitions: [(entered: Bool, rid: String?, wtst: Int?, desc: String?, position: Position?, at: Timestamp)],
+                           beacons: [SightingInput], ignored: Int, user: UserID, client: String, by principal: Principal) async throws -> PhoneAnswer {
+        var answer = PhoneAnswer()
+        answer.ignored = ignored
+        var latest: (Position, Timestamp)?
+        func saw(_ p: Position?, _ t: Timestamp) {
+            if let p, latest.map({ t >= $0.1 }) ?? true { latest = (p, t) }
+        }
+        if !fixes.isEmpty {
+            let report = try await report(fixes, user: user)
+            answer.events += report.events
+            answer.accepted += report.accepted
+            answer.ignored += report.ignored
+            for f in fixes { saw(f.position, f.timestamp) }
+        }
+        let stored = try await state(user: user, client: client)
+        if !transitions.isEmpty {
+            var crossings: [RegionCrossing] = []
+            for t in transitions {
+                saw(t.position, t.at)
+                // The region: `rid`, else the waypoint DBeacon gave with that `wtst`, else `desc`.
+                let rid = t.rid ?? t.wtst.flatMap { stored?.byWtst[$0] } ?? t.desc.flatMap { d in stored?.byDesc[d] }
+                guard let rid, rid != "refresh" else { answer.ignored += 1; continue }
+                // A region DBeacon did not give (the user's own waypoint), or one they may no
+                // longer see: left alone, as for any other app's region.
+                guard let found = try? await regions.crossings([(rid, t.entered, t.at, "rid")], by: principal) else {
+                    answer.ignored += 1
+                    continue
+                }
+                crossings += found
+            }
+            if !crossings.isEmpty {
+                let (events, _) = try await fences.reportRegions(user: user, crossings: crossings)
+                answer.events += events
+                answer.accepted += crossings.count
+            }
+        }
+        if !beacons.isEmpty {
+            let outcome = try await sightings.process(beacons.map { .success($0) }, user: user)
+            answer.events += outcome.events
+            answer.accepted += beacons.count
+        }
+        if let (position, _) = latest {
+            answer.waypoints = try await waypoints(at: position, stored: stored, user: user, client: client, by: principal)
+        }
+        answer.friends = try await friends(of: user, by: principal)
+        return answer
+    }
+
+    /// The regions at `position`, when they differ from what the phone was last given or the
+    /// phone left the refresh circle it was given; nil when the phone's regions still hold.
+    func waypoints(at position: Position, stored: StoredState?, user: UserID, client: String,
+                   by principal: Principal) async throws -> [PhoneWaypoint]? {
+        let found = try await regions.regions(at: position, max: Self.maxRegions, tags: [], by: principal)
+        var waypoints: [PhoneWaypoint] = []
+        var refresh: (Position, Double)?
+        for r in found.regions {
+            switch r.kind {
+            case .circle(let center, let radius, _):
+                guard let b = r.beacon else { continue }
+                waypoints.append(PhoneWaypoint(rid: b.id.rawValue, desc: b.name, center: center, radiusM: Int(radius.rounded(.up)),
+                                               wtst: PhoneWaypoint.wtst(b.id.rawValue)))
+            case .iBeacon(let entry, let identity):
+                guard let b = r.beacon else { continue }
+                waypoints.append(PhoneWaypoint(rid: entry.rawValue, desc: "\(b.name) (iBeacon)", center: b.location, radiusM: 0,
+                                               wtst: PhoneWaypoint.wtst(entry.rawValue),
+                                               iBeacon: (Self.dashed(identity.id1), identity.id2, identity.id3)))
+            case .refresh(let center, let radius):
+                refresh = (center, radius)
+                // Leaving it means "post again": the phone then gets the regions where it is.
+                if radius > 0 {
+                    waypoints.append(PhoneWaypoint(rid: "refresh", desc: "DBeacon: regions nearby", center: center,
+                                                   radiusM: Int(radius.rounded(.down)), wtst: PhoneWaypoint.wtst("refresh")))
+                }
+            }
+        }
+        let signature = waypoints.filter { $0.rid != "refresh" }.map { "\($0.rid)@\($0.center.lat),\($0.center.lon),\($0.radiusM)" }.joined(separator: ";")
+        if let stored, stored.signature == signature,
+           Geodesy.distance(stored.refreshCenter, position) <= stored.refreshRadius { return nil }
+        let state = StoredState(signature: signature, refreshCenter: refresh?.0 ?? position, refreshRadius: refresh?.1 ?? 0,
+                                waypoints: waypoints.map { ($0.wtst, $0.rid, $0.desc) })
+        try await devices.setPhoneState(user: user, client: client, state: state.json, at: clock.now())
+        return waypoints
+    }
+
+    /// Members of the caller's groups with a position they may see (group status), latest fix
+    /// per person, the caller left out.
+    func friends(of user: UserID, by principal: Principal) async throws -> [PhoneFriend] {
+        var latest: [UserID: PhoneFriend] = [:]
+        for group in try await groups.mine(by: principal) {
+            guard let status = try? await groups.status(group.id, by: principal) else { continue }
+            for m in status.members where m.user != user {
+                guard let l = m.location else { continue }
+                if let known = latest[m.user], known.location.fixAt >= l.fixAt { continue }
+                latest[m.user] = PhoneFriend(user: m.user, name: m.name, location: l)
+            }
+        }
+        return latest.values.sorted { $0.user < $1.user }
+    }
+
+    static func dashed(_ hex: String) -> String {
+        let h = Array(hex.uppercased())
+        guard h.count == 32 else { return hex.uppercased() }
+        return [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(h[$0]) }.joined(separator: "-")
+    }
+
+    // MARK: What the phone was told
+
+    struct StoredState {
+        var signature: String
+        var refreshCenter: Position
+        var refreshRadius: Double
+        var waypoints: [(wtst: Int, rid: String, desc: String)]
+
+        var byWtst: [Int: String] { Dictionary(waypoints.map { ($0.wtst, $0.rid) }, uniquingKeysWith: { a, _ in a }) }
+        var byDesc: [String: String] { Dictionary(waypoints.map { ($0.desc, $0.rid) }, uniquingKeysWith: { a, _ in a }) }
+
+        var json: String {
+            JSONWriter.string(.object(JSONObject([
+                ("signature", .string(signature)), ("lat", .number(refreshCenter.lat)), ("lon", .number(refreshCenter.lon)),
+                ("radius_m", .number(refreshRadius)),
+                ("waypoints", .array(waypoints.map { .array([.number(Double($0.wtst)), .string($0.rid), .string($0.desc)]) })),
+            ])))
+        }
+
+        init(signature: String, refreshCenter: Position, refreshRadius: Double, waypoints: [(wtst: Int, rid: String, desc: String)]) {
+            self.signature = signature
+            self.refreshCenter = refreshCenter
+            self.refreshRadius = refreshRadius
+            self.waypoints = waypoints
+        }
+
+        init?(json text: String) {
+            guard let o = try? JSONParser.parse(Array(text.utf8)), let signature = o["signature"]?.stringValue,
+                  let lat = o["lat"]?.numberValue, let lon = o["lon"]?.numberValue, let r = o["radius_m"]?.numberValue else { return nil }
+            self.signature = signature
+            refreshCenter = Position(lon: lon, lat: lat)
+            refreshRadius = r
+            waypoints = (o["waypoints"]?.arrayValue ?? []).compactMap { w in
+                guard let a = w.arrayValue, a.count == 3, let t = a[0].numberValue, let rid = a[1].stringValue,
+                      let desc = a[2].stringValue else { return nil }
+                return (Int(t), rid, desc)
+            }
+        }
+    }
+
+    func state(user: UserID, client: String) async throws -> StoredState? {
+        try await devices.phoneState(user: user, client: client).flatMap(StoredState.init(json:))
+    }
+}

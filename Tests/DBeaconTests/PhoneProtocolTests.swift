@@ -1,0 +1,224 @@
+import DBeaconCore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+/// The phone apps' own protocols (issue 30), driven with messages written from their published
+/// descriptions: the OwnTracks booklet (`tech/json`, `tech/http`) and Traccar's OsmAnd protocol
+/// page and client, iOS and Android variants. On both stores.
+@Suite struct PhoneProtocolTests {
+    static func basic(_ user: String, _ token: String) -> HTTPFields {
+        [.authorization: "Basic " + Data("\(user):\(token)".utf8).base64EncodedString()]
+    }
+
+    /// `tst` of the harness clock, `seconds` from now.
+    static func tst(_ h: TestHarness, _ seconds: Double = 0) -> Int { Int(h.clock.now().millis / 1000) + Int(seconds) }
+
+    @Test(arguments: Backend.all) func devicesAreIssuedListedAndRevoked(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
+        let (_, ann) = try await h.user("ann")
+        let (_, bob) = try await h.user("bob")
+        try await h.app().test(.router) { client in
+            let created = try await client.call(.post, "/v1/me/devices", token: ann, json: ["name": "Ann's iPhone"])
+            #expect(created.status == .created, "\(created.text)")
+            let token = try #require(created.json?["token"]?.stringValue)
+            let id = try #require(created.json?["id"]?.stringValue)
+            #expect(token.hasPrefix("dbd_") && id.hasPrefix("dev_") && created.headers[.location] == "/v1/me/devices/\(id)")
+            // The device token is the user, everywhere but device management.
+            #expect(try await client.call(.get, "/v1/me", token: token).json?["id"] == (try await client.call(.get, "/v1/me", token: ann).json?["id"]))
+            #expect(try await client.call(.post, "/v1/me/devices", token: token, json: ["name": "another"]).status == .forbidden)
+            #expect(try await client.call(.delete, "/v1/me/devices/\(id)", token: token).status == .forbidden)
+            let listed = try await client.call(.get, "/v1/me/devices", token: ann)
+            let device = try #require(listed.json?["devices"]?.arrayValue?.first)
+            #expect(device["id"] == .string(id) && device["active"] == true && device["token"] == nil)
+            #expect(device["last_seen_at"]?.stringValue != nil, "seen when it authenticated")
+            // Someone else's device is not theirs to see or revoke.
+            #expect(try await client.call(.get, "/v1/me/devices", token: bob).json?["devices"]?.arrayValue?.isEmpty == true)
+            #expect(try await client.call(.delete, "/v1/me/devices/\(id)", token: bob).status == .notFound)
+            #expect(try await client.call(.delete, "/v1/me/devices/dev_nothing", token: ann).status == .notFound)
+            // Revoked: the token stops at once; the user's own token is untouched.
+            #expect(try await client.call(.delete, "/v1/me/devices/\(id)", token: ann).status == .noContent)
+            #expect(try await client.call(.get, "/v1/me", token: token).status == .unauthorized)
+            #expect(try await client.call(.get, "/v1/me", token: ann).status == .ok)
+            #expect(try await client.call(.get, "/v1/me/devices", token: ann).json?["devices"]?.arrayValue?.first?["active"] == false)
+            // Bad input: a clear error naming the field.
+            let bad = try await client.call(.post, "/v1/me/devices", token: ann, json: ["name": ""])
+            #expect(bad.status == .unprocessableContent && bad.json?["error"]?["path"] == "name", "\(bad.text)")
+            #expect(try await client.call(.post, "/v1/me/devices", token: ann, json: ["name": "x", "colour": "red"]).status.code / 100 == 4)
+            #expect(try await client.call(.post, "/v1/me/devices", token: TestHarness.adminToken, json: ["name": "x"]).status == .forbidden)
+            // At most 20 active devices.
+            for i in 0..<20 { #expect(try await client.call(.post, "/v1/me/devices", token: ann, json: ["name": .string("d\(i)")]).status == .created) }
+            let over = try await client.call(.post, "/v1/me/devices", token: ann, json: ["name": "one too many"])
+            #expect(over.status == .conflict && over.json?["error"]?["code"] == "too_many_devices", "\(over.text)")
+        }
+    }
+
+    @Test(arguments: Backend.all) func ownTracksInHTTPMode(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
+        let (owner, ownerToken) = try await h.user("owner")
+        let (annID, ann) = try await h.user("ann")
+        _ = owner
+        try await h.app().test(.router) { client in
+            let market = try await client.call(.post, "/v1/beacons", token: ownerToken, json: feature(name: "Markthalle", perimeter: circle(60)))
+            let marketID = try #require(market.json?["id"]?.stringValue)
+            _ = try await client.call(.post, "/v1/beacons/\(marketID)/follow", token: ann)
+            let device = try await client.call(.post, "/v1/me/devices", token: ann, json: ["name": "iPhone"])
+            let deviceToken = try #require(device.json?["token"]?.stringValue)
+            let auth = Self.basic("ann", deviceToken)
+
+            // An empty body (the app's connectivity check) and messages the service leaves alone.
+            let empty = try await client.call(.post, "/v1/owntracks", raw: "", headers: auth)
+            #expect(empty.status == .ok && empty.json == .array([]), "\(empty.text)")
+            for ignored: JSONValue in [["_type": "lwt", "tst": .int(Self.tst(h))], ["_type": "status", "android": ["wifi": 1]],
+                                       ["_type": "card", "name": "Ann", "tid": "AN"], ["_type": "steps", "steps": 10],
+                                       ["_type": "waypoint", "desc": "home", "lat": 48.7, "lon": 9.1, "rad": 50, "tst": 1_700_000_000]] {
+                let r = try await client.call(.post, "/v1/owntracks", json: ignored, headers: auth)
+                #expect(r.status == .ok && r.json == .array([]), "\(ignored): \(r.text)")
+            }
+
+            // An Android location inside the Markthalle (booklet example fields): entered, and the
+            // regions to monitor come back as clearWaypoints + setWaypoints.
+            let android: JSONValue = ["_type": "location", "acc": 12, "alt": 250, "batt": 80, "bs": 1, "conn": "m", "lat": 48.7784,
+                                      "lon": 9.18, "t": "u", "tid": "an", "tst": .int(Self.tst(h)), "vac": 3, "vel": 0,
+                                      "topic": "owntracks/ann/pixel", "created_at": .int(Self.tst(h)), "m": 1]
+            let first = try await client.call(.post, "/v1/owntracks", json: android, headers: auth)
+            #expect(first.status == .ok, "\(first.text)")
+            let messages = first.json?.arrayValue ?? []
+            #expect(messages.first?["action"] == "clearWaypoints")
+            let set = try #require(messages.first { $0["action"] == "setWaypoints" })
+            #expect(set["waypoints"]?["_type"] == "waypoints")
+            let waypoints = set["waypoints"]?["waypoints"]?.arrayValue ?? []
+            let market0 = try #require(waypoints.first { $0["rid"] == .string(marketID) })
+            #expect(market0["_type"] == "waypoint" && market0["desc"] == "Markthalle" && market0["rad"] == 60 && market0["tst"]?.numberValue != nil)
+            // Leaving the refresh circle means "post again".
+            #expect((waypoints.first { $0["rid"] == "refresh" }?["rad"]?.numberValue ?? 0) > 1_000, "\(waypoints)")
+            #expect(try await h.events(annID).map(\.type).contains(.entered))
+
+            // The same place again: the phone's regions still hold, nothing to send.
+            let again = try await client.call(.post, "/v1/owntracks", json: ["_type": "location", "lat": 48.7784, "lon": 9.1801,
+                                                                               "tst": .int(Self.tst(h, 1)), "tid": "an"], headers: auth)
+            #expect(again.status == .ok && again.json == .array([]), "\(again.text)")
+
+            // Region-monitoring mode: an iOS transition naming the waypoint by its `wtst` alone
+            // (Android sends no rid): exited, as the native API would report it.
+            h.clock.advance(seconds: 30)
+            let leave: JSONValue = ["_type": "transition", "event": "leave", "desc": "Markthalle", "wtst": market0["tst"]!,
+                                    "lat": 48.7800, "lon": 9.1800, "acc": 10, "t": "c", "tid": "an", "tst": .int(Self.tst(h))]
+            let left = try await client.call(.post, "/v1/owntracks", json: leave, headers: auth)
+            #expect(left.status == .ok, "\(left.text)")
+            #expect(try await h.events(annID).map(\.type).suffix(1) == [.exited])
+            // Entering again by `rid` (iOS).
+            h.clock.advance(seconds: 30)
+            let enter: JSONValue = ["_type": "transition", "event": "enter", "rid": .string(marketID), "desc": "Markthalle",
+                                    "wtst": market0["tst"]!, "lat": 48.7784, "lon": 9.18, "tst": .int(Self.tst(h)), "tid": "an"]
+            #expect(try await client.call(.post, "/v1/owntracks", json: enter, headers: auth).status == .ok)
+            #expect(try await h.events(annID).map(\.type).suffix(1) == [.entered])
+            // A transition of the user's own waypoint (not DBeacon's) is left alone.
+            let own = try await client.call(.post, "/v1/owntracks", json: ["_type": "transition", "event": "enter", "desc": "home",
+                                                                             "wtst": 1_600_000_000, "tst": .int(Self.tst(h))], headers: auth)
+            #expect(own.status == .ok)
+
+            // Queued fixes older than the fence engine takes are accepted and left alone.
+            let old = try await client.call(.post, "/v1/owntracks", json: ["_type": "location", "lat": 48.7, "lon": 9.1,
+                                                                             "tst": .int(Self.tst(h, -86_400))], headers: auth)
+            #expect(old.status == .ok)
+
+            // The user's own token works too, with the user id as the name; anything else is 401.
+            #expect(try await client.call(.post, "/v1/owntracks", raw: "", headers: Self.basic(annID.rawValue, ann)).status == .ok)
+            #expect(try await client.call(.post, "/v1/owntracks", raw: "", headers: Self.basic("bob", deviceToken)).status == .unauthorized)
+            #expect(try await client.call(.post, "/v1/owntracks", raw: "", headers: Self.basic("ann", "dbd_wrong")).status == .unauthorized)
+            #expect(try await client.call(.post, "/v1/owntracks", raw: "").status == .unauthorized)
+
+            // Bad input: a 4xx naming the field, never a crash.
+            for (body, path) in [(#"{"_type":"location","lat":91,"lon":9.18}"#, "lat"), (#"{"_type":"location","lon":9.18}"#, "lat"),
+                                 (#"{"lat":1}"#, "_type"), (#"{"_type":"transition","event":"stay"}"#, "event"),
+                                 (#"{"_type":"location","lat":48.7,"lon":9.1,"tst":"yesterday"}"#, "tst"),
+                                 (#"{"_type":"beacon","uuid":"nope","major":1,"minor":2,"rssi":-60}"#, "uuid")] {
+                let r = try await client.call(.post, "/v1/owntracks", raw: body, headers: auth)
+                #expect(r.status.code / 100 == 4 && r.json?["error"]?["path"] == .string(path), "\(body): \(r.text)")
+            }
+            #expect(try await client.call(.post, "/v1/owntracks", raw: "{not json", headers: auth).status == .badRequest)
+        }
+    }
+
+    @Test(arguments: Backend.all) func ownTracksShowsGroupMembersAsFriendsOnly(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
+        let (_, ann) = try await h.user("ann")
+        let (bobID, bob) = try await h.user("bob")
+        let (_, eve) = try await h.user("eve")
+        try await h.app().test(.router) { client in
+            let group = try await client.call(.post, "/v1/groups", token: ann, json: ["name": "Trip", "range_m": 200])
+            let id = try #require(group.json?["id"]?.stringValue)
+            #expect(try await client.call(.post, "/v1/groups/\(id)/join", token: bob).status == .ok)
+            h.clock.advance(seconds: 5)
+            _ = try await client.call(.post, "/v1/me/location", token: bob, json: ["lat": 48.779, "lon": 9.181])
+            h.clock.advance(seconds: 5)
+            let here: JSONValue = ["_type": "location", "lat": 48.7784, "lon": 9.18, "tst": .int(Self.tst(h)), "tid": "an"]
+            let answer = try await client.call(.post, "/v1/owntracks", json: here, headers: Self.basic("ann", ann))
+            let messages = answer.json?.arrayValue ?? []
+            let card = try #require(messages.first { $0["_type"] == "card" })
+            let location = try #require(messages.first { $0["_type"] == "location" })
+            #expect(card["name"] == "bob" && card["tid"] == location["tid"] && card["tid"]?.stringValue?.count == 2)
+            #expect(location["lat"] == 48.779 && location["lon"] == 9.181 && location["topic"] == .string("owntracks/\(bobID.rawValue)/dbeacon"))
+            // Eve is in no group with them: no friends.
+            let eves = try await client.call(.post, "/v1/owntracks", json: here, headers: Self.basic("eve", eve))
+            #expect(eves.json?.arrayValue?.contains { $0["_type"] == "location" || $0["_type"] == "card" } == false, "\(eves.text)")
+        }
+    }
+
+    @Test(arguments: Backend.all) func traccarClientAndOsmAnd(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
+        let (owner, ownerToken) = try await h.user("owner")
+        let (annID, ann) = try await h.user("ann")
+        _ = owner
+        try await h.app().test(.router) { client in
+            _ = try await client.call(.post, "/v1/beacons", token: ownerToken, json: feature(name: "Markthalle", perimeter: circle(60)))
+            let token = try #require(try await client.call(.post, "/v1/me/devices", token: ann, json: ["name": "Pixel"]).json?["token"]?.stringValue)
+            func types() async throws -> [EventType] { try await h.events(annID).map(\.type) }
+
+            // Legacy Android: a POST with everything in the query string and an empty body (seconds).
+            let legacy = try await client.call(.post, "/v1/osmand?id=\(token)&timestamp=\(Self.tst(h))&lat=48.7784&lon=9.18&speed=0.0&bearing=0.0&altitude=250.0&accuracy=8.0&batt=80.0")
+            #expect(legacy.status == .ok && legacy.text.isEmpty, "\(legacy.text)")
+            #expect(try await types().suffix(1) == [.entered])
+            // Traccar Client 10: a form POST, out of the beacon (milliseconds this time).
+            h.clock.advance(seconds: 30)
+            let form = "id=\(token)&lat=48.7900&lon=9.1800&timestamp=\(h.clock.now().millis)&accuracy=5&speed=1.94&bearing=90&batt=77&charge=false"
+            let r = try await client.call(.post, "/v1/osmand", raw: form, headers: [.contentType: "application/x-www-form-urlencoded"])
+            #expect(r.status == .ok, "\(r.text)")
+            #expect(try await types().suffix(1) == [.exited])
+            // Traccar Client 9: its JSON body, back inside (ISO 8601 with milliseconds).
+            h.clock.advance(seconds: 30)
+            let json: JSONValue = ["device_id": .string(token), "location": [
+                "timestamp": .string(h.clock.now().rfc3339), "coords": ["latitude": 48.7784, "longitude": 9.18, "accuracy": 6, "speed": -1,
+                                                                        "heading": -1, "altitude": 250], "is_moving": true,
+                "odometer": 0, "event": "motionchange", "battery": ["level": 0.8, "is_charging": false], "activity": ["type": "walking"]]]
+            #expect(try await client.call(.post, "/v1/osmand", json: json).status == .ok)
+            #expect(try await types().suffix(1) == [.entered])
+            // OsmAnd's GET, `yyyy-MM-dd HH:mm:ss` and `location=lat,lon`.
+            h.clock.advance(seconds: 30)
+            let stamp = String(h.clock.now().rfc3339.prefix(19)).replacingOccurrences(of: "T", with: "%20")
+            #expect(try await client.call(.get, "/v1/osmand?deviceid=\(token)&location=48.7900,9.18&timestamp=\(stamp)").status == .ok)
+            #expect(try await types().suffix(1) == [.exited])
+            // A heartbeat without a fix, and a fix too old to act on: accepted, nothing happens.
+            #expect(try await client.call(.post, "/v1/osmand?id=\(token)&batt=70").status == .ok)
+            #expect(try await client.call(.post, "/v1/osmand?id=\(token)&lat=48.7784&lon=9.18&timestamp=1000000000").status == .ok)
+            #expect(try await types().suffix(1) == [.exited])
+
+            // Only an active device token identifies a device: not a user's token, not a guess.
+            for id in [ann, "dbd_guess", ""] {
+                let refused = try await client.call(.get, "/v1/osmand?id=\(id)&lat=48.7784&lon=9.18")
+                #expect(refused.status == .unauthorized && refused.json?["error"] != nil, "\(id): \(refused.text)")
+            }
+            // Bad input: a 4xx with a JSON error naming the field.
+            for (query, path) in [("lat=91&lon=9", "lat"), ("lat=x&lon=9", "lat"), ("lat=48&lon=9&timestamp=soon", "timestamp"),
+                                  ("lat=48&lon=9&accuracy=-x", "accuracy")] {
+                let bad = try await client.call(.get, "/v1/osmand?id=\(token)&\(query)")
+                #expect(bad.status.code / 100 == 4 && bad.json?["error"]?["path"] == .string(path), "\(query): \(bad.text)")
+            }
+            let badJSON = try await client.call(.post, "/v1/osmand", json: ["device_id": .string(token), "location": ["coords": ["latitude": 48]]])
+            #expect(badJSON.status.code / 100 == 4 && badJSON.json?["error"]?["path"] == "location.coords.longitude", "\(badJSON.text)")
+        }
+    }
+}
