@@ -221,7 +221,7 @@ package struct GeodesicEdge {
 
 /// An east/north plane in metres tangent to the ellipsoid at `origin`.
 package struct LocalFrame {
-    let origin: Position
+    package let origin: Position
     let metresPerDegreeLon: Double
     let metresPerDegreeLat: Double
 

@@ -23,9 +23,31 @@ package protocol CoverageEngine: Sendable {
     /// Beacons whose perimeter's box meets one of `boxes` (each a box of the spatial index's
     /// kind: within −180…180), alive at `query.at` and covering for `query.viewer` (the
     /// visibility policy's `cover`), with any of `query.tags`, not moving with their owner;
-    /// each once, unordered, no truncation. `query.point` is unused. Callers still pass the
-    /// answer through the visibility gate.
-    func meeting(_ boxes: [BoundingBox], _ query: CoverQuery) async throws -> [Beacon]
+    /// each once, unordered, no truncation; as candidates (id, boxes, circle), not beacons, so
+    /// a caller materialises only those it needs (`beacons(ids:)`, then the visibility gate).
+    /// `query.point` is unused.
+    func meeting(_ boxes: [BoundingBox], _ query: CoverQuery) async throws -> [PerimeterCandidate]
+}
+
+/// A beacon near a point, before it is read: enough to bound the distance to its perimeter.
+package struct PerimeterCandidate: Sendable {
+    package var id: BeaconID
+    /// The boxes its perimeter is indexed under.
+    package var boxes: [BoundingBox]
+    /// Its centre and radius, for a circle.
+    package var circle: (center: Position, radiusM: Double)?
+
+    package init(id: BeaconID, boxes: [BoundingBox], circle: (center: Position, radiusM: Double)?) {
+        self.id = id
+        self.boxes = boxes
+        self.circle = circle
+    }
+
+    package init(_ beacon: Beacon) {
+        id = beacon.id
+        boxes = MemoryCoverageEngine.boxes(of: beacon)
+        circle = beacon.perimeter.radiusM.map { (beacon.location, $0) }
+    }
 }
 
 extension CoverageEngine {
@@ -59,14 +81,15 @@ package struct SQLCoverageEngine: CoverageEngine {
     }
 
     /// The store's beacon list over the perimeters' boxes (its spatial index), every page.
-    package func meeting(_ boxes: [BoundingBox], _ query: CoverQuery) async throws -> [Beacon] {
-        var found: [Beacon] = []
+    package func meeting(_ boxes: [BoundingBox], _ query: CoverQuery) async throws -> [PerimeterCandidate] {
+        var found: [PerimeterCandidate] = []
         var after: Int64?
         repeat {
             var list = BeaconListQuery(tags: query.tags, limit: 500, after: after)
             list.perimeterMeets = boxes
             let page = try await store.listBeacons(list, viewer: query.viewer, now: query.visibleNow)
             found += page.items.filter { !$0.tracksOwner && $0.covers(query.viewer, at: query.at, now: query.visibleNow) }
+                .map(PerimeterCandidate.init)
             after = page.next
         } while after != nil
         return found

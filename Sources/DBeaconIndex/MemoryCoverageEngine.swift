@@ -931,10 +931,10 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         }
     }
 
-    /// The beacons whose perimeter's box meets one of `boxes`, that `query` admits (its point
+    /// The candidates whose perimeter's box meets one of `boxes`, that `query` admits (its point
     /// unused), not moving with their owner; each once, by slot. The candidates of
     /// `GET /v1/regions`, from the grid: every level's cells over the boxes.
-    package func meeting(_ boxes: [BoundingBox], _ query: CoverQuery) async throws -> [Beacon] {
+    package func meeting(_ boxes: [BoundingBox], _ query: CoverQuery) async throws -> [PerimeterCandidate] {
         lock.read {
             let admission = Admission(query, self)
             guard !admission.none else { return [] }
@@ -948,7 +948,10 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                     found.insert(slot)
                 }
             }
-            return beacons(of: found.sorted())
+            return found.sorted().compactMap { slot in
+                guard let c = cold[Int(slot)] else { return nil }
+                return PerimeterCandidate(id: c.id, boxes: c.boxes, circle: c.kind == .circle ? (c.location, c.radius) : nil)
+            }
         }
     }
 

@@ -487,7 +487,10 @@ struct BenchRun {
         // Polygons' exact tests are prepared in the background after start-up: measure HTTP
         // (and memory) once they are, as a server that has been up a while would be.
         while seconds(since: started) < 600 && process.isRunning {
-            if let response = try? await client.execute(HTTPClientRequest(url: base + "/metrics"), timeout: .seconds(5)),
+            // /metrics needs the admin (or metrics) token.
+            var metrics = HTTPClientRequest(url: base + "/metrics")
+            metrics.headers.add(name: "Authorization", value: "Bearer bench-admin-token")
+            if let response = try? await client.execute(metrics, timeout: .seconds(5)),
                let body = try? await response.body.collect(upTo: 1 << 24),
                let line = String(buffer: body).split(separator: "\n").first(where: { $0.hasPrefix("dbeacon_index_pending_polygons") }),
                let value = line.split(separator: " ").last.flatMap({ Double($0) }) {

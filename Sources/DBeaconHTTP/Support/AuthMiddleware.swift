@@ -90,7 +90,8 @@ struct RateLimitMiddleware: RouterMiddleware {
         case .get, .head, .options: return nil
         default:
             let path = request.uri.path
-            if path.hasSuffix("/me/location") || path.hasSuffix("/sightings") || path.hasSuffix("/me/region-events") {
+            if path.hasSuffix("/me/location") || path.hasSuffix("/sightings") || path.hasSuffix("/me/region-events")
+                || path.hasSuffix("/owntracks") {
                 return .locationReports
             }
             return .writes

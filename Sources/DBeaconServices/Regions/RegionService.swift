@@ -1,6 +1,7 @@
 package import DBeaconCore
 import DBeaconGeo
 package import DBeaconStore
+import DBeaconIndex
 
 /// A region for a phone to monitor (Apple's region monitoring allows 20 per app).
 package struct MonitoredRegion: Sendable {
@@ -101,45 +102,64 @@ package struct RegionService: Sendable {
     }
 
     /// Every beacon the caller may see, alive now and not moving, whose perimeter lies within
-    /// `radius` of `point`, nearest perimeter first (0 inside, then id), at least the first
-    /// `needed` of them with their exact distance and the rest after them.
+    /// `radius` of `point`, nearest perimeter first (0 inside, then id), with their exact
+    /// distances: all of them, or at least the first `needed` (those left out are farther).
     ///
-    /// The configured engine finds those whose perimeter's box meets the search circle's boxes
-    /// (the memory engine's grid, or the store's spatial index). Distances are estimated on a
-    /// tangent plane with a known error bound; exact (geodesic) distances are then computed
-    /// for every candidate that may be among the first `needed`: those whose estimate, less its
-    /// error, is not beyond the farthest exact distance of the first `needed` estimates.
+    /// The configured engine lists the candidates whose perimeter's box meets the search
+    /// circle's boxes (the memory engine's grid, or the store's spatial index), without reading
+    /// them. Each gets a lower bound of its distance: exact for circles and for the beacons
+    /// covering the point (one coverage lookup), the distance to its box otherwise. Best first
+    /// by that bound, candidates are read in small batches, passed through the visibility gate
+    /// and measured exactly, until `needed` are measured and the next bound is beyond the
+    /// `needed`-th distance: no candidate left unread can be among the first `needed`.
     func candidates(near point: Position, radius: Double, tags: [String], by principal: Principal,
                     now: Timestamp, needed: Int) async throws -> [(beacon: VisibleBeacon, distance: Double)] {
         let boxes = Geodesy.boundingBoxes(center: point, radiusM: radius)
-        let found = try await beacons.engine.meeting(boxes, CoverQuery(point: point, tags: tags, at: now, viewer: principal))
-        var ranked: [(beacon: VisibleBeacon, covered: Bool, estimate: Double, error: Double)] = []
-        for b in try await beacons.gate.present(found, to: principal) where b.beacon.isAlive(at: now) && !b.tracksOwner {
-            let covered = PerimeterTester(location: b.location, perimeter: b.perimeter).covers(point)
-            let (d, error) = PerimeterDistance.estimate(point, perimeter: b.perimeter, center: b.location, covered: covered)
-            if d - error <= radius { ranked.append((b, covered, d, error)) }
+        let query = CoverQuery(point: point, tags: tags, at: now, viewer: principal)
+        let found = try await beacons.engine.meeting(boxes, query)
+        guard !found.isEmpty else { return [] }
+        let covering = Set(try await beacons.engine.coveringIDs(query))
+        let frame = LocalFrame(origin: point)
+        var bounded = found.map { c -> (candidate: PerimeterCandidate, bound: Double) in
+            if covering.contains(c.id) { return (c, 0) }
+            if let (center, r) = c.circle { return (c, max(0, Geodesy.distance(center, point) - r)) }
+            return (c, c.boxes.map { Self.lowerBound(to: $0, in: frame) }.min() ?? 0)
+        }.filter { $0.bound <= radius }
+        bounded.sort { ($0.bound, $0.candidate.id) < ($1.bound, $1.candidate.id) }
+
+        var measured: [(beacon: VisibleBeacon, distance: Double)] = []
+        var kth = Double.infinity  // the `needed`-th smallest measured distance
+        var next = 0
+        while next < bounded.count, measured.count < needed || bounded[next].bound <= kth {
+            let batch = bounded[next..<Swift.min(bounded.count, next + Swift.max(16, needed - measured.count))]
+            next = batch.endIndex
+            let read = try await beacons.engine.beacons(ids: batch.map(\.candidate.id))
+            for b in try await beacons.gate.present(read, to: principal) where b.beacon.isAlive(at: now) && !b.tracksOwner {
+                let d = covering.contains(b.id) ? 0
+                    : PerimeterDistance.outside(point, perimeter: b.perimeter, center: b.location, covered: false)
+                if d <= radius { measured.append((b, d)) }
+            }
+            if measured.count >= needed {
+                measured.sort { ($0.distance, $0.beacon.id) < ($1.distance, $1.beacon.id) }
+                kth = measured[needed - 1].distance
+            }
         }
-        ranked.sort { ($0.estimate, $0.beacon.id) < ($1.estimate, $1.beacon.id) }
-        func exact(_ i: Int) -> Double {
-            let r = ranked[i]
-            return r.error == 0 ? r.estimate
-                : PerimeterDistance.outside(point, perimeter: r.beacon.perimeter, center: r.beacon.location, covered: r.covered)
-        }
-        let head = Swift.min(needed, ranked.count)
-        var measured = (0..<head).map { (beacon: ranked[$0].beacon, distance: exact($0)) }
-        let farthest = measured.map(\.distance).max() ?? 0
-        // The others are measured too when they may be nearer than that; the rest are farther
-        // than every one of the first `needed`, and their lower bound stands for their distance
-        // (it only orders them, and keeps the refresh circle clear of them).
-        var rest: [(beacon: VisibleBeacon, distance: Double)] = []
-        for i in head..<ranked.count {
-            let lower = ranked[i].estimate - ranked[i].error
-            if lower <= farthest { measured.append((ranked[i].beacon, exact(i))) } else { rest.append((ranked[i].beacon, lower)) }
-        }
-        func nearestFirst(_ x: (beacon: VisibleBeacon, distance: Double), _ y: (beacon: VisibleBeacon, distance: Double)) -> Bool {
-            (x.distance, x.beacon.id) < (y.distance, y.beacon.id)
-        }
-        return measured.filter { $0.distance <= radius }.sorted(by: nearestFirst) + rest.sorted(by: nearestFirst)
+        // Candidates not read are farther than the first `needed` (they are all measured then).
+        return measured.sorted { ($0.distance, $0.beacon.id) < ($1.distance, $1.beacon.id) }
+    }
+
+    /// A lower bound of the geodesic distance from the frame's origin to any point of `box`:
+    /// the plane's distance to the box, less the plane's error there (0 where the plane is not
+    /// trusted: near the poles, far away, or a box wider than a quarter of the globe).
+    static func lowerBound(to box: BoundingBox, in frame: LocalFrame) -> Double {
+        guard box.east - box.west < 90 else { return 0 }
+        let (x0, y0) = frame.project(Position(lon: box.west, lat: box.south))
+        let (x1, y1) = frame.project(Position(lon: box.east, lat: box.north))
+        guard x0 <= x1 else { return 0 }  // the box straddles the point's antimeridian: no bound
+        let dx = Swift.max(0, x0, -x1), dy = Swift.max(0, y0, -y1)
+        let d = (dx * dx + dy * dy).squareRoot()
+        let error = PerimeterDistance.planeError(d, latitude: frame.origin.lat)
+        return error.isFinite ? Swift.max(0, d - error) : 0
     }
 
     /// The beacon's perimeter as a circle: itself, or a polygon's enclosing circle, its radius
