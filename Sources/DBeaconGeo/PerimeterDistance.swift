@@ -76,8 +76,7 @@ package enum PerimeterDistance {
     /// The exact distance to the nearest edge: edges that the plane says may be nearest (all of
     /// them where the plane is not trusted) are followed on the ellipsoid.
     private static func edgeDistance(_ point: Position, _ perimeter: Perimeter) -> Double {
-        let b = planeScan(point, perimeter)
-        let e1 = planeError(b, latitude: point.lat)
+        let (b, e1) = estimate(point, perimeter: perimeter, center: point, covered: false)
         let threshold = e1.isFinite ? b + e1 + planeError(b + e1, latitude: point.lat) : .infinity
         var best = Double.infinity
         let frame = LocalFrame(origin: point)

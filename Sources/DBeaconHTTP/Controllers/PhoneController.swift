@@ -40,21 +40,20 @@ struct PhoneController {
         let messages = try OwnTracksRequest.decode(body, now: clock.now(), config: await phones.fences.config)
         var fixes: [LocationFix] = [], beacons: [SightingInput] = []
         var transitions: [(entered: Bool, rid: String?, wtst: Int?, desc: String?, position: Position?, at: Timestamp)] = []
-        var ignored = 0
         for m in messages {
             switch m {
             case .location(let fix): fixes.append(fix)
             case .transition(let entered, let rid, let wtst, let desc, let position, _, let at):
                 transitions.append((entered, rid, wtst, desc, position, at))
             case .beacon(let sighting): beacons.append(sighting)
-            case .ignored: ignored += 1
+            case .ignored: break
             }
         }
         let reports = fixes.count + transitions.count + beacons.count
         if reports > 0 { try limiter.consume(.fixes, key: user.rawValue, cost: Double(reports)) }
         // The phone among the user's: its device, or the device name the app sends (X-Limit-D).
         let client = context.device?.rawValue ?? "token:" + String((request.headers[.init("X-Limit-D")!] ?? "phone").prefix(64))
-        let answer = try await phones.ownTracks(fixes: fixes, transitions: transitions, beacons: beacons, ignored: ignored,
+        let answer = try await phones.ownTracks(fixes: fixes, transitions: transitions, beacons: beacons,
                                                 user: user, client: client, by: context.principal)
         return .json(.array(Self.ownTracksMessages(answer)))
     }

@@ -6,7 +6,7 @@ import Synchronization
 /// Issues and checks bearer tokens. Only SHA-256 hashes of tokens are stored; the admin
 /// token's hash lives in the settings table.
 package final class AuthService: Sendable {
-    private let store: any BeaconStore
+    private let store: any BeaconStore & DeviceStore
     /// Seals the page cursors of every list for their reader (one key per database).
     package let cursors: PageCursor
     private let clock: any WallClock
@@ -16,7 +16,7 @@ package final class AuthService: Sendable {
 
     package static let adminHashSetting = "admin_token_sha256"
 
-    package init(store: any BeaconStore, clock: any WallClock = SystemClock()) {
+    package init(store: any BeaconStore & DeviceStore, clock: any WallClock = SystemClock()) {
         self.store = store
         self.cursors = PageCursor(store: store)
         self.clock = clock
@@ -66,11 +66,11 @@ package final class AuthService: Sendable {
     /// every node; their `last_seen_at` is updated at most once a minute.
     package func authenticateCaller(token: String) async throws -> (principal: Principal, device: DeviceID?)? {
         guard token.hasPrefix("dbd_") else { return try await authenticate(token: token).map { ($0, nil) } }
-        guard token.utf8.count <= 200, let devices = store as? any DeviceStore,
-              let device = try await devices.device(tokenHash: Self.hash(token)), device.revokedAt == nil else { return nil }
+        guard token.utf8.count <= 200, let device = try await store.device(tokenHash: Self.hash(token)),
+              device.revokedAt == nil else { return nil }
         let now = clock.now()
         if device.lastSeenAt.map({ now.seconds(since: $0) >= 60 }) ?? true {
-            try await devices.touchDevice(device.id, at: now)
+            try await store.touchDevice(device.id, at: now)
         }
         return (.user(device.user), device.id)
     }
@@ -83,25 +83,23 @@ package final class AuthService: Sendable {
         guard !trimmed.isEmpty, trimmed.unicodeScalars.count <= 100 else {
             throw DBeaconError.invalid("name", "name must be 1–100 characters", code: "invalid_name")
         }
-        guard let devices = store as? any DeviceStore else { throw DBeaconError.internalError("this store keeps no devices") }
         let token = Self.makeDeviceToken()
         let created = Device(id: .generate(), user: user, name: trimmed, createdAt: clock.now())
-        try await devices.createDevice(created, tokenHash: Self.hash(token), maxActive: Self.maxDevicesPerUser)
+        try await store.createDevice(created, tokenHash: Self.hash(token), maxActive: Self.maxDevicesPerUser)
         return (created, token)
     }
 
     /// The caller's devices, newest first.
     package func devices(by principal: Principal, device: DeviceID?) async throws -> [Device] {
         let user = try Self.deviceOwner(principal, device)
-        guard let devices = store as? any DeviceStore else { return [] }
-        return try await devices.devices(user: user, limit: 100)
+        return try await store.devices(user: user, limit: 100)
     }
 
     /// Revokes one of the caller's devices: its token stops working at once. 404 for a device
     /// that is not theirs (as for one that does not exist).
     package func revokeDevice(_ id: DeviceID, by principal: Principal, device: DeviceID?) async throws {
         let user = try Self.deviceOwner(principal, device)
-        guard let devices = store as? any DeviceStore, try await devices.revokeDevice(id, user: user, at: clock.now()) else {
+        guard try await store.revokeDevice(id, user: user, at: clock.now()) else {
             throw DBeaconError.notFound("device \(id.rawValue)")
         }
     }

@@ -38,14 +38,11 @@ package struct PhoneFriend: Sendable {
     package var location: UserLocation
 }
 
-/// What a phone protocol's post led to.
+/// What a phone is told after its post.
 package struct PhoneAnswer: Sendable {
-    package var events: [Event] = []
     /// New regions to monitor, when they changed or the phone left its refresh circle.
     package var waypoints: [PhoneWaypoint]?
     package var friends: [PhoneFriend] = []
-    package var accepted = 0
-    package var ignored = 0
 }
 
 /// The phone apps' protocols (OwnTracks in HTTP mode, Traccar Client / OsmAnd) over the same
@@ -82,18 +79,14 @@ package struct PhoneService: Sendable {
     /// should be told. `client` names the phone among the user's (a device id, or a name for
     /// the user's own token).
     package func ownTracks(fixes: [LocationFix], transitions: [(entered: Bool, rid: String?, wtst: Int?, desc: String?, position: Position?, at: Timestamp)],
-                           beacons: [SightingInput], ignored: Int, user: UserID, client: String, by principal: Principal) async throws -> PhoneAnswer {
+                           beacons: [SightingInput], user: UserID, client: String, by principal: Principal) async throws -> PhoneAnswer {
         var answer = PhoneAnswer()
-        answer.ignored = ignored
         var latest: (Position, Timestamp)?
         func saw(_ p: Position?, _ t: Timestamp) {
             if let p, latest.map({ t >= $0.1 }) ?? true { latest = (p, t) }
         }
         if !fixes.isEmpty {
-            let report = try await report(fixes, user: user)
-            answer.events += report.events
-            answer.accepted += report.accepted
-            answer.ignored += report.ignored
+            _ = try await report(fixes, user: user)
             for f in fixes { saw(f.position, f.timestamp) }
         }
         let stored = try await state(user: user, client: client)
@@ -103,26 +96,15 @@ package struct PhoneService: Sendable {
                 saw(t.position, t.at)
                 // The region: `rid`, else the waypoint DBeacon gave with that `wtst`, else `desc`.
                 let rid = t.rid ?? t.wtst.flatMap { stored?.byWtst[$0] } ?? t.desc.flatMap { d in stored?.byDesc[d] }
-                guard let rid, rid != "refresh" else { answer.ignored += 1; continue }
+                guard let rid, rid != "refresh" else { continue }
                 // A region DBeacon did not give (the user's own waypoint), or one they may no
                 // longer see: left alone, as for any other app's region.
-                guard let found = try? await regions.crossings([(rid, t.entered, t.at, "rid")], by: principal) else {
-                    answer.ignored += 1
-                    continue
-                }
+                guard let found = try? await regions.crossings([(rid, t.entered, t.at, "rid")], by: principal) else { continue }
                 crossings += found
             }
-            if !crossings.isEmpty {
-                let (events, _) = try await fences.reportRegions(user: user, crossings: crossings)
-                answer.events += events
-                answer.accepted += crossings.count
-            }
+            if !crossings.isEmpty { _ = try await fences.reportRegions(user: user, crossings: crossings) }
         }
-        if !beacons.isEmpty {
-            let outcome = try await sightings.process(beacons.map { .success($0) }, user: user)
-            answer.events += outcome.events
-            answer.accepted += beacons.count
-        }
+        if !beacons.isEmpty { _ = try await sightings.process(beacons.map { .success($0) }, user: user) }
         if let (position, _) = latest {
             answer.waypoints = try await waypoints(at: position, stored: stored, user: user, client: client, by: principal)
         }

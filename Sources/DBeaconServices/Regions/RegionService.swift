@@ -122,7 +122,7 @@ package struct RegionService: Sendable {
         let frame = LocalFrame(origin: point)
         var bounded = found.map { c -> (candidate: PerimeterCandidate, bound: Double) in
             if covering.contains(c.id) { return (c, 0) }
-            if let (center, r) = c.circle { return (c, max(0, Geodesy.distance(center, point) - r)) }
+            if let (center, r) = c.circle { return (c, max(0, Self.lowerBound(center, point) - r)) }
             return (c, c.boxes.map { Self.lowerBound(to: $0, in: frame) }.min() ?? 0)
         }.filter { $0.bound <= radius }
         bounded.sort { ($0.bound, $0.candidate.id) < ($1.bound, $1.candidate.id) }
@@ -146,6 +146,17 @@ package struct RegionService: Sendable {
         }
         // Candidates not read are farther than the first `needed` (they are all measured then).
         return measured.sorted { ($0.distance, $0.beacon.id) < ($1.distance, $1.beacon.id) }
+    }
+
+    /// A lower bound of the geodesic distance between two points: the flat-earth estimate less
+    /// its error where it is trusted (within 20 km, below 80° of latitude: under 2e-5 of the
+    /// distance, as `Geodesy.circleContains` relies on), the exact distance elsewhere.
+    static func lowerBound(_ a: Position, _ b: Position) -> Double {
+        if abs(a.lat) < 80 && abs(b.lat) < 80 {
+            let d = Geodesy.approximateDistance(a, b)
+            if d <= Geodesy.fastPathMaxRadius { return Swift.max(0, d - d * 1e-4 - 0.01) }
+        }
+        return Geodesy.distance(a, b)
     }
 
     /// A lower bound of the geodesic distance from the frame's origin to any point of `box`:
