@@ -50,7 +50,10 @@ import Testing
         #expect(DiskSpace.allows(0, at: dir.path) == (free >= DiskSpace.reserveBytes))
         #expect(!DiskSpace.allows(free, at: dir.path), "the reserve stays free")
         #expect(!WALCheckpointer.roomFor(frames: Int32.max, wal: dir.path + "/x.sqlite-wal"))
-        #expect(DiskSpace.available(at: dir.path + "/not/yet/there") == free, "asks the nearest existing folder")
+        // The same file system as the folder itself (tests running beside this one write to
+        // it meanwhile, so the two readings may differ by what they wrote).
+        let nested = try #require(DiskSpace.available(at: dir.path + "/not/yet/there"), "asks the nearest existing folder")
+        #expect(abs(Int64(nested) - Int64(free)) < 1 << 30, "asks the nearest existing folder")
     }
 
     /// `/readyz` on SpatiaLite: the database answers and there is no change feed to lose.
