@@ -8,10 +8,12 @@ let settings: [SwiftSetting] = [
 
 let package = Package(
     name: "dbeacon",
-    platforms: [.macOS(.v15)],
+    platforms: [.macOS(.v15), .iOS(.v17)],
     products: [
         .executable(name: "dbeacon", targets: ["dbeacon"]),
         .executable(name: "dbeacon-bench", targets: ["dbeacon-bench"]),
+        // The typed Swift client for apps, generated from schema/openapi.yaml.
+        .library(name: "DBeaconKit", targets: ["DBeaconKit"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1",
@@ -24,6 +26,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-openapi-generator.git", from: "1.14.3"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
     ],
     targets: [
         .systemLibrary(
@@ -126,12 +131,27 @@ let package = Package(
             ],
             swiftSettings: settings
         ),
+        // DBeaconKit: types and client generated at build time from schema/openapi.yaml (the
+        // symlink Sources/DBeaconKit/openapi.yaml), plus the hand-written pieces an app needs.
+        // Depends on the OpenAPI runtime only: an app brings its transport (URLSession on
+        // Apple platforms, AsyncHTTPClient on Linux).
+        .target(
+            name: "DBeaconKit",
+            dependencies: [
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+            ],
+            plugins: [
+                .plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator"),
+            ]
+        ),
         .testTarget(
             name: "DBeaconTests",
             dependencies: [
                 "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconIndex", "DBeaconServices", "DBeaconAPI", "DBeaconHTTP", "dbeacon", "dbeacon-bench",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                "DBeaconKit",
+                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
             ],
             swiftSettings: settings
         ),

@@ -920,56 +920,7 @@ paths:
           content:
             application/json:
               schema:
-                type: object
-                required: [regions, max, complete]
-                properties:
-                  max:
-                    type: integer
-                  complete:
-                    type: boolean
-                    description: >-
-                      False when more beacons cover the caller's position than `max` allows: the
-                      refresh circle's radius is then 0 (report fixes instead).
-                  regions:
-                    type: array
-                    items:
-                      type: object
-                      required: [kind, type, id]
-                      properties:
-                        kind:
-                          type: string
-                          enum: [circle, ibeacon, refresh]
-                        type:
-                          type: string
-                          enum: [circle, ibeacon, refresh]
-                          description: The same as `kind` (kept for the first clients).
-                        id:
-                          type: string
-                          description: The beacon id (circle), the registry entry id (ibeacon), or `refresh`.
-                        beacon:
-                          $ref: '#/components/schemas/BeaconId'
-                        name:
-                          type: string
-                        center:
-                          $ref: '#/components/schemas/LatLon'
-                        radius_m:
-                          type: number
-                        approximate:
-                          type: boolean
-                        uuid:
-                          type: string
-                        major:
-                          type: ['integer', 'null']
-                          description: null when the entry matches any major.
-                        minor:
-                          type: ['integer', 'null']
-                          description: null when the entry matches any minor.
-                        distance_m:
-                          type: number
-                          description: >-
-                            From the caller to the nearest point of the beacon's perimeter (0
-                            inside), geodesic on WGS84 (Karney), a polygon's edges being straight
-                            lines in longitude/latitude (RFC 7946); rounded to 0.1 m.
+                $ref: '#/components/schemas/MonitoredRegionSet'
               example: {"max": 3, "regions": [
                 {"kind": "circle", "type": "circle", "id": "bcn_markthalle", "center": {"lat": 48.7764, "lon": 9.1793}, "radius_m": 60, "approximate": false, "beacon": "bcn_markthalle", "name": "Markthalle", "distance_m": 0},
                 {"kind": "ibeacon", "type": "ibeacon", "id": "reg_x1", "uuid": "f7826da6-4fa2-4e98-8024-bc5b71e0893e", "major": 100, "minor": 1, "beacon": "bcn_markthalle", "name": "Markthalle", "distance_m": 0},
@@ -2191,7 +2142,7 @@ paths:
                 properties:
                   id: {type: string}
                   secret: {type: string, pattern: '^whsec_'}
-                  previous_secret_expires_at: {type: string, format: date-time, nullable: true}
+                  previous_secret_expires_at: {type: [string, 'null'], format: date-time}
         '401':
           $ref: '#/components/responses/Unauthorized'
         '404':
@@ -4178,10 +4129,9 @@ components:
       explode: true
       schema:
         description: >-
-          One value (a comma-separated list of tags; empty items between commas are skipped) or
-          several repeated values.
-        type: [array, string]
-        pattern: '^(?: *[A-Za-z0-9_:-]{1,40} *(?:,(?: *[A-Za-z0-9_:-]{1,40} *)?)*|(?:,(?: *[A-Za-z0-9_:-]{1,40} *)?)+)$'
+          One or more values, each a comma-separated list of tags (empty items between commas
+          are skipped).
+        type: array
         items:
           $ref: '#/components/schemas/TagList'
       example: [food]
@@ -4519,7 +4469,8 @@ components:
       pattern: '^(?: *[A-Za-z0-9_:-]{1,40} *(?:,(?: *[A-Za-z0-9_:-]{1,40} *)?)*|(?:,(?: *[A-Za-z0-9_:-]{1,40} *)?)+)$'
       examples: ['food', 'food,music']
     LatLon:
-      type: object
+      # No `type` here: references that admit null say `type: [object, 'null']` beside the
+      # `$ref` (the form Swift's OpenAPI generator reads as an optional).
       description: A WGS84 point with named coordinates.
       required: [lat, lon]
       properties:
@@ -4647,23 +4598,23 @@ components:
           MultiPolygon: '#/components/schemas/MultiPolygon'
           Circle: '#/components/schemas/Circle'
     Lifetime:
-      type: object
+      # No `type` here: references that admit null say `type: [object, 'null']` beside the
+      # `$ref` (the form Swift's OpenAPI generator reads as an optional).
       description: '`[start, end)`; either bound may be absent or null (open). `end` must be
         after `start` (422 `invalid_lifetime`). An object with neither bound means no lifetime.
         Outside it only the owner sees the beacon.'
       properties:
         start:
-          oneOf:
-            - $ref: '#/components/schemas/Timestamp'
-            - type: 'null'
+          type: [string, 'null']
+          format: date-time
         end:
-          oneOf:
-            - $ref: '#/components/schemas/Timestamp'
-            - type: 'null'
+          type: [string, 'null']
+          format: date-time
       examples:
         - {"start": "2026-11-21T12:00:00Z", "end": "2026-11-21T14:00:00Z"}
     Visibility:
-      type: object
+      # No `type` here: references that admit null say `type: [object, 'null']` beside the
+      # `$ref` (the form Swift's OpenAPI generator reads as an optional).
       description: >-
         A private beacon's visibility group. Only the owner and these members can
         see it; to everyone else it does not exist (404). Absent or null means public.
@@ -4721,13 +4672,11 @@ components:
         - type: object
           properties:
             added_by:
-              oneOf:
-                - $ref: '#/components/schemas/UserId'
-                - type: 'null'
+              type: [string, 'null']
+              pattern: '^usr_[A-Za-z0-9_-]{1,64}$'
             created_at:
-              oneOf:
-                - $ref: '#/components/schemas/Timestamp'
-                - type: 'null'
+              type: [string, 'null']
+              format: date-time
       examples:
         - {"kind": "image", "url": "https://example.org/schlossplatz.jpg", "title": "Schlossplatz"}
 
@@ -4737,6 +4686,9 @@ components:
         - $ref: '#/components/schemas/BeaconPropertiesWithoutPerimeter'
         - type: object
           required: [perimeter]
+          properties:
+            perimeter:
+              $ref: '#/components/schemas/Perimeter'
     BeaconPropertiesWithoutPerimeter:
       type: object
       description: >-
@@ -4757,13 +4709,11 @@ components:
         perimeter:
           $ref: '#/components/schemas/Perimeter'
         lifetime:
-          oneOf:
-            - $ref: '#/components/schemas/Lifetime'
-            - type: 'null'
+          $ref: '#/components/schemas/Lifetime'
+          type: [object, 'null']
         visibility:
-          oneOf:
-            - $ref: '#/components/schemas/Visibility'
-            - type: 'null'
+          $ref: '#/components/schemas/Visibility'
+          type: [object, 'null']
         tags:
           type: array
           maxItems: 32
@@ -4806,7 +4756,8 @@ components:
         updated_at:
           $ref: '#/components/schemas/Timestamp'
     BeaconFeature:
-      type: object
+      # No `type` here: references that admit null say `type: [object, 'null']` beside the
+      # `$ref` (the form Swift's OpenAPI generator reads as an optional).
       description: A beacon as a GeoJSON Feature; `geometry` is its location.
       required: [type, id, geometry, properties]
       properties:
@@ -4834,17 +4785,23 @@ components:
           maxLength: 10000
         perimeter:
           oneOf:
-            - $ref: '#/components/schemas/Perimeter'
+            - $ref: '#/components/schemas/Polygon'
+            - $ref: '#/components/schemas/MultiPolygon'
+            - $ref: '#/components/schemas/Circle'
             - type: 'null'
+          discriminator:
+            propertyName: type
+            mapping:
+              Polygon: '#/components/schemas/Polygon'
+              MultiPolygon: '#/components/schemas/MultiPolygon'
+              Circle: '#/components/schemas/Circle'
           description: Default a 50 m Circle (or the Feature's Polygon/MultiPolygon geometry).
         lifetime:
-          oneOf:
-            - $ref: '#/components/schemas/Lifetime'
-            - type: 'null'
+          $ref: '#/components/schemas/Lifetime'
+          type: [object, 'null']
         visibility:
-          oneOf:
-            - $ref: '#/components/schemas/Visibility'
-            - type: 'null'
+          $ref: '#/components/schemas/Visibility'
+          type: [object, 'null']
         tags:
           type: ['array', 'null']
           maxItems: 32
@@ -4875,9 +4832,8 @@ components:
         owner:
           readOnly: true
           description: Set by the server to the creating user; may only repeat it.
-          oneOf:
-            - $ref: '#/components/schemas/UserId'
-            - type: 'null'
+          type: [string, 'null']
+          pattern: '^usr_[A-Za-z0-9_-]{1,64}$'
         service:
           type: ['string', 'null']
           readOnly: true
@@ -4889,14 +4845,12 @@ components:
           readOnly: true
         created_at:
           readOnly: true
-          oneOf:
-            - $ref: '#/components/schemas/Timestamp'
-            - type: 'null'
+          type: [string, 'null']
+          format: date-time
         updated_at:
           readOnly: true
-          oneOf:
-            - $ref: '#/components/schemas/Timestamp'
-            - type: 'null'
+          type: [string, 'null']
+          format: date-time
     BeaconInput:
       type: object
       description: A beacon as sent by a client (create, import). See `POST /v1/beacons`.
@@ -4910,9 +4864,8 @@ components:
             Optional client-chosen id in the caller's namespace (`bcn_<your user id without
             usr_>_…`, see `GET /v1/me`: 422 `id_outside_namespace` otherwise, whether or not
             the id is taken); generated by the server when absent or null.
-          oneOf:
-            - $ref: '#/components/schemas/BeaconId'
-            - type: 'null'
+          type: [string, 'null']
+          pattern: '^bcn_[A-Za-z0-9_-]{1,64}$'
         geometry:
           description: The location (Point), or a Polygon/MultiPolygon used as the perimeter.
           oneOf:
@@ -4928,14 +4881,12 @@ components:
         `PATCH /v1/beacons/{id}`). Any member of BeaconInput; null removes a member.
       properties:
         type:
-          oneOf:
-            - const: Feature
-            - type: 'null'
+          type: [string, 'null']
+          enum: [Feature, null]
         id:
           description: May only repeat the current id (null, as any merge patch member, leaves it as it is).
-          oneOf:
-            - $ref: '#/components/schemas/BeaconId'
-            - type: 'null'
+          type: [string, 'null']
+          pattern: '^bcn_[A-Za-z0-9_-]{1,64}$'
         geometry:
           type: ['object', 'null']
           description: >-
@@ -4960,17 +4911,77 @@ components:
             $ref: '#/components/schemas/BeaconFeature'
         next_cursor:
           type: ['string', 'null']
+    MonitoredRegionSet:
+      description: The answer of `GET /v1/regions`.
+      type: object
+      required: [regions, max, complete]
+      properties:
+        max:
+          type: integer
+        complete:
+          type: boolean
+          description: >-
+            False when more beacons cover the caller's position than `max` allows: the
+            refresh circle's radius is then 0 (report fixes instead).
+        regions:
+          type: array
+          items:
+            $ref: '#/components/schemas/MonitoredRegion'
+    MonitoredRegion:
+      description: A circle to monitor (a beacon's), an iBeacon region, or the refresh circle.
+      type: object
+      required: [kind, type, id]
+      properties:
+        kind:
+          type: string
+          enum: [circle, ibeacon, refresh]
+        type:
+          type: string
+          enum: [circle, ibeacon, refresh]
+          description: The same as `kind` (kept for the first clients).
+        id:
+          type: string
+          description: The beacon id (circle), the registry entry id (ibeacon), or `refresh`.
+        beacon:
+          $ref: '#/components/schemas/BeaconId'
+        name:
+          type: string
+        center:
+          $ref: '#/components/schemas/LatLon'
+        radius_m:
+          type: number
+        approximate:
+          type: boolean
+        uuid:
+          type: string
+        major:
+          type: ['integer', 'null']
+          description: null when the entry matches any major.
+        minor:
+          type: ['integer', 'null']
+          description: null when the entry matches any minor.
+        distance_m:
+          type: number
+          description: >-
+            From the caller to the nearest point of the beacon's perimeter (0
+            inside), geodesic on WGS84 (Karney), a polygon's edges being straight
+            lines in longitude/latitude (RFC 7946); rounded to 0.1 m.
     BeaconPage:
       description: A page of `GET /v1/beacons`.
       allOf:
         - $ref: '#/components/schemas/FeatureCollection'
         - type: object
           required: [next_cursor]
+          properties:
+            next_cursor:
+              description: The cursor of the next page; null on the last page.
+              type: [string, 'null']
     NearbyFeature:
       description: >-
         A beacon found by a nearby query (without `properties.perimeter` when asked with
         `perimeter=none`).
-      type: object
+      # No `type` here: references that admit null say `type: [object, 'null']` beside the
+      # `$ref` (the form Swift's OpenAPI generator reads as an optional).
       required: [type, id, geometry, properties]
       properties:
         type:
@@ -5041,7 +5052,8 @@ components:
           items:
             $ref: '#/components/schemas/RelatedFeature'
     Directions:
-      type: object
+      # No `type` here: references that admit null say `type: [object, 'null']` beside the
+      # `$ref` (the form Swift's OpenAPI generator reads as an optional).
       required: [beacon, from, to, distance_m, bearing_deg, walking_eta_s, geo_uri]
       properties:
         beacon:
@@ -5108,13 +5120,11 @@ components:
           $ref: '#/components/schemas/Timestamp'
         last_seen_at:
           description: When the device's token last authenticated (to the minute); null if never.
-          oneOf:
-            - $ref: '#/components/schemas/Timestamp'
-            - type: 'null'
+          type: [string, 'null']
+          format: date-time
         revoked_at:
-          oneOf:
-            - $ref: '#/components/schemas/Timestamp'
-            - type: 'null'
+          type: [string, 'null']
+          format: date-time
         active:
           type: boolean
     OwnTracksMessage:
@@ -5132,9 +5142,8 @@ components:
       required: [id, admin]
       properties:
         id:
-          oneOf:
-            - $ref: '#/components/schemas/UserId'
-            - type: 'null'
+          type: [string, 'null']
+          pattern: '^usr_[A-Za-z0-9_-]{1,64}$'
           description: The caller's user id; null for the admin token.
         admin:
           type: boolean
@@ -5255,9 +5264,8 @@ components:
           description: Horizontal accuracy (radius, metres).
         timestamp:
           description: When the fix was taken (absent or null = now).
-          oneOf:
-            - $ref: '#/components/schemas/Timestamp'
-            - type: 'null'
+          type: [string, 'null']
+          format: date-time
     LocationBatch:
       type: object
       required: [fixes]
@@ -5333,9 +5341,8 @@ components:
           type: string
           enum: [user, all]
         owner:
-          oneOf:
-            - $ref: '#/components/schemas/UserId'
-            - type: 'null'
+          type: [string, 'null']
+          pattern: '^usr_[A-Za-z0-9_-]{1,64}$'
           description: >-
             The subscribing user; null for the operator's `scope: all` endpoints.
         description:
@@ -5392,9 +5399,8 @@ components:
           items:
             $ref: '#/components/schemas/DeliveryAttempt'
         first_attempt_at:
-          oneOf:
-            - $ref: '#/components/schemas/Timestamp'
-            - type: 'null'
+          type: [string, 'null']
+          format: date-time
         next_attempt_at:
           $ref: '#/components/schemas/Timestamp'
         last_status_code:
@@ -5431,8 +5437,16 @@ components:
           $ref: '#/components/schemas/LatLon'
         perimeter:
           oneOf:
-            - $ref: '#/components/schemas/Perimeter'
+            - $ref: '#/components/schemas/Polygon'
+            - $ref: '#/components/schemas/MultiPolygon'
+            - $ref: '#/components/schemas/Circle'
             - type: 'null'
+          discriminator:
+            propertyName: type
+            mapping:
+              Polygon: '#/components/schemas/Polygon'
+              MultiPolygon: '#/components/schemas/MultiPolygon'
+              Circle: '#/components/schemas/Circle'
         start:
           $ref: '#/components/schemas/Timestamp'
         end:
@@ -5464,21 +5478,26 @@ components:
           type: ['string', 'null']
           maxLength: 10000
         location:
-          oneOf:
-            - $ref: '#/components/schemas/LatLon'
-            - type: 'null'
+          $ref: '#/components/schemas/LatLon'
+          type: [object, 'null']
         perimeter:
           oneOf:
-            - $ref: '#/components/schemas/Perimeter'
+            - $ref: '#/components/schemas/Polygon'
+            - $ref: '#/components/schemas/MultiPolygon'
+            - $ref: '#/components/schemas/Circle'
             - type: 'null'
+          discriminator:
+            propertyName: type
+            mapping:
+              Polygon: '#/components/schemas/Polygon'
+              MultiPolygon: '#/components/schemas/MultiPolygon'
+              Circle: '#/components/schemas/Circle'
         start:
-          oneOf:
-            - $ref: '#/components/schemas/Timestamp'
-            - type: 'null'
+          type: [string, 'null']
+          format: date-time
         end:
-          oneOf:
-            - $ref: '#/components/schemas/Timestamp'
-            - type: 'null'
+          type: [string, 'null']
+          format: date-time
         invitees:
           type: ['array', 'null']
           maxItems: 1000
@@ -5566,9 +5585,8 @@ components:
             $ref: '#/components/schemas/UserId'
         location:
           description: Where the guide is now (default their last fix).
-          oneOf:
-            - $ref: '#/components/schemas/LatLon'
-            - type: 'null'
+          $ref: '#/components/schemas/LatLon'
+          type: [object, 'null']
     GroupMember:
       type: object
       required: [id, name, role, joined_at, location, age_s, stale, distance_m, in_range]
@@ -5586,19 +5604,17 @@ components:
           description: >-
             The last fix shared since both this member and the caller joined; null when
             there is none. For the guide: their last fix, which is the group beacon's location.
-          oneOf:
-            - type: object
-              required: [lat, lon, accuracy_m, fix_at]
-              properties:
-                lat:
-                  type: number
-                lon:
-                  type: number
-                accuracy_m:
-                  type: number
-                fix_at:
-                  $ref: '#/components/schemas/Timestamp'
-            - type: 'null'
+          type: [object, 'null']
+          required: [lat, lon, accuracy_m, fix_at]
+          properties:
+            lat:
+              type: number
+            lon:
+              type: number
+            accuracy_m:
+              type: number
+            fix_at:
+              $ref: '#/components/schemas/Timestamp'
         age_s:
           type: ['number', 'null']
           description: Seconds since that fix.
@@ -5684,9 +5700,8 @@ components:
       description: An existing beacon (`beacon`) or a new place (`name` and `location`).
       properties:
         beacon:
-          oneOf:
-            - $ref: '#/components/schemas/BeaconId'
-            - type: 'null'
+          type: [string, 'null']
+          pattern: '^bcn_[A-Za-z0-9_-]{1,64}$'
         order:
           type: ['integer', 'null']
           description: Default the position in the list (1-based).
@@ -5697,13 +5712,20 @@ components:
         description:
           type: ['string', 'null']
         location:
-          oneOf:
-            - $ref: '#/components/schemas/LatLon'
-            - type: 'null'
+          $ref: '#/components/schemas/LatLon'
+          type: [object, 'null']
         perimeter:
           oneOf:
-            - $ref: '#/components/schemas/Perimeter'
+            - $ref: '#/components/schemas/Polygon'
+            - $ref: '#/components/schemas/MultiPolygon'
+            - $ref: '#/components/schemas/Circle'
             - type: 'null'
+          discriminator:
+            propertyName: type
+            mapping:
+              Polygon: '#/components/schemas/Polygon'
+              MultiPolygon: '#/components/schemas/MultiPolygon'
+              Circle: '#/components/schemas/Circle'
         tags:
           type: ['array', 'null']
           items:
@@ -5727,16 +5749,22 @@ components:
           maxLength: 10000
         perimeter:
           oneOf:
-            - $ref: '#/components/schemas/Perimeter'
+            - $ref: '#/components/schemas/Polygon'
+            - $ref: '#/components/schemas/MultiPolygon'
+            - $ref: '#/components/schemas/Circle'
             - type: 'null'
+          discriminator:
+            propertyName: type
+            mapping:
+              Polygon: '#/components/schemas/Polygon'
+              MultiPolygon: '#/components/schemas/MultiPolygon'
+              Circle: '#/components/schemas/Circle'
         lifetime:
-          oneOf:
-            - $ref: '#/components/schemas/Lifetime'
-            - type: 'null'
+          $ref: '#/components/schemas/Lifetime'
+          type: [object, 'null']
         visibility:
-          oneOf:
-            - $ref: '#/components/schemas/Visibility'
-            - type: 'null'
+          $ref: '#/components/schemas/Visibility'
+          type: [object, 'null']
         tags:
           type: ['array', 'null']
           maxItems: 32
@@ -5754,7 +5782,8 @@ components:
           items:
             $ref: '#/components/schemas/TourStopInput'
     TourStop:
-      type: object
+      # No `type` here: references that admit null say `type: [object, 'null']` beside the
+      # `$ref` (the form Swift's OpenAPI generator reads as an optional).
       required: [order, beacon]
       properties:
         order:
@@ -5786,9 +5815,8 @@ components:
                 $ref: '#/components/schemas/Timestamp'
         next:
           description: The first stop in order not yet visited; null when all are.
-          oneOf:
-            - $ref: '#/components/schemas/TourStop'
-            - type: 'null'
+          $ref: '#/components/schemas/TourStop'
+          type: [object, 'null']
         visited_count:
           type: integer
         total:
@@ -5810,7 +5838,8 @@ components:
           $ref: '#/components/schemas/TourProgress'
           description: Present when the caller follows the tour.
     TourLeg:
-      type: object
+      # No `type` here: references that admit null say `type: [object, 'null']` beside the
+      # `$ref` (the form Swift's OpenAPI generator reads as an optional).
       required: [order, beacon, distance_m, bearing_deg]
       properties:
         order:
@@ -5829,22 +5858,19 @@ components:
         tour:
           $ref: '#/components/schemas/BeaconId'
         from:
-          oneOf:
-            - $ref: '#/components/schemas/BeaconId'
-            - type: 'null'
+          type: [string, 'null']
+          pattern: '^bcn_[A-Za-z0-9_-]{1,64}$'
         next:
-          oneOf:
-            - $ref: '#/components/schemas/TourLeg'
-            - type: 'null'
+          $ref: '#/components/schemas/TourLeg'
+          type: [object, 'null']
           description: Null at the end of the tour.
         remaining:
           type: integer
           minimum: 0
           description: Visible stops after `next`.
         directions:
-          oneOf:
-            - $ref: '#/components/schemas/Directions'
-            - type: 'null'
+          $ref: '#/components/schemas/Directions'
+          type: [object, 'null']
           description: To the next stop; null without an origin or at the end.
         following:
           type: array
@@ -5932,13 +5958,11 @@ components:
           items:
             $ref: '#/components/schemas/Tag'
         start:
-          oneOf:
-            - $ref: '#/components/schemas/Timestamp'
-            - type: 'null'
+          type: [string, 'null']
+          format: date-time
         end:
-          oneOf:
-            - $ref: '#/components/schemas/Timestamp'
-            - type: 'null'
+          type: [string, 'null']
+          format: date-time
         content:
           type: ['array', 'null']
           maxItems: 100
@@ -5954,8 +5978,7 @@ components:
       description: A promotion found near the caller, with its score for them.
       allOf:
         - $ref: '#/components/schemas/NearbyFeature'
-        - type: object
-          properties:
+        - properties:
             properties:
               type: object
               required: [score]
@@ -5988,9 +6011,8 @@ components:
       required: [promotion, score, candidates, tied, capped]
       properties:
         promotion:
-          oneOf:
-            - $ref: '#/components/schemas/ScoredPromotion'
-            - type: 'null'
+          $ref: '#/components/schemas/ScoredPromotion'
+          type: [object, 'null']
         score:
           type: ['integer', 'null']
         candidates:
@@ -6101,7 +6123,8 @@ components:
           description: Feedback texts received.
 
     RegistryPosition:
-      type: object
+      # No `type` here: references that admit null say `type: [object, 'null']` beside the
+      # `$ref` (the form Swift's OpenAPI generator reads as an optional).
       description: >-
         Where the physical beacon is mounted (used to estimate positions from
         sightings).
@@ -6126,9 +6149,8 @@ components:
           $ref: '#/components/schemas/BeaconId'
           description: The digital beacon this physical beacon stands for (owned by the caller).
         position:
-          oneOf:
-            - $ref: '#/components/schemas/RegistryPosition'
-            - type: 'null'
+          $ref: '#/components/schemas/RegistryPosition'
+          type: [object, 'null']
         measured_power:
           type: ['integer', 'null']
           minimum: -127
@@ -6256,21 +6278,19 @@ components:
           description: The owner of the digital beacon.
         position:
           description: The installed position, or null.
-          oneOf:
-            - type: object
-              required: [lat, lon, level]
-              properties:
-                lat:
-                  type: number
-                  minimum: -90
-                  maximum: 90
-                lon:
-                  type: number
-                  minimum: -180
-                  maximum: 180
-                level:
-                  type: ['integer', 'null']
-            - type: 'null'
+          type: [object, 'null']
+          required: [lat, lon, level]
+          properties:
+            lat:
+              type: number
+              minimum: -90
+              maximum: 90
+            lon:
+              type: number
+              minimum: -180
+              maximum: 180
+            level:
+              type: ['integer', 'null']
         measured_power:
           type: ['integer', 'null']
         status:
@@ -6359,7 +6379,8 @@ components:
             (`invalid_rssi`, `missing_field`, …) and the other items are resolved.
           items: {}
     SightingError:
-      type: object
+      # No `type` here: references that admit null say `type: [object, 'null']` beside the
+      # `$ref` (the form Swift's OpenAPI generator reads as an optional).
       required: [code, message]
       properties:
         code:
@@ -6376,23 +6397,19 @@ components:
           minimum: 0
           description: The sighting's position in the request.
         beacon:
-          oneOf:
-            - $ref: '#/components/schemas/BeaconFeature'
-            - type: 'null'
+          $ref: '#/components/schemas/BeaconFeature'
+          type: [object, 'null']
           description: The resolved digital beacon (null when unknown, inactive or not visible).
         distance_m:
           type: ['number', 'null']
           minimum: 0
           description: Estimated distance from RSSI and transmit power.
         proximity:
-          oneOf:
-            - type: string
-              enum: [immediate, near, far, unknown]
-            - type: 'null'
+          type: [string, 'null']
+          enum: [immediate, near, far, unknown, null]
         error:
-          oneOf:
-            - $ref: '#/components/schemas/SightingError'
-            - type: 'null'
+          $ref: '#/components/schemas/SightingError'
+          type: [object, 'null']
         registry_entry:
           $ref: '#/components/schemas/RegistryId'
           description: The entry that matched (resolved sightings only).
@@ -6400,7 +6417,8 @@ components:
           type: object
           description: The identity read from the item (`type` and its members), when it could be read.
     EstimatedPosition:
-      type: object
+      # No `type` here: references that admit null say `type: [object, 'null']` beside the
+      # `$ref` (the form Swift's OpenAPI generator reads as an optional).
       required: [lat, lon, accuracy_m]
       properties:
         lat:
@@ -6444,9 +6462,8 @@ components:
           items:
             $ref: '#/components/schemas/SightingResult'
         position:
-          oneOf:
-            - $ref: '#/components/schemas/EstimatedPosition'
-            - type: 'null'
+          $ref: '#/components/schemas/EstimatedPosition'
+          type: [object, 'null']
           description: The caller's estimated position (null without positioned sightings).
         events:
           type: array
