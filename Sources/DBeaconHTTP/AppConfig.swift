@@ -40,6 +40,10 @@ package struct AppConfig: Sendable {
     package var sightings = SightingConfig()
     /// Delivered events older than this many days are deleted; nil keeps them.
     package var eventRetentionDays: Double? = 30
+    /// Event streams: a comment line this often on an idle stream, and each stream ended after
+    /// `eventStreamMaxSeconds` (the client reconnects and resumes with `Last-Event-ID`).
+    package var eventStreamHeartbeatSeconds: Double = 15
+    package var eventStreamMaxSeconds: Double = 60
     /// Group staleness and hysteresis, media gating, the promotion frequency cap.
     package var services = ServiceConfig()
     /// Whether to run the background services (deliverer, ticker); tests drive them by hand.

@@ -23,6 +23,8 @@ package struct AppServices: Sendable {
     package let deliverer: WebhookDeliverer
     /// The event log as each caller may read it now.
     package let feed: EventFeed
+    /// Wakes this process's event streams when events for their readers are committed.
+    package let notifier: EventNotifier
     package let ticker: LifetimeTicker
     package let relay: BeaconChangeRelay
     /// Picks up what other processes write to the same database (SpatiaLite).
@@ -139,7 +141,7 @@ package struct AppServices: Sendable {
             webhooks: WebhookService(store: store, ssrf: ssrf, clock: clock, wake: wake),
             deliverer: WebhookDeliverer(feed: feed, ssrf: ssrf, clock: clock, schedule: config.webhookRetrySchedule,
                                         wake: wake, logger: logger),
-            feed: feed, ticker: ticker, relay: BeaconChangeRelay(changes: changes, fences: fences, logger: logger),
+            feed: feed, notifier: EventNotifier(store: store), ticker: ticker, relay: BeaconChangeRelay(changes: changes, fences: fences, logger: logger),
             poller: RemoteChangePoller(store: store, logger: logger),
             domain: await DomainServices.make(beacons: beacons, store: store, fences: fences, config: config.services, logger: logger),
             registry: registry,

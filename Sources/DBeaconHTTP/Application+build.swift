@@ -64,7 +64,9 @@ package func buildRouter(_ services: AppServices, metrics: AppMetrics = AppMetri
     let regions = RegionService(beacons: services.beacons, registry: services.store)
     LiveController(fences: services.fences, regions: regions, feed: services.feed, clock: services.clock, limiter: limiter,
                    maxBodyBytes: maxBody).addRoutes(to: v1)
-    EventStreamController(feed: services.feed).addRoutes(to: v1)
+    EventStreamController(feed: services.feed, notifier: services.notifier,
+                          heartbeat: .seconds(services.config.eventStreamHeartbeatSeconds),
+                          maxDuration: .seconds(services.config.eventStreamMaxSeconds)).addRoutes(to: v1)
     RegionController(regions: regions).addRoutes(to: v1)
     WebhookController(webhooks: services.webhooks, maxBodyBytes: maxBody).addRoutes(to: v1)
     MeetingController(meetings: services.domain.meetings, maxBodyBytes: maxBody).addRoutes(to: v1)

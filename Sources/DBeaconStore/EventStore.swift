@@ -25,6 +25,9 @@ package protocol EventStore: Sendable {
     func events(recipient: UserID?, after: Int64?, limit: Int) async throws -> Page<Event>
     /// The position of the newest event in the log (0 when empty): a stream starts after it.
     func latestEventPosition() async throws -> Int64
+    /// Positions and recipients of the events after `after`, oldest first, at most `limit`
+    /// (what the event streams' notifier reads to know whom to wake).
+    func eventRecipients(after: Int64, limit: Int) async throws -> [(position: Int64, recipient: UserID)]
     /// Log position of an event, to resume after it.
     func eventPosition(id: EventID) async throws -> Int64?
     /// Deletes events older than `before` (retention); returns how many.

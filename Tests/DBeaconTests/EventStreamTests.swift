@@ -3,6 +3,8 @@ import DBeaconCore
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOPosix
+import Synchronization
 import Testing
 
 /// Live events for apps (issue 14.2): `GET /v1/events/stream` as Server-Sent Events over a
@@ -75,6 +77,107 @@ import Testing
             #expect(open.allSatisfy { $0.status == .ok })
             let sixth = try await Self.open(port, token: bob)
             #expect(sixth.status == .tooManyRequests && sixth.headers["Retry-After"].first != nil)
+        }
+    }
+
+    /// Idle streams wait on the process's notifier (no poll of their own) and are woken by
+    /// their events only; a client that goes away frees its slot at once (no heartbeat needed:
+    /// the default 15 s here); the server closes the connection when a stream ends.
+    @Test(arguments: Backend.all) func idleStreamsWakeOnTheirEventsAndEndCleanly(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend) { $0.eventStreamMaxSeconds = 3 }
+        let (owner, ownerToken) = try await h.user("owner")
+        let (_, bob) = try await h.user("bob")
+        let (_, ann) = try await h.user("ann")
+        let kiosk = try await h.beacon(feature(name: "kiosk"), owner: owner)
+        try await h.app().test(.live) { client in
+            let port = try #require(client.port)
+            _ = try await client.call(.post, "/v1/beacons/\(kiosk.id)/followers", token: bob)
+            var bobs: [RawStream] = []
+            for _ in 0..<5 { bobs.append(try await RawStream.open(port: port, token: bob)) }
+            let anns = try await RawStream.open(port: port, token: ann)
+            for s in bobs + [anns] { try await s.waitFor(": stream open") }
+            #expect(bobs[0].text.contains("connection: close") || bobs[0].text.contains("Connection: close"))
+            let sixth = try await Self.open(port, token: bob)
+            #expect(sixth.status == .tooManyRequests)
+
+            // An edit of the kiosk reaches bob's five streams, not ann's (she does not follow it).
+            #expect(try await client.call(.patch, "/v1/beacons/\(kiosk.id)", token: ownerToken,
+                                          json: ["properties": ["name": "kiosk 1"]]).status == .ok)
+            for s in bobs { try await s.waitFor("event: beacon.updated") }
+            #expect(!anns.text.contains("event:"))
+
+            // Bob closes one stream: the slot is free again at once, long before a heartbeat.
+            let closedAt = ContinuousClock.now
+            try await bobs[0].channel.close()
+            var reopened: HTTPClientResponse?
+            while ContinuousClock.now - closedAt < .seconds(5) {
+                let r = try await Self.open(port, token: bob)
+                if r.status == .ok { reopened = r; break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(reopened != nil && ContinuousClock.now - closedAt < .seconds(5), "the slot of a closed stream is freed at once")
+
+            // Streams end after eventStreamMaxSeconds (3 s here) and the server closes the
+            // connection right after the last chunk.
+            try await anns.waitForClose(within: .seconds(6))
+            #expect(anns.text.hasSuffix("0\r\n\r\n"), "the chunked body was ended before the close")
+        }
+    }
+}
+
+/// A stream read off a bare TCP connection (to see the close and the raw response).
+final class RawStream: Sendable {
+    let channel: any Channel
+    let collector: Collector
+
+    final class Collector: ChannelInboundHandler, Sendable {
+        typealias InboundIn = ByteBuffer
+        let received = Mutex("")
+        let closed = Atomic(false)
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            let buffer = unwrapInboundIn(data)
+            received.withLock { $0 += String(buffer: buffer) }
+        }
+        func channelInactive(context: ChannelHandlerContext) { closed.store(true, ordering: .releasing) }
+    }
+
+    private init(channel: any Channel, collector: Collector) {
+        self.channel = channel
+        self.collector = collector
+    }
+
+    var text: String { collector.received.withLock { $0 } }
+
+    static func open(port: Int, token: String) async throws -> RawStream {
+        let collector = Collector()
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelInitializer { ch in ch.eventLoop.makeCompletedFuture { try ch.pipeline.syncOperations.addHandler(collector) } }
+            .connect(host: "127.0.0.1", port: port).get()
+        let request = "GET /v1/events/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\n"
+            + "Accept: text/event-stream\r\n\r\n"
+        try await channel.writeAndFlush(ByteBuffer(string: request)).get()
+        return RawStream(channel: channel, collector: collector)
+    }
+
+    func waitFor(_ fragment: String, within limit: Duration = .seconds(10)) async throws {
+        let start = ContinuousClock.now
+        while !text.contains(fragment) {
+            guard ContinuousClock.now - start < limit else {
+                Issue.record("no \(fragment) within \(limit): \(text)")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    func waitForClose(within limit: Duration) async throws {
+        let start = ContinuousClock.now
+        while !collector.closed.load(ordering: .acquiring) {
+            guard ContinuousClock.now - start < limit else {
+                Issue.record("the server did not close the connection within \(limit)")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(20))
         }
     }
 }

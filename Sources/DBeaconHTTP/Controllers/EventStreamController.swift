@@ -13,21 +13,42 @@ import Synchronization
 /// `EventSource` when it reconnects) or `?after=` resumes from the log; without either the
 /// stream starts with the next event. At most `maxStreamsPerUser` open streams per user (429).
 /// A request that does not accept `text/event-stream` gets one page of events as JSON.
+///
+/// An idle stream costs nothing but its connection: it waits on the process's `EventNotifier`
+/// (one reader of the log for all streams), which wakes it only when an event addressed to its
+/// user is committed, and at its next heartbeat. A client that goes away (its connection's
+/// input closes, or the connection does) ends the stream at once, freeing its slot; a write
+/// that fails ends it too. The connection is closed when the stream ends, so a client that
+/// waits for the close reconnects at once.
 struct EventStreamController {
     let feed: EventFeed
-    let streams = StreamCounter()
+    let notifier: EventNotifier
+    let streams: StreamCounter
+    let heartbeat: Duration
+    let maxDuration: Duration
+
+    init(feed: EventFeed, notifier: EventNotifier, streams: StreamCounter = StreamCounter(),
+         heartbeat: Duration = .seconds(15), maxDuration: Duration = .seconds(60)) {
+        self.feed = feed
+        self.notifier = notifier
+        self.streams = streams
+        self.heartbeat = heartbeat
+        self.maxDuration = maxDuration
+    }
 
     static let maxStreamsPerUser = 5
-    static let heartbeat: Duration = .seconds(15)
-    static let poll: Duration = .milliseconds(250)
-    /// A stream is closed after this long (and at a graceful shutdown): `EventSource`
-    /// reconnects after `retry` and resumes with `Last-Event-ID`, so nothing is lost, and a
-    /// stopping server is not held open by its streams.
-    static let maxDuration: Duration = .seconds(60)
+    // `maxDuration`: a stream is closed after this long (and at a graceful shutdown):
+    // `EventSource` reconnects after `retry` and resumes with `Last-Event-ID`, so nothing is
+    // lost, and a stopping server is not held open by its streams.
 
     /// Open streams per user.
-    final class StreamCounter: Sendable {
+    package final class StreamCounter: Sendable {
         private let open = Mutex<[String: Int]>([:])
+
+        package init() {}
+
+        /// Open streams in all.
+        package var total: Int { open.withLock { $0.values.reduce(0, +) } }
 
         func acquire(_ key: String, max: Int) -> Bool {
             open.withLock { o in
@@ -68,42 +89,85 @@ struct EventStreamController {
             throw DBeaconError.tooManyRequests("at most \(Self.maxStreamsPerUser) open event streams per user", code: "too_many_streams",
                                                retryAfter: 5)
         }
+        // The notifier reads the log from here on: every event committed after the first read
+        // below is one it will see.
+        await notifier.start()
         let from: Int64
-        if let start { from = start } else { from = try await feed.latestPosition() }
-        let feed = self.feed, streams = self.streams
+        do {
+            if let start { from = start } else { from = try await feed.latestPosition() }
+        } catch {
+            streams.release(key)
+            throw error
+        }
+        let feed = self.feed, streams = self.streams, notifier = self.notifier
+        let heartbeat = self.heartbeat, maxDuration = self.maxDuration
+        let handle = notifier.handle()
+        let channel = context.channel
+        // The client going away (its input closing, or the connection) ends the stream now.
+        try? await channel.pipeline.addHandler(PeerWatcher { notifier.interrupt(handle) }, position: .first).get()
+        // Close the connection once the response ends (`Connection: close` is sent too).
+        channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
         let body = ResponseBody { writer in
             defer { streams.release(key) }
             var cursor = from
+            var notified = from
             let clock = ContinuousClock()
             let opened = clock.now
             var lastWrite = clock.now
             try await writer.write(ByteBuffer(string: "retry: 2000\n: stream open\n\n"))
-            let stopping = Atomic(false)
             try await withGracefulShutdownHandler {
-            while clock.now - opened < Self.maxDuration && !stopping.load(ordering: .relaxed) {
-                let page = try await feed.events(by: principal, after: cursor, limit: 100)
-                if let last = page.items.last {
-                    var text = ""
-                    for event in page.items {
-                        text += "id: \(event.id.rawValue)\nevent: \(event.type.rawValue)\ndata: \(JSONWriter.string(event.json))\n\n"
+                var read = true
+                while clock.now - opened < maxDuration && !handle.isInterrupted {
+                    if read {
+                        let page = try await feed.events(by: principal, after: cursor, limit: 100)
+                        if let last = page.items.last {
+                            var text = ""
+                            for event in page.items {
+                                text += "id: \(event.id.rawValue)\nevent: \(event.type.rawValue)\ndata: \(JSONWriter.string(event.json))\n\n"
+                            }
+                            try await writer.write(ByteBuffer(string: text))
+                            lastWrite = clock.now
+                            cursor = try await feed.position(after: last.id, by: principal) ?? cursor
+                        }
+                        if let next = page.next { cursor = max(cursor, next); continue }
                     }
-                    try await writer.write(ByteBuffer(string: text))
-                    lastWrite = clock.now
-                    cursor = try await feed.position(after: last.id, by: principal) ?? cursor
+                    if clock.now - lastWrite >= heartbeat {
+                        // Also how a client that vanished without closing is found: the write fails.
+                        try await writer.write(ByteBuffer(string: ": heartbeat\n\n"))
+                        lastWrite = clock.now
+                    }
+                    let deadline = min(lastWrite + heartbeat, opened + maxDuration)
+                    let woken = await notifier.wait(for: principal.userID, after: max(cursor, notified), until: deadline, handle: handle)
+                    if let woken { notified = max(notified, woken) }
+                    read = woken != nil
                 }
-                if let next = page.next { cursor = max(cursor, next); continue }
-                if clock.now - lastWrite >= Self.heartbeat {
-                    try await writer.write(ByteBuffer(string: ": heartbeat\n\n"))
-                    lastWrite = clock.now
-                }
-                try await Task.sleep(for: Self.poll)
-            }
             } onGracefulShutdown: {
                 // Shutting down: end the stream; the client reconnects to another server or later.
-                stopping.store(true, ordering: .relaxed)
+                notifier.interrupt(handle)
             }
             try await writer.finish(nil)
         }
-        return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"], body: body)
+        return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache", .connection: "close"],
+                        body: body)
+    }
+}
+
+/// Tells the event stream that its client went away: the connection's input closed (the
+/// client closed its side or died) or the connection closed. First in the pipeline, it sees
+/// the socket's own events and passes everything on.
+private final class PeerWatcher: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    let gone: @Sendable () -> Void
+
+    init(_ gone: @escaping @Sendable () -> Void) { self.gone = gone }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case .some(.inputClosed) = event as? ChannelEvent { gone() }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        gone()
+        context.fireChannelInactive()
     }
 }

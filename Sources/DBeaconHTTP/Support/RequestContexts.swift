@@ -2,6 +2,7 @@ package import DBeaconCore
 package import DBeaconServices
 package import Hummingbird
 import Logging
+package import NIOCore
 
 /// The context of every request; `principal` is filled in by `AuthMiddleware` on `/v1`.
 package struct AppRequestContext: RequestContext {
@@ -13,9 +14,12 @@ package struct AppRequestContext: RequestContext {
     package var cursors: PageCursor?
     /// The client's IP address (no port), for limits per client; "unknown" in router tests.
     package let clientAddress: String
+    /// The connection (the event stream watches it and closes it at the end of the stream).
+    package let channel: any Channel
 
     package init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
+        channel = source.channel
         principal = nil
         device = nil
         cursors = nil
@@ -31,6 +35,7 @@ package struct AuthenticatedContext: ChildRequestContext {
     /// The device whose token authenticated the request, if it was a device token.
     package let device: DeviceID?
     package let clientAddress: String
+    package let channel: any Channel
     let cursors: PageCursor
 
     package init(context: AppRequestContext) throws {
@@ -40,6 +45,7 @@ package struct AuthenticatedContext: ChildRequestContext {
         self.device = context.device
         self.cursors = cursors
         self.clientAddress = context.clientAddress
+        self.channel = context.channel
     }
 }
 

@@ -99,6 +99,14 @@ extension SQLStore {
         try await read { db in try await db.row("SELECT COALESCE(max(seq), 0) AS n FROM events")?.int64("n") ?? 0 }
     }
 
+    package func eventRecipients(after: Int64, limit: Int) async throws -> [(position: Int64, recipient: UserID)] {
+        try await read { db in
+            try await db.rows("SELECT seq, recipient FROM events WHERE seq > $1 ORDER BY seq LIMIT $2", [after, limit]).map {
+                (try $0.int64("seq"), UserID(uncheckedRawValue: try $0.string("recipient")))
+            }
+        }
+    }
+
     package func eventPosition(id: EventID) async throws -> Int64? {
         try await read { db in try await db.row("SELECT seq FROM events WHERE id = $1", [id.rawValue])?.int64("seq") }
     }
