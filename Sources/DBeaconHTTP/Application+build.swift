@@ -76,7 +76,7 @@ package func buildRouter(_ services: AppServices, metrics: AppMetrics = AppMetri
     RegistryController(registry: services.registry, sightings: services.sightings, maxBodyBytes: maxBody).addRoutes(to: v1)
     let phones = PhoneController(
         phones: PhoneService(fences: services.fences, regions: regions, sightings: services.sightings, groups: services.domain.groups,
-                             devices: services.store, clock: services.clock),
+                             devices: services.store, feed: services.feed, clock: services.clock),
         auth: services.auth, limiter: limiter, clock: services.clock, maxBodyBytes: maxBody)
     phones.addRoutes(to: v1)
     phones.addUnauthenticatedRoutes(to: router)

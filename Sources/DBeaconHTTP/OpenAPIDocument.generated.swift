@@ -547,7 +547,12 @@ paths:
         `setWaypoints` with the regions of `GET /v1/regions` (at most 20: beacon circles, iBeacon
         regions, and a `refresh` circle whose exit makes the phone post again) whenever they
         changed or the phone left its refresh circle; and for each member of the caller's groups
-        whose position group status shows, a `card` and a `location` keyed by `tid`.
+        whose position group status shows, a `card` and a `location` keyed by `tid`; then the
+        group alerts addressed to the caller since the phone's last post (through the same
+        visibility rule as `GET /v1/events`), each as that member's `transition` (`tid`,
+        `event` `leave` when out of range or leaving the group, `enter` when back in range or
+        joining, `desc` the group's name, `rid` its id), which the apps show as a friend's
+        enter/leave. A phone's first post replays no earlier alerts.
       security:
         - basicAuth: []
         - bearerAuth: []

@@ -28,7 +28,8 @@ struct BenchCommand: AsyncParsableCommand {
               • the same lookups on the SQL path (SpatiaLite R*Tree + ST_Covers);
               • location fixes per second through the fence engine, each acknowledged once durable;
               • a `dbeacon serve` child process: start-up time, resident memory, and GET /v1/nearby
-                and GET /v1/regions under load from wrk (Debian package `wrk`; skipped with a note when missing).
+                and GET /v1/regions under load from wrk (Debian package `wrk`; skipped with a note when missing);
+              • --streams idle event streams on that server: its CPU at rest and with them, and nearby beside them.
             Build with `swift build -c release` first: debug builds are many times slower.
             """
     )
@@ -46,6 +47,8 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(name: .customLong("wrk-connections"), help: "Concurrent HTTP connections.") var wrkConnections = 32
     @Option(name: .customLong("wrk-threads"), help: "wrk threads.") var wrkThreads = 1
     @Option(help: "Port of the server under test.") var port = 18_090
+    @Option(help: "Idle event streams to open on the server (then its CPU, and HTTP nearby beside them); 0 skips.")
+    var streams = 10_000
     @Flag(help: "Print one JSON object per N instead of a table.") var json = false
     @Option(help: "Also measure the SQL lookups on this PostgreSQL + PostGIS database (postgres://…; a new schema per run).")
     var postgres: String?
@@ -95,6 +98,8 @@ struct BenchResult {
     /// Exec to every polygon's exact test prepared (the background warm-up done).
     var indexReadySec: Double?
     var rssBytes: Int?
+    var idleCPUPercent: Double?, streams: Int?, streamsOpenSec: Double?, streamsCPUPercent: Double?
+    var httpWithStreams: Double?, httpWithStreamsP99ms: Double?
 
     var json: String {
         func n(_ v: Double?) -> JSONValue { v.map { .number(($0 * 1000).rounded() / 1000) } ?? .null }
@@ -117,6 +122,9 @@ struct BenchResult {
             ("fixes_per_sec", n(fixes)), ("fix_events_per_sec", n(fixEvents)), ("fix_p99_ms", n(fixP99ms)),
             ("startup_sec", n(startupSec)), ("startup_from_database_sec", n(startupColdSec)), ("index_ready_sec", n(indexReadySec)), ("index_load_sec", n(loadSec)), ("rss_bytes", i(rssBytes)),
             ("generate_sec", n(generateSec)), ("db_bytes", i(dbBytes)),
+            ("server_idle_cpu_percent", n(idleCPUPercent)), ("idle_streams", i(streams)), ("streams_open_sec", n(streamsOpenSec)),
+            ("server_cpu_percent_with_streams", n(streamsCPUPercent)),
+            ("http_requests_per_sec_beside_streams", n(httpWithStreams)), ("http_p99_ms_beside_streams", n(httpWithStreamsP99ms)),
         ]))
         return JSONWriter.string(o)
     }
@@ -154,6 +162,10 @@ struct BenchResult {
             ("  p99 (ms), response (KiB)", { "\(f($0.httpLeanP99ms, 2)) / \(f($0.httpLeanBytesPerResponse.map { $0 / 1024 }, 1))" }),
             ("HTTP regions (max 20) req/s", { count($0.regions) }),
             ("  p50 / p99 (ms)", { "\(f($0.regionsP50ms, 2)) / \(f($0.regionsP99ms, 2))" }),
+            ("idle event streams open", { $0.streams.map { "\($0)" } ?? "—" }),
+            ("  server CPU, none / with (%)", { "\(f($0.idleCPUPercent, 1)) / \(f($0.streamsCPUPercent, 1))" }),
+            ("  nearby beside them req/s", { count($0.httpWithStreams) }),
+            ("  p99 (ms)", { f($0.httpWithStreamsP99ms, 2) }),
             ("location fixes/s (durable)", { count($0.fixes) }),
             ("  events/s, fix p99 (ms)", { "\(count($0.fixEvents)) / \(f($0.fixP99ms, 1))" }),
             ("server start-up, snapshot (s)", { f($0.startupSec, 2) }),
@@ -439,7 +451,9 @@ struct BenchRun {
         let process = Process()
         process.executableURL = executable
         process.arguments = ["serve", "--db", path, "--port", "\(command.port)", "--admin-token", "bench-admin-token",
-                             "--log-level", "warning"]
+                             "--log-level", "warning",
+                             // The idle streams and wrk all come from 127.0.0.1.
+                             "--max-connections", "\(command.streams + 2_000)", "--max-connections-per-client", "0"]
         let started = monotonicNanos()
         try process.run()
         let base = "http://127.0.0.1:\(command.port)"
@@ -541,6 +555,8 @@ struct BenchRun {
         result.regionsP99ms = regions.p99
         if regions.errors > 0 { log("wrk reported \(regions.errors) non-2xx or socket errors on regions:\n\(regionsOutput)") }
         log(String(format: "HTTP regions: %.0f req/s, p50 %.2f ms, p99 %.2f ms", regions.rate ?? 0, regions.p50 ?? 0, regions.p99 ?? 0))
+
+        try await streams(server: process, base: base, wrk: wrk, script: script, into: &result)
     }
 
     /// Random points in the region, 50 users' tokens, one tag filter in five.

@@ -162,9 +162,27 @@ import Testing
             let location = try #require(messages.first { $0["_type"] == "location" })
             #expect(card["name"] == "bob" && card["tid"] == location["tid"] && card["tid"]?.stringValue?.count == 2)
             #expect(location["lat"] == 48.779 && location["lon"] == 9.181 && location["topic"] == .string("owntracks/\(bobID.rawValue)/dbeacon"))
+            #expect(!messages.contains { $0["_type"] == "transition" }, "a first post replays no history")
             // Eve is in no group with them: no friends.
             let eves = try await client.call(.post, "/v1/owntracks", json: here, headers: Self.basic("eve", eve))
             #expect(eves.json?.arrayValue?.contains { $0["_type"] == "location" || $0["_type"] == "card" } == false, "\(eves.text)")
+
+            // Bob walks 500 m away (range 200 m): ann's next post tells her as bob's transition
+            // (leave "Trip"), with bob's tid and position; once only.
+            h.clock.advance(seconds: 5)
+            _ = try await client.call(.post, "/v1/me/location", token: bob, json: ["lat": 48.7829, "lon": 9.18])
+            h.clock.advance(seconds: 5)
+            let later: JSONValue = ["_type": "location", "lat": 48.7784, "lon": 9.18, "tst": .int(Self.tst(h)), "tid": "an"]
+            let next = try await client.call(.post, "/v1/owntracks", json: later, headers: Self.basic("ann", ann)).json?.arrayValue ?? []
+            let alert = try #require(next.first { $0["_type"] == "transition" }, "\(next)")
+            #expect(alert["event"] == "leave" && alert["desc"] == "Trip" && alert["t"] == "c")
+            #expect(alert["tid"] == next.first { $0["_type"] == "card" }?["tid"] && alert["lat"] == 48.7829)
+            #expect(alert["tst"] == .int(Self.tst(h, -5)) && alert["rid"] == .string(id))
+            h.clock.advance(seconds: 5)
+            let again = try await client.call(.post, "/v1/owntracks", json: later, headers: Self.basic("ann", ann)).json?.arrayValue ?? []
+            #expect(!again.contains { $0["_type"] == "transition" }, "each alert once")
+            let evesLater = try await client.call(.post, "/v1/owntracks", json: later, headers: Self.basic("eve", eve)).json?.arrayValue ?? []
+            #expect(!evesLater.contains { $0["_type"] == "transition" })
         }
     }
 

@@ -300,4 +300,70 @@ import Testing
             #expect(SSRFGuard.isForbidden([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF] + v4), "mapped \(v4)")
         }
     }
+
+    /// A phone speaking OwnTracks or the OsmAnd protocol produces the same events and webhook
+    /// deliveries as the native API: ann walks in and out with OwnTracks then OsmAnd, bob the
+    /// same walk with `POST /v1/me/location`; both receive `beacon.entered` then
+    /// `beacon.exited` with the same data, signed, verified by the reference verifier.
+    @Test(arguments: Backend.all) func phoneProtocolsDeliverLikeTheNativeAPI(_ backend: Backend) async throws {
+        let h = try await setUp(backend)
+        let receiver = try await WebhookReceiver.start()
+        defer { receiver.stop() }
+        let (owner, _) = try await h.user("owner")
+        let (ann, annToken) = try await h.user("ann")
+        let (bob, bobToken) = try await h.user("bob")
+        let kiosk = try await h.beacon(feature(name: "kiosk", perimeter: circle(100)), owner: owner)
+        let secrets = try await h.app().test(.router) { client in
+            var secrets: [UserID: String] = [:]
+            for (user, token) in [(ann, annToken), (bob, bobToken)] {
+                let hook = try await client.call(.post, "/v1/webhooks", token: token,
+                                                 json: ["url": .string(receiver.url), "events": ["beacon.entered", "beacon.exited"]])
+                secrets[user] = try #require(hook.json?["secret"]?.stringValue)
+            }
+            let device = try await client.call(.post, "/v1/me/devices", token: annToken, json: ["name": "Pixel"])
+            let deviceToken = try #require(device.json?["token"]?.stringValue)
+            let basic: HTTPFields = [.authorization: "Basic " + Data("ann:\(deviceToken)".utf8).base64EncodedString()]
+            let t0 = Int(h.clock.now().millis / 1000)
+            let inside = try await client.call(.post, "/v1/owntracks", json: [
+                "_type": "location", "lat": 48.7784, "lon": 9.18, "acc": 10, "tst": .int(t0), "tid": "an"], headers: basic)
+            #expect(inside.status == .ok, "\(inside.text)")
+            #expect(try await client.call(.post, "/v1/me/location", token: bobToken,
+                                          json: ["lat": 48.7784, "lon": 9.18, "accuracy_m": 10]).status == .ok)
+            h.clock.advance(seconds: 30)
+            let out = try await client.call(.get, "/v1/osmand?id=\(deviceToken)&lat=48.79&lon=9.18&accuracy=10&timestamp=\(t0 + 30)")
+            #expect(out.status == .ok, "\(out.text)")
+            #expect(try await client.call(.post, "/v1/me/location", token: bobToken,
+                                          json: ["lat": 48.79, "lon": 9.18, "accuracy_m": 10]).status == .ok)
+            return secrets
+        }
+        var delivered = 0
+        while try await h.services.deliverer.runOnce() > 0 { delivered += 1 }
+        let received = receiver.received
+        #expect(received.count == 4)
+        // Oldest first by the time of the crossing (deliveries may arrive in any order).
+        func deliveries(_ user: UserID) throws -> [JSONValue] {
+            try received.map { try JSONParser.parse($0.body) }.filter { $0["recipient"] == .string(user.rawValue) }
+                .sorted { ($0["data"]?["at"]?.stringValue ?? "") < ($1["data"]?["at"]?.stringValue ?? "") }
+        }
+        let anns = try deliveries(ann), bobs = try deliveries(bob)
+        #expect(anns.map { $0["type"] } == ["beacon.entered", "beacon.exited"])
+        #expect(bobs.map { $0["type"] } == ["beacon.entered", "beacon.exited"])
+        // The same data whatever protocol the position came in by, but for the time: OwnTracks
+        // and OsmAnd send whole seconds, the native fixes here carry the server's milliseconds.
+        func withoutTime(_ e: JSONValue) -> JSONValue? {
+            guard var data = e["data"]?.objectValue else { return nil }
+            data["at"] = nil
+            return .object(data)
+        }
+        #expect(anns.map(withoutTime) == bobs.map(withoutTime), "\(anns) vs \(bobs)")
+        for (a, b) in zip(anns, bobs) {
+            let ta = Timestamp(rfc3339: a["data"]?["at"]?.stringValue ?? ""), tb = Timestamp(rfc3339: b["data"]?["at"]?.stringValue ?? "")
+            #expect(ta != nil && tb != nil && abs(ta!.millis - tb!.millis) < 1_000)
+        }
+        #expect(anns.first?["data"]?["beacon"] == .string(kiosk.id.rawValue))
+        for user in [ann, bob] {
+            let mine = received.filter { (try? JSONParser.parse($0.body)["recipient"]) == .string(user.rawValue) }
+            #expect(try verify(mine, secret: try #require(secrets[user])) == [true, true])
+        }
+    }
 }

@@ -29,8 +29,10 @@ struct PhoneController {
 
     /// One OwnTracks message (or an array of them, or an empty body); the answer is the JSON
     /// array of messages the app takes as input: `cmd`s `clearWaypoints` + `setWaypoints` when
-    /// its regions change or it left its refresh circle, and a `card` and a `location` for each
-    /// friend (members of the caller's groups where group status shows them).
+    /// its regions change or it left its refresh circle, a `card` and a `location` for each
+    /// friend (members of the caller's groups where group status shows them), and group
+    /// alerts since the phone's last post as that friend's `transition` (out of range: leave,
+    /// back in range: enter; joining and leaving the group likewise).
     @Sendable func ownTracks(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         guard let user = context.principal.userID else {
             throw DBeaconError.forbidden("OwnTracks reports belong to users; the admin token has none")
@@ -68,14 +70,29 @@ struct PhoneController {
             ])))
         }
         var used = Set<String>()
+        var tids: [UserID: (tid: String, friend: PhoneFriend)] = [:]
         for f in answer.friends {
             let tid = trackerID(f, taken: &used)
+            tids[f.user] = (tid, f)
             out.append(.object(JSONObject([("_type", "card"), ("tid", .string(tid)), ("name", .string(f.name))])))
             out.append(.object(JSONObject([
                 ("_type", "location"), ("tid", .string(tid)), ("lat", .number(f.location.position.lat)),
                 ("lon", .number(f.location.position.lon)), ("acc", .int(Int(f.location.accuracyM.rounded()))),
                 ("tst", .int(Int(f.location.fixAt.millis / 1000))), ("t", "u"),
                 ("topic", .string("owntracks/\(f.user.rawValue)/dbeacon")),
+            ])))
+        }
+        // Group alerts as the friend's transition (the apps show "<friend> leaves <region>"),
+        // for members the caller sees on the map (their card and tid were just given).
+        for n in answer.notices {
+            guard let (tid, friend) = tids[n.member] else { continue }
+            out.append(.object(JSONObject([
+                ("_type", "transition"), ("tid", .string(tid)), ("event", .string(n.entered ? "enter" : "leave")),
+                ("desc", .string(n.group)), ("t", "c"), ("tst", .int(Int(n.at.millis / 1000))),
+                ("wtst", .int(PhoneWaypoint.wtst(n.groupID))), ("rid", .string(n.groupID)),
+                ("lat", .number(friend.location.position.lat)), ("lon", .number(friend.location.position.lon)),
+                ("acc", .int(Int(friend.location.accuracyM.rounded()))),
+                ("topic", .string("owntracks/\(n.member.rawValue)/dbeacon/event")),
             ])))
         }
         return out

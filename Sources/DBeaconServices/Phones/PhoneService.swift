@@ -23,7 +23,7 @@ package struct PhoneWaypoint: Sendable, Hashable {
 
     /// A `tst` for a region id: a fixed point in 2001–2031 derived from the id (FNV-1a), so the
     /// same region is the same waypoint on the phone across answers.
-    static func wtst(_ rid: String) -> Int {
+    package static func wtst(_ rid: String) -> Int {
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
         for b in rid.utf8 { h = (h ^ UInt64(b)) &* 0x0000_0100_0000_01b3 }
         return 978_307_200 + Int(h % 946_080_000)
@@ -43,6 +43,20 @@ package struct PhoneAnswer: Sendable {
     /// New regions to monitor, when they changed or the phone left its refresh circle.
     package var waypoints: [PhoneWaypoint]?
     package var friends: [PhoneFriend] = []
+    /// Group alerts addressed to the user since the phone's last post (a member out of range
+    /// or back, joining or leaving), for the app to show as a friend's enter/leave.
+    package var notices: [PhoneNotice] = []
+}
+
+/// A group alert, as the phone apps show a friend's transition: `member` enters or leaves
+/// (`entered`) the group `group` (its name).
+package struct PhoneNotice: Sendable, Hashable {
+    package var member: UserID
+    package var memberName: String
+    package var group: String
+    package var groupID: String
+    package var entered: Bool
+    package var at: Timestamp
 }
 
 /// The phone apps' protocols (OwnTracks in HTTP mode, Traccar Client / OsmAnd) over the same
@@ -55,20 +69,27 @@ package struct PhoneService: Sendable {
     package let sightings: SightingService
     package let groups: GroupService
     package let devices: any DeviceStore
+    package let feed: EventFeed
     package let clock: any WallClock
 
     /// Regions a phone is given: iOS monitors at most 20 per app.
     package static let maxRegions = 20
 
     package init(fences: FenceEngine, regions: RegionService, sightings: SightingService, groups: GroupService,
-                 devices: any DeviceStore, clock: any WallClock) {
+                 devices: any DeviceStore, feed: EventFeed, clock: any WallClock) {
         self.fences = fences
         self.regions = regions
         self.sightings = sightings
         self.groups = groups
         self.devices = devices
+        self.feed = feed
         self.clock = clock
     }
+
+    /// The event types a phone is told of (group tracking's alerts), as enter (true) or leave.
+    static let noticeTypes: [EventType: Bool] = [
+        .memberOutOfRange: false, .memberBackInRange: true, .memberJoined: true, .memberLeft: false,
+    ]
 
     /// Fixes (Traccar Client / OsmAnd, or OwnTracks `location`s), oldest first.
     package func report(_ fixes: [LocationFix], user: UserID) async throws -> FixReport {
@@ -105,17 +126,45 @@ package struct PhoneService: Sendable {
             if !crossings.isEmpty { _ = try await fences.reportRegions(user: user, crossings: crossings) }
         }
         if !beacons.isEmpty { _ = try await sightings.process(beacons.map { .success($0) }, user: user) }
-        if let (position, _) = latest {
-            answer.waypoints = try await waypoints(at: position, stored: stored, user: user, client: client, by: principal)
+        var state = stored ?? StoredState(signature: "", refreshCenter: Position(lon: 0, lat: 0), refreshRadius: -1, waypoints: [])
+        var changed = stored == nil
+        if let (position, _) = latest, let (waypoints, next) = try await waypoints(at: position, stored: stored, by: principal) {
+            answer.waypoints = waypoints
+            var kept = next
+            kept.events = state.events
+            state = kept
+            changed = true
         }
         answer.friends = try await friends(of: user, by: principal)
+        // Group alerts since the last post, through the visibility gate as GET /v1/events reads
+        // them; a phone's first post starts after the newest event (no history replayed).
+        if let cursor = state.events {
+            let page = try await feed.events(by: principal, after: cursor, limit: 50)
+            for event in page.items {
+                guard let entered = Self.noticeTypes[event.type], let member = event.data["member"]?.stringValue,
+                      let groupID = event.data["group"]?.stringValue else { continue }
+                answer.notices.append(PhoneNotice(member: UserID(uncheckedRawValue: member),
+                                                  memberName: event.data["member_name"]?.stringValue ?? member,
+                                                  group: event.data["name"]?.stringValue ?? groupID, groupID: groupID,
+                                                  entered: entered, at: event.createdAt))
+            }
+            var next = cursor
+            if let last = page.items.last { next = try await feed.position(after: last.id, by: principal) ?? next }
+            if let n = page.next { next = max(next, n) }
+            if next != cursor { state.events = next; changed = true }
+        } else {
+            state.events = try await feed.latestPosition()
+            changed = true
+        }
+        if changed { try await devices.setPhoneState(user: user, client: client, state: state.json, at: clock.now()) }
         return answer
     }
 
     /// The regions at `position`, when they differ from what the phone was last given or the
-    /// phone left the refresh circle it was given; nil when the phone's regions still hold.
-    func waypoints(at position: Position, stored: StoredState?, user: UserID, client: String,
-                   by principal: Principal) async throws -> [PhoneWaypoint]? {
+    /// phone left the refresh circle it was given (with the state to store); nil when the
+    /// phone's regions still hold.
+    func waypoints(at position: Position, stored: StoredState?,
+                   by principal: Principal) async throws -> ([PhoneWaypoint], StoredState)? {
         let found = try await regions.regions(at: position, max: Self.maxRegions, tags: [], by: principal)
         var waypoints: [PhoneWaypoint] = []
         var refresh: (Position, Double)?
@@ -144,8 +193,7 @@ package struct PhoneService: Sendable {
            Geodesy.distance(stored.refreshCenter, position) <= stored.refreshRadius { return nil }
         let state = StoredState(signature: signature, refreshCenter: refresh?.0 ?? position, refreshRadius: refresh?.1 ?? 0,
                                 waypoints: waypoints.map { ($0.wtst, $0.rid, $0.desc) })
-        try await devices.setPhoneState(user: user, client: client, state: state.json, at: clock.now())
-        return waypoints
+        return (waypoints, state)
     }
 
     /// Members of the caller's groups with a position they may see (group status), latest fix
@@ -176,6 +224,8 @@ package struct PhoneService: Sendable {
         var refreshCenter: Position
         var refreshRadius: Double
         var waypoints: [(wtst: Int, rid: String, desc: String)]
+        /// The log position up to which the phone was told of group alerts.
+        var events: Int64?
 
         var byWtst: [Int: String] { Dictionary(waypoints.map { ($0.wtst, $0.rid) }, uniquingKeysWith: { a, _ in a }) }
         var byDesc: [String: String] { Dictionary(waypoints.map { ($0.desc, $0.rid) }, uniquingKeysWith: { a, _ in a }) }
@@ -185,6 +235,7 @@ package struct PhoneService: Sendable {
                 ("signature", .string(signature)), ("lat", .number(refreshCenter.lat)), ("lon", .number(refreshCenter.lon)),
                 ("radius_m", .number(refreshRadius)),
                 ("waypoints", .array(waypoints.map { .array([.number(Double($0.wtst)), .string($0.rid), .string($0.desc)]) })),
+                ("events", events.map { .number(Double($0)) } ?? .null),
             ])))
         }
 
@@ -206,6 +257,7 @@ package struct PhoneService: Sendable {
                       let desc = a[2].stringValue else { return nil }
                 return (Int(t), rid, desc)
             }
+            events = o["events"]?.numberValue.map { Int64($0) }
         }
     }
 
