@@ -1924,8 +1924,9 @@ paths:
         `id: evt_…`, `event: <type>`, `data: <the event as in GET /v1/events>`, with the same
         visibility rule applied as of its delivery. A comment line every 15 s keeps proxies from
         closing an idle stream; the server ends a stream after 60 s (and at shutdown) with
-        `retry: 2000`, and `EventSource` reconnects sending `Last-Event-ID`, which resumes from
-        the event log (so nothing is lost); `?after=` does the same. Without either the stream
+        `retry: 2000` and closes the connection (`Connection: close`), and `EventSource`
+        reconnects sending `Last-Event-ID`, which resumes from the event log (so nothing is
+        lost); `?after=` does the same. A client that disconnects frees its slot at once. Without either the stream
         starts with the next event. At most 5 open streams per user (429 `too_many_streams`).
         Content negotiation: a request whose `Accept` does not include `text/event-stream` gets
         one page of events as JSON instead, as `GET /v1/events` answers.

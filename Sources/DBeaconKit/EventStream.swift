@@ -6,6 +6,8 @@ public import OpenAPIRuntime
 public enum DBeaconEventStreamError: Error, Sendable, Equatable {
     /// The server refused the stream (401, 403, 404: a bad token, or an `after` id that is not the caller's).
     case refused(statusCode: Int)
+    /// An event's data did not decode as `Components.Schemas.Event` (a server bug, not skipped silently).
+    case malformedEvent(String)
 }
 
 extension Client {
@@ -52,9 +54,8 @@ extension Client {
                     } catch let error as DBeaconEventStreamError {
                         continuation.finish(throwing: error)
                         return
-                    } catch is DecodingError {
-                        // A malformed event is a server bug; say so rather than skip it silently.
-                        continuation.finish(throwing: DBeaconEventStreamError.refused(statusCode: 500))
+                    } catch let error as DecodingError {
+                        continuation.finish(throwing: DBeaconEventStreamError.malformedEvent("\(error)"))
                         return
                     } catch {
                         if Task.isCancelled { break }

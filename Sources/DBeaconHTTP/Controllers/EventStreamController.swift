@@ -23,32 +23,19 @@ import Synchronization
 struct EventStreamController {
     let feed: EventFeed
     let notifier: EventNotifier
-    let streams: StreamCounter
+    let streams = StreamCounter()
+    /// A comment line this long after the last write keeps proxies from closing the stream.
     let heartbeat: Duration
+    /// A stream is closed after this long (and at a graceful shutdown): `EventSource`
+    /// reconnects after `retry` and resumes with `Last-Event-ID`, so nothing is lost, and a
+    /// stopping server is not held open by its streams.
     let maxDuration: Duration
 
-    init(feed: EventFeed, notifier: EventNotifier, streams: StreamCounter = StreamCounter(),
-         heartbeat: Duration = .seconds(15), maxDuration: Duration = .seconds(60)) {
-        self.feed = feed
-        self.notifier = notifier
-        self.streams = streams
-        self.heartbeat = heartbeat
-        self.maxDuration = maxDuration
-    }
-
     static let maxStreamsPerUser = 5
-    // `maxDuration`: a stream is closed after this long (and at a graceful shutdown):
-    // `EventSource` reconnects after `retry` and resumes with `Last-Event-ID`, so nothing is
-    // lost, and a stopping server is not held open by its streams.
 
     /// Open streams per user.
-    package final class StreamCounter: Sendable {
+    final class StreamCounter: Sendable {
         private let open = Mutex<[String: Int]>([:])
-
-        package init() {}
-
-        /// Open streams in all.
-        package var total: Int { open.withLock { $0.values.reduce(0, +) } }
 
         func acquire(_ key: String, max: Int) -> Bool {
             open.withLock { o in

@@ -3,8 +3,8 @@ package import DBeaconStore
 import Synchronization
 
 /// Wakes the open event streams of this process when events for their reader are committed,
-/// by any node: one reader of the log (`eventRecipients`, every `interval` while a stream
-/// waits) instead of one poll of the log per open stream. A stream waits with `wait`, is woken
+/// by any node: one reader of the log (`eventRecipients` every `interval`, from the first
+/// stream on) instead of one poll of the log per open stream. A stream waits with `wait`, is woken
 /// only when an event addressed to its user (any event, for the operator) is newer than what
 /// it has read, and otherwise sleeps until its deadline (its next heartbeat) at no cost.
 ///
@@ -42,7 +42,7 @@ package final class EventNotifier: Sendable {
         var latest: [String: Int64] = [:]
         var latestAny: Int64 = 0
         /// Everything at or below `scanned` was read (positions in the window are in `seen`).
-        var scanned: Int64?
+        var scanned: Int64 = 0
         var seen: Set<Int64> = []
         var starting: Task<Void, Never>?
     }
@@ -71,9 +71,6 @@ package final class EventNotifier: Sendable {
         waiter?.continuation.resume(returning: nil)
     }
 
-    /// Open waits (for metrics and tests).
-    package var waiting: Int { state.withLock { $0.waiters.count } }
-
     /// Starts reading the log from its newest position (once per process; later calls return
     /// at once). A stream calls this before its first read of the log, so every event
     /// committed after that read is at a position the notifier has yet to read.
@@ -86,7 +83,7 @@ package final class EventNotifier: Sendable {
                     position = try? await self.store.latestEventPosition()
                     if position == nil { try? await Task.sleep(for: .milliseconds(500)) }
                 }
-                self.state.withLock { $0.scanned = position }
+                self.state.withLock { $0.scanned = position ?? 0 }
                 Task.detached { await self.run() }
             }
             s.starting = t
@@ -136,7 +133,7 @@ package final class EventNotifier: Sendable {
                 return ids.compactMap { s.waiters.removeValue(forKey: $0) }
             }
             for w in due { w.continuation.resume(returning: nil) }
-            let from = state.withLock { s in max(0, (s.scanned ?? 0) - window) }
+            let from = state.withLock { s in max(0, s.scanned - window) }
             guard let rows = try? await store.eventRecipients(after: from, limit: Self.batch) else { continue }
             let woken = state.withLock { s -> [(Waiter, Int64)] in
                 var fresh: [String: Int64] = [:]
@@ -151,11 +148,11 @@ package final class EventNotifier: Sendable {
                 s.latestAny = max(s.latestAny, newestAny)
                 let top = rows.last?.position ?? 0
                 // Keep only the window's positions and recent recipients.
-                s.scanned = max(s.scanned ?? 0, top)
-                let floor = (s.scanned ?? 0) - window
+                s.scanned = max(s.scanned, top)
+                let floor = s.scanned - window
                 if s.seen.count > Int(window) * 4 + 64 { s.seen = s.seen.filter { $0 > floor } }
                 if s.latest.count > 100_000 {
-                    let keep = (s.scanned ?? 0) - 1_000_000
+                    let keep = s.scanned - 1_000_000
                     s.latest = s.latest.filter { $0.value > keep }
                 }
                 var wake: [(Waiter, Int64)] = []

@@ -52,7 +52,6 @@ package struct PhoneAnswer: Sendable {
 /// (`entered`) the group `group` (its name).
 package struct PhoneNotice: Sendable, Hashable {
     package var member: UserID
-    package var memberName: String
     package var group: String
     package var groupID: String
     package var entered: Bool
@@ -126,13 +125,14 @@ package struct PhoneService: Sendable {
             if !crossings.isEmpty { _ = try await fences.reportRegions(user: user, crossings: crossings) }
         }
         if !beacons.isEmpty { _ = try await sightings.process(beacons.map { .success($0) }, user: user) }
+        // A phone's first post: no regions given yet (radius -1: no refresh circle to be inside).
         var state = stored ?? StoredState(signature: "", refreshCenter: Position(lon: 0, lat: 0), refreshRadius: -1, waypoints: [])
         var changed = stored == nil
-        if let (position, _) = latest, let (waypoints, next) = try await waypoints(at: position, stored: stored, by: principal) {
+        if let (position, _) = latest, let (waypoints, regionsState) = try await waypoints(at: position, stored: stored, by: principal) {
             answer.waypoints = waypoints
-            var kept = next
-            kept.events = state.events
-            state = kept
+            let events = state.events
+            state = regionsState
+            state.events = events
             changed = true
         }
         answer.friends = try await friends(of: user, by: principal)
@@ -144,7 +144,6 @@ package struct PhoneService: Sendable {
                 guard let entered = Self.noticeTypes[event.type], let member = event.data["member"]?.stringValue,
                       let groupID = event.data["group"]?.stringValue else { continue }
                 answer.notices.append(PhoneNotice(member: UserID(uncheckedRawValue: member),
-                                                  memberName: event.data["member_name"]?.stringValue ?? member,
                                                   group: event.data["name"]?.stringValue ?? groupID, groupID: groupID,
                                                   entered: entered, at: event.createdAt))
             }
