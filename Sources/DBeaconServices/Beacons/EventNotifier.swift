@@ -84,7 +84,16 @@ package final class EventNotifier: Sendable {
                     if position == nil { try? await Task.sleep(for: .milliseconds(500)) }
                 }
                 self.state.withLock { $0.scanned = position ?? 0 }
-                Task.detached { await self.run() }
+                // The loop holds the notifier only during a tick: it ends once the server
+                // (and so the notifier) is gone, e.g. each test's server.
+                let interval = self.interval
+                Task.detached { [weak self] in
+                    while true {
+                        try? await Task.sleep(for: interval)
+                        guard let self else { return }
+                        await self.tick()
+                    }
+                }
             }
             s.starting = t
             return t
@@ -119,53 +128,50 @@ package final class EventNotifier: Sendable {
         }
     }
 
-    /// Reads the log from then on: one query every `interval` (an empty range scan of the
-    /// log's primary key when nothing happened), whether or not anyone waits, so that the
-    /// newest positions per recipient are always known.
-    private func run() async {
-        let clock = ContinuousClock()
-        while true {
-            try? await Task.sleep(for: interval)
-            let now = clock.now
-            // Deadlines first (heartbeats), then the log.
-            let due = state.withLock { s -> [Waiter] in
-                let ids = s.waiters.filter { $0.value.deadline <= now }.map(\.key)
-                return ids.compactMap { s.waiters.removeValue(forKey: $0) }
-            }
-            for w in due { w.continuation.resume(returning: nil) }
-            let from = state.withLock { s in max(0, s.scanned - window) }
-            guard let rows = try? await store.eventRecipients(after: from, limit: Self.batch) else { continue }
-            let woken = state.withLock { s -> [(Waiter, Int64)] in
-                var fresh: [String: Int64] = [:]
-                var newestAny: Int64 = 0
-                for (position, recipient) in rows where !s.seen.contains(position) {
-                    s.seen.insert(position)
-                    fresh[recipient.rawValue] = max(fresh[recipient.rawValue] ?? 0, position)
-                    newestAny = max(newestAny, position)
-                }
-                guard newestAny > 0 else { return [] }
-                for (key, position) in fresh { s.latest[key] = max(s.latest[key] ?? 0, position) }
-                s.latestAny = max(s.latestAny, newestAny)
-                let top = rows.last?.position ?? 0
-                // Keep only the window's positions and recent recipients.
-                s.scanned = max(s.scanned, top)
-                let floor = s.scanned - window
-                if s.seen.count > Int(window) * 4 + 64 { s.seen = s.seen.filter { $0 > floor } }
-                if s.latest.count > 100_000 {
-                    let keep = s.scanned - 1_000_000
-                    s.latest = s.latest.filter { $0.value > keep }
-                }
-                var wake: [(Waiter, Int64)] = []
-                for (id, w) in s.waiters {
-                    let newest = w.key.map { fresh[$0] ?? 0 } ?? newestAny
-                    if newest > w.after {
-                        wake.append((w, newest))
-                        s.waiters[id] = nil
-                    }
-                }
-                return wake
-            }
-            for (w, position) in woken { w.continuation.resume(returning: position) }
+    /// One reading of the log (every `interval` from `start` on, whether or not anyone waits,
+    /// so that the newest positions per recipient are always known; an empty range scan of the
+    /// log's primary key when nothing happened): wakes the waiters whose deadline passed or
+    /// whose user has a new event.
+    private func tick() async {
+        let now = ContinuousClock.now
+        // Deadlines first (heartbeats), then the log.
+        let due = state.withLock { s -> [Waiter] in
+            let ids = s.waiters.filter { $0.value.deadline <= now }.map(\.key)
+            return ids.compactMap { s.waiters.removeValue(forKey: $0) }
         }
+        for w in due { w.continuation.resume(returning: nil) }
+        let from = state.withLock { s in max(0, s.scanned - window) }
+        guard let rows = try? await store.eventRecipients(after: from, limit: Self.batch) else { return }
+        let woken = state.withLock { s -> [(Waiter, Int64)] in
+            var fresh: [String: Int64] = [:]
+            var newestAny: Int64 = 0
+            for (position, recipient) in rows where !s.seen.contains(position) {
+                s.seen.insert(position)
+                fresh[recipient.rawValue] = max(fresh[recipient.rawValue] ?? 0, position)
+                newestAny = max(newestAny, position)
+            }
+            guard newestAny > 0 else { return [] }
+            for (key, position) in fresh { s.latest[key] = max(s.latest[key] ?? 0, position) }
+            s.latestAny = max(s.latestAny, newestAny)
+            let top = rows.last?.position ?? 0
+            // Keep only the window's positions and recent recipients.
+            s.scanned = max(s.scanned, top)
+            let floor = s.scanned - window
+            if s.seen.count > Int(window) * 4 + 64 { s.seen = s.seen.filter { $0 > floor } }
+            if s.latest.count > 100_000 {
+                let keep = s.scanned - 1_000_000
+                s.latest = s.latest.filter { $0.value > keep }
+            }
+            var wake: [(Waiter, Int64)] = []
+            for (id, w) in s.waiters {
+                let newest = w.key.map { fresh[$0] ?? 0 } ?? newestAny
+                if newest > w.after {
+                    wake.append((w, newest))
+                    s.waiters[id] = nil
+                }
+            }
+            return wake
+        }
+        for (w, position) in woken { w.continuation.resume(returning: position) }
     }
 }
