@@ -43,6 +43,8 @@ package struct AppConfig: Sendable {
     /// Event streams: a comment line this often on an idle stream, and each stream ended after
     /// `eventStreamMaxSeconds` (the client reconnects and resumes with `Last-Event-ID`).
     package var eventStreamHeartbeatSeconds: Double = 15
+    /// How long `/readyz` waits for the database (at most the database deadline).
+    package var readinessTimeoutSeconds: Double = 2
     package var eventStreamMaxSeconds: Double = 60
     /// Group staleness and hysteresis, media gating, the promotion frequency cap.
     package var services = ServiceConfig()

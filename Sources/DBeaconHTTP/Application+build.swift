@@ -50,7 +50,7 @@ package func buildRouter(_ services: AppServices, metrics: AppMetrics = AppMetri
     let memory = services.engine as? MemoryCoverageEngine
     OperationsController(store: services.store, metrics: metrics, auth: services.auth,
                          metricsToken: services.config.metricsToken,
-                         readinessDeadline: DatabaseDeadline(seconds: min(2, services.config.databaseTimeoutSeconds)), pendingPolygons: { memory?.pendingCount ?? 0 }).addRoutes(to: router)
+                         readinessDeadline: DatabaseDeadline(seconds: min(services.config.readinessTimeoutSeconds, services.config.databaseTimeoutSeconds)), pendingPolygons: { memory?.pendingCount ?? 0 }).addRoutes(to: router)
     ConsoleController(config: services.config.console, logger: Logger(label: "dbeacon.console")).addRoutes(to: router)
 
     let v1 = router.group("v1")

@@ -36,6 +36,7 @@ struct TestHarness {
         // queue for seconds. The deadline itself is tested on its own (DatabaseFaultTests,
         // scripts/fault-test.py).
         config.databaseTimeoutSeconds = 60
+        config.readinessTimeoutSeconds = 60
         configure(&config)
         let clock = ManualClock(start)
         let services = try await AppServices.make(config, clock: clock, logger: Self.logger)
