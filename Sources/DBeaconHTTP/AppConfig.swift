@@ -86,6 +86,10 @@ package struct IndexSnapshotConfig: Sendable {
     /// The folder; nil: `<database file>.index` (no snapshots for a PostgreSQL database).
     package var directory: String?
     package var intervalSeconds = 600.0
+    /// How large polygons' GeoJSON is kept next to their coordinates (`CoordinateFile.hintedText`):
+    /// hinted (one byte per coordinate; answers format the text, the index on disk stays near the
+    /// database's size) or formatted (the text itself; answers copy it, 2.3 times the bytes).
+    package var hintedPerimeterText = true
 
     package init() {}
 

@@ -75,6 +75,7 @@ package struct AppServices: Sendable {
         case .memory:
             // Observe before loading, so a change committed during the load is not lost.
             let memory = MemoryCoverageEngine(store: store)
+            memory.hintedPerimeterText = config.indexSnapshots.hintedPerimeterText
             // Weakly: the engine holds the store (it loads from it), and the store keeps its observers.
             store.observeChanges { [weak memory] change in
                 memory?.apply(change)

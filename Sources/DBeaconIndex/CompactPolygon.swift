@@ -52,7 +52,8 @@ package final class CompactPolygon: @unchecked Sendable {
 
     /// Builds the compact form of `polygon`; its exact coordinates go to `file` (or, when it is
     /// nil or the write fails, to a heap copy this object owns), and with `text` its rings'
-    /// GeoJSON right after them (else `withText` adds it later).
+    /// GeoJSON (as the file keeps it, `CoordinateFile.hintedText`) right after them (else
+    /// `withText` adds it later).
     package convenience init(_ polygon: Polygon, file: CoordinateFile?, text: Bool = true, wideRuns: Bool? = nil) {
         let rings = polygon.rings
         let n = polygon.vertexCount
@@ -67,13 +68,13 @@ package final class CompactPolygon: @unchecked Sendable {
         }
         var exactPointer = UnsafePointer(exact.base)
         var owner: AnyObject = exact
-        var placed: (offset: Int, length: Int)?
+        var placed: Text?
         if let file {
-            let json = text ? Self.ringsJSON(lonLat: exact.base, rings: rings.map(\.count)) : []
-            if let written = file.append(UnsafeBufferPointer(start: exact.base, count: 2 * n), text: json) {
+            let form = text ? Self.text(lonLat: exact.base, rings: rings.map(\.count), hinted: file.hintedText) : nil
+            if let written = file.append(UnsafeBufferPointer(start: exact.base, count: 2 * n), text: form?.bytes ?? []) {
                 exactPointer = written.pointer
                 owner = file
-                if text { placed = (written.offset + 16 * n, json.count) }
+                if let form { placed = Text(offset: written.offset + 16 * n, length: form.length, hinted: form.hinted) }
             }
         }
         let block = Self.build(rings: rings.map(\.count), exact: UnsafePointer(exact.base), wideRuns: wideRuns)
@@ -81,10 +82,24 @@ package final class CompactPolygon: @unchecked Sendable {
                   text: placed, owners: [owner])
     }
 
+    /// Where a polygon's rings' GeoJSON is in its coordinate file: at `offset`, either the text
+    /// itself (`length` bytes) or, `hinted`, one `FixedDecimal` hint per coordinate (2 per
+    /// vertex) from which the `length` bytes of text are written.
+    package struct Text: Sendable, Equatable {
+        package var offset: Int
+        package var length: Int
+        package var hinted: Bool
+        package init(offset: Int, length: Int, hinted: Bool) {
+            self.offset = offset
+            self.length = length
+            self.hinted = hinted
+        }
+    }
+
     /// A compact polygon over a block built earlier (a snapshot's), with its exact coordinates
-    /// and, when `text` is set, its rings' GeoJSON at that offset of their `CoordinateFile`.
+    /// and, when `text` is set, its rings' GeoJSON there in their `CoordinateFile`.
     package init(block: UnsafeRawPointer, bytes: Int, ownsBlock: Bool, exact: UnsafePointer<Double>,
-                 text: (offset: Int, length: Int)? = nil, owners: [AnyObject]) {
+                 text: Text? = nil, owners: [AnyObject]) {
         self.block = block
         blockBytes = bytes
         self.ownsBlock = ownsBlock
@@ -94,24 +109,41 @@ package final class CompactPolygon: @unchecked Sendable {
         let inFile = owners.contains { $0 is CoordinateFile }
         textOffset = inFile ? text?.offset ?? -1 : -1
         textLength = textOffset >= 0 ? text?.length ?? 0 : 0
+        textHinted = textLength > 0 && text?.hinted == true
+    }
+
+    /// The bytes that keep the rings' GeoJSON in a coordinate file (the text, or its hints when
+    /// `hinted` and every number's hint reproduces the text) and the text's length.
+    static func text(lonLat: UnsafePointer<Double>, rings: [Int], hinted: Bool) -> (bytes: [UInt8], length: Int, hinted: Bool) {
+        let json = ringsJSON(lonLat: lonLat, rings: rings)
+        let count = 2 * rings.reduce(0, +)
+        guard hinted, let hints = FixedDecimal.hints(ofRingsJSON: json, lonLat: lonLat, count: count) else {
+            return (json, json.count, false)
+        }
+        return (hints, json.count, true)
     }
 
     /// The same polygon with its rings' GeoJSON appended to its coordinate file (a polygon
     /// loaded without it, `text: false`); nil when it has it already or it cannot be written.
     func withText() -> CompactPolygon? {
         guard textLength == 0, let file, file.writable else { return nil }
-        let json = ringsJSON
-        guard let written = file.append(UnsafeBufferPointer(start: nil, count: 0), text: json) else { return nil }
+        let copy = exactCopy
+        let form = withExtendedLifetime(copy) { Self.text(lonLat: copy.base, rings: ringCounts, hinted: file.hintedText) }
+        guard let written = file.append(UnsafeBufferPointer(start: nil, count: 0), text: form.bytes) else { return nil }
         return CompactPolygon(block: block, bytes: blockBytes, ownsBlock: false, exact: exact,
-                              text: (written.offset, json.count), owners: owners + [self])
+                              text: Text(offset: written.offset, length: form.length, hinted: form.hinted), owners: owners + [self])
     }
 
     /// Where the rings' GeoJSON (`[[[lon,lat],…],…]`, what `GeoJSONCodec.writePerimeter` writes
-    /// for them) is in the coordinate file, or -1: none (coordinates on the heap, or loaded
-    /// without it), the answer formats them.
+    /// for them), or its hints, is in the coordinate file, or -1: none (coordinates on the heap,
+    /// or loaded without it), the answer formats them.
     package let textOffset: Int
-    /// Its bytes (0: none).
+    /// The text's bytes (0: none).
     package let textLength: Int
+    /// Whether the file holds the text's hints (2 bytes per vertex) rather than the text.
+    package let textHinted: Bool
+    /// Where the text is, as a snapshot records it (nil: none).
+    package var text: Text? { textLength > 0 ? Text(offset: textOffset, length: textLength, hinted: textHinted) : nil }
 
     /// Whether the rings' GeoJSON is still to be written (`withText`).
     var needsText: Bool { textLength == 0 && (file?.writable ?? false) }
@@ -125,15 +157,52 @@ package final class CompactPolygon: @unchecked Sendable {
         return w.bytes
     }
 
-    /// Reads the rings' GeoJSON from the coordinate file into `out` (`textLength` bytes); false
-    /// when there is none or it cannot be read.
+    /// Writes the rings' GeoJSON into `out` (`textLength` bytes): read from the coordinate file,
+    /// or formatted from the coordinates and their hints read from it; false when there is none
+    /// or it cannot be read.
     package func readRingsJSON(into out: UnsafeMutableRawBufferPointer) -> Bool {
         guard textLength > 0, out.count == textLength, let file else { return false }
-        return file.read(at: textOffset, into: out)
+        guard textHinted else { return file.read(at: textOffset, into: out) }
+        let n = 2 * vertexCount
+        let scratch = UnsafeMutableRawPointer.allocate(byteCount: 8 * n + n, alignment: 8)
+        defer { scratch.deallocate() }
+        let lonLat = scratch.assumingMemoryBound(to: Double.self)
+        guard file.copy(exact, count: n, into: lonLat),
+              file.read(at: textOffset, into: UnsafeMutableRawBufferPointer(start: scratch + 8 * n, count: n)) else { return false }
+        return FixedDecimal.writeRings(lonLat: lonLat, hints: (scratch + 8 * n).assumingMemoryBound(to: UInt8.self),
+                                       ringStarts: ringStarts, to: out)
     }
 
-    /// The rings' GeoJSON: read from the file, else formatted from the exact coordinates (read
-    /// with `pread` from their file: formatting every region must not map them all).
+    /// The bytes keeping the text in the coordinate file (the text, or its hints), read from it;
+    /// nil when there are none or they cannot be read.
+    var storedText: [UInt8]? {
+        guard textLength > 0, let file else { return nil }
+        let count = textHinted ? 2 * vertexCount : textLength
+        var ok = false
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, done in
+            ok = file.read(at: textOffset, into: UnsafeMutableRawBufferPointer(buffer))
+            done = ok ? count : 0
+        }
+        return ok ? bytes : nil
+    }
+
+    /// The first vertex of each ring, then the vertex count.
+    var ringStarts: [Int] { (0...view.ringCount).map { Int(view.ringStart[$0]) } }
+    /// The vertices of each ring.
+    var ringCounts: [Int] { (0..<view.ringCount).map { Int(view.ringStart[$0 + 1] - view.ringStart[$0]) } }
+
+    /// A heap copy of the exact coordinates (read with `pread` from their file: formatting every
+    /// region must not map them all).
+    var exactCopy: HeapDoubles {
+        let copy = HeapDoubles(count: 2 * vertexCount)
+        if !(file?.copy(exact, count: 2 * vertexCount, into: copy.base) ?? false) {
+            copy.base.update(from: exact, count: 2 * vertexCount)
+        }
+        return copy
+    }
+
+    /// The rings' GeoJSON: read or written from the file (`readRingsJSON`), else formatted from
+    /// the exact coordinates.
     package var ringsJSON: [UInt8] {
         var read = false
         let text = [UInt8](unsafeUninitializedCapacity: textLength) { buffer, count in
@@ -141,17 +210,12 @@ package final class CompactPolygon: @unchecked Sendable {
             count = read ? textLength : 0
         }
         if read { return text }
-        var rings: [Int] = []
-        for r in 0..<view.ringCount { rings.append(Int(view.ringStart[r + 1] - view.ringStart[r])) }
-        let copy = HeapDoubles(count: 2 * vertexCount)
-        if !(file?.copy(exact, count: 2 * vertexCount, into: copy.base) ?? false) {
-            copy.base.update(from: exact, count: 2 * vertexCount)
-        }
-        return Self.ringsJSON(lonLat: copy.base, rings: rings)
+        let copy = exactCopy
+        return withExtendedLifetime(copy) { Self.ringsJSON(lonLat: copy.base, rings: ringCounts) }
     }
 
-    /// Bytes this polygon takes in its coordinate file (coordinates and text).
-    package var fileBytes: Int { 16 * vertexCount + CoordinateFile.padded(textLength) }
+    /// Bytes this polygon takes in its coordinate file (coordinates and text or hints).
+    package var fileBytes: Int { 16 * vertexCount + CoordinateFile.padded(textHinted ? 2 * vertexCount : textLength) }
 
     deinit {
         if ownsBlock { UnsafeMutableRawPointer(mutating: block).deallocate() }

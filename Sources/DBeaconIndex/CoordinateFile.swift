@@ -27,6 +27,15 @@ package final class CoordinateFile: @unchecked Sendable {
     private let lock = NSLock()
     /// Bytes appended (the file's size).
     private var end: Int
+    /// How large polygons' GeoJSON is kept here from now on: true, as one byte per coordinate
+    /// (its fraction digits, `FixedDecimal`), from which an answer formats the text; false, as
+    /// the text itself (answers copy it: faster, but 2.3 times the coordinates' bytes). Polygons
+    /// keep the form they were written in (`CompactPolygon.textHinted`).
+    package var hintedText: Bool {
+        get { lock.withLock { hinted } }
+        set { lock.withLock { hinted = newValue } }
+    }
+    private var hinted = true
 
     /// Virtual address space reserved for the mapping (not memory: pages exist only as written).
     static let reservation = 1 << 38 // 256 GiB
@@ -105,8 +114,8 @@ package final class CoordinateFile: @unchecked Sendable {
     /// append at once); returns their offset and a pointer to them in the mapping, or nil when
     /// the write failed (a full disk): the caller keeps them elsewhere.
     ///
-    /// `text` (a large polygon's GeoJSON, `CompactPolygon.textLength`) follows the doubles, padded
-    /// to a multiple of 8 so the next doubles are aligned.
+    /// `text` (a large polygon's GeoJSON or its hints, `CompactPolygon.textOffset`) follows the
+    /// doubles, padded to a multiple of 8 so the next doubles are aligned.
     package func append(_ values: UnsafeBufferPointer<Double>, text: [UInt8] = []) -> (offset: Int, pointer: UnsafePointer<Double>)? {
         let doubles = values.count * MemoryLayout<Double>.stride
         let offset: Int = lock.withLock {

@@ -9,7 +9,7 @@ import Foundation
 /// that is stale or unreadable is rebuilt from the store, never trusted.
 extension MemoryCoverageEngine {
     /// Version of the snapshot's contents (the engine's layouts); another version is not read.
-    static let snapshotVersion: UInt32 = 6
+    static let snapshotVersion: UInt32 = 7
 
     /// A snapshot written.
     package struct SnapshotWriteReport: Sendable {
@@ -89,15 +89,17 @@ extension MemoryCoverageEngine {
         // there now; then the file is made durable before the snapshot that refers to it.
         // Their rings' GeoJSON goes with them (read from the old file, or formatted).
         // (A polygon's text is in the same file as its coordinates, or none.)
-        func exactOffset(_ p: CompactPolygon) throws -> (offset: Int, textOffset: Int, textLength: Int) {
-            if let offset = coords.offset(of: p.exact) { return (offset, p.textOffset, p.textLength) }
-            let text = p.ringsJSON
-            guard let written = coords.append(UnsafeBufferPointer(start: p.exact, count: 2 * p.vertexCount), text: text) else {
+        func exactOffset(_ p: CompactPolygon) throws -> (offset: Int, text: CompactPolygon.Text?) {
+            if let offset = coords.offset(of: p.exact) { return (offset, p.text) }
+            // Moved from another file: its text or hints as they are, else made now.
+            let form = p.storedText.map { (bytes: $0, length: p.textLength, hinted: p.textHinted) }
+                ?? CompactPolygon.text(lonLat: p.exact, rings: p.ringCounts, hinted: coords.hintedText)
+            guard let written = coords.append(UnsafeBufferPointer(start: p.exact, count: 2 * p.vertexCount), text: form.bytes) else {
                 throw SnapshotWriter.Failure.write(errno)
             }
-            return (written.offset, written.offset + 16 * p.vertexCount, text.count)
+            return (written.offset, CompactPolygon.Text(offset: written.offset + 16 * p.vertexCount, length: form.length, hinted: form.hinted))
         }
-        var exact: [ObjectIdentifier: (offset: Int, textOffset: Int, textLength: Int)] = [:]
+        var exact: [ObjectIdentifier: (offset: Int, text: CompactPolygon.Text?)] = [:]
         for (c, _, _) in view.slots { for p in c.compact { exact[ObjectIdentifier(p)] = try exactOffset(p) } }
         guard coords.sync() else { throw SnapshotWriter.Failure.write(errno) }
         let coordsSize = coords.size
@@ -193,8 +195,9 @@ extension MemoryCoverageEngine {
                     try w.value(UInt32(p.blockBytes))
                     let placed = exact[ObjectIdentifier(p)]!
                     try w.value(UInt64(placed.offset))
-                    try w.value(Int64(placed.textOffset))
-                    try w.value(UInt32(placed.textLength))
+                    try w.value(Int64(placed.text?.offset ?? -1))
+                    try w.value(UInt32(placed.text?.length ?? 0))
+                    try w.value(UInt8(placed.text?.hinted == true ? 1 : 0))
                 }
             }
             return directory
@@ -287,11 +290,14 @@ extension MemoryCoverageEngine {
                     let at = Int(try r.value(UInt64.self)), bytes = Int(try r.value(UInt32.self))
                     let exactAt = Int(try r.value(UInt64.self))
                     let textAt = Int(try r.value(Int64.self)), textLength = Int(try r.value(UInt32.self))
+                    let hinted = try r.value(UInt8.self) == 1
                     let block = try r.range(at, bytes, alignment: 8)
                     let polygon = CompactPolygon(block: block, bytes: bytes, ownsBlock: false, exact: coords.pointer(at: exactAt),
-                                                 text: textAt >= 0 ? (textAt, textLength) : nil, owners: [mapping, coords])
+                                                 text: textAt >= 0 ? CompactPolygon.Text(offset: textAt, length: textLength, hinted: hinted) : nil,
+                                                 owners: [mapping, coords])
+                    let textBytes = hinted ? 2 * polygon.vertexCount : textLength
                     guard exactAt >= 0, exactAt + 16 * polygon.vertexCount <= coordsSize,
-                          textAt < 0 || textAt + textLength <= coordsSize else {
+                          textAt < 0 || textAt + textBytes <= coordsSize else {
                         throw SnapshotMapping.Failure.malformed("coordinates of \(id)")
                     }
                     return polygon

@@ -206,6 +206,19 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
 
     let coordinatesLock = NSLock()
     private var coordinatesTried = false
+    private var hintedText = true
+
+    /// Whether large polygons' GeoJSON is kept as hints (`CoordinateFile.hintedText`) in the
+    /// coordinate files this engine writes to from now on.
+    package var hintedPerimeterText: Bool {
+        get { coordinatesLock.withLock { hintedText } }
+        set {
+            coordinatesLock.withLock {
+                hintedText = newValue
+                coordinates?.hintedText = newValue
+            }
+        }
+    }
 
     /// The file large polygons' exact coordinates go to: the one given, else an unnamed one made
     /// on first use (nil if none can be made: they stay on the heap).
@@ -214,6 +227,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             if coordinates == nil && !coordinatesTried {
                 coordinatesTried = true
                 coordinates = try? CoordinateFile(creating: nil)
+                coordinates?.hintedText = hintedText
             }
             return coordinates
         }
@@ -222,7 +236,10 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     /// Sends large polygons' exact coordinates to `file` from now on (before a load: a
     /// snapshot's, or a new one next to it).
     package func useCoordinates(_ file: CoordinateFile) {
-        coordinatesLock.withLock { coordinates = file }
+        coordinatesLock.withLock {
+            file.hintedText = hintedText
+            coordinates = file
+        }
     }
 
     package var name: String { "memory" }

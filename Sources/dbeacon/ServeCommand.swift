@@ -38,6 +38,10 @@ struct ServeCommand: AsyncParsableCommand {
     var indexSnapshot: String?
     @Option(name: .customLong("index-snapshot-interval"), help: "Seconds between snapshots of the in-memory index while beacons change.")
     var indexSnapshotInterval = 600.0
+    @Option(name: .customLong("perimeter-text"), help: ArgumentHelp(
+        "How the in-memory index keeps large perimeters' GeoJSON next to their coordinates: hinted or formatted.",
+        discussion: "hinted (the default): one byte per coordinate, from which answers format the text; the index folder stays near the database's size. formatted: the text itself, which answers copy (faster for answers with large perimeters, about 2.3 times the coordinates on disk and in the page cache). Perimeters keep the form they were written in until the next compacting snapshot."))
+    var perimeterText = "hinted"
     @Option(name: .customLong("dwell-seconds"), help: "Time inside a beacon before beacon.dwelled.") var dwellSeconds = 300.0
     @Option(name: .customLong("exit-cushion-m"), help: "Distance outside a perimeter before beacon.exited (at least the fix accuracy).")
     var exitCushionM = 25.0
@@ -100,6 +104,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (1...65535).contains(port) else { throw ValidationError("--port must be between 1 and 65535") }
+        guard ["hinted", "formatted"].contains(perimeterText) else { throw ValidationError("--perimeter-text must be hinted or formatted") }
         guard indexSnapshotInterval > 0, indexSnapshotInterval.isFinite else {
             throw ValidationError("--index-snapshot-interval must be a positive number of seconds")
         }
@@ -156,6 +161,7 @@ struct ServeCommand: AsyncParsableCommand {
         config.indexSnapshots.mode = indexSnapshot == "none" ? .off : .readWrite
         config.indexSnapshots.directory = indexSnapshot == "none" ? nil : indexSnapshot
         config.indexSnapshots.intervalSeconds = indexSnapshotInterval
+        config.indexSnapshots.hintedPerimeterText = perimeterText == "hinted"
         config.limits.maxVertices = maxVertices
         config.fences.dwellSeconds = dwellSeconds
         config.fences.exitCushionM = exitCushionM

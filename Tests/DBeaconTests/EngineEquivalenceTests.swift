@@ -39,6 +39,16 @@ import Testing
             // (Once per beacon version: answers of thousands of vertices are slow to compare.)
             let unchecked = formatted.filter { $0.perimeter != nil && !checkedText.contains("\($0.beacon.id)@\($0.beacon.version)") }
             checkedText.formUnion(unchecked.map { "\($0.beacon.id)@\($0.beacon.version)" })
+            // Written from the file (its text, or its coordinates and hints), not by the encoder's
+            // fallback (formatting the coordinates), which would hide a broken path.
+            for f in unchecked {
+                let p = f.perimeter!
+                var out = [UInt8](repeating: 0, count: p.jsonByteCount)
+                if !out.withUnsafeMutableBytes({ p.writeJSON(to: $0) }) {
+                    mismatches += 1
+                    if record { Issue.record("\(label): \(f.beacon.id)'s perimeter cannot be written from the coordinate file") }
+                }
+            }
             if !unchecked.isEmpty, viaText() != answer(fromSQL.map { NearbyResult(beacon: VisibilityGate.operatorView($0), distanceM: 1, bearingDeg: 2) }) {
                 mismatches += 1
                 if record && mismatches <= 5 { Issue.record("\(label): \(q.point): the answer from formatted perimeters differs") }
@@ -108,8 +118,10 @@ import Testing
         }
         #expect(try await compare(memory, sql, queries, label: "after insert") == 0)
 
-        // A fresh engine bulk-loaded from the store agrees too.
+        // A fresh engine bulk-loaded from the store agrees too; it keeps large polygons' GeoJSON
+        // as the text itself (`--perimeter-text formatted`), the others as hints.
         let loaded = MemoryCoverageEngine(store: h.store)
+        loaded.hintedPerimeterText = false
         try await loaded.load(batchSize: 97)
         #expect(loaded.count == beacons.count)
         #expect(try await compare(loaded, sql, queries, label: "bulk load") == 0)
