@@ -47,6 +47,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(name: .customLong("wrk-connections"), help: "Concurrent HTTP connections.") var wrkConnections = 32
     @Option(name: .customLong("wrk-threads"), help: "wrk threads.") var wrkThreads = 1
     @Option(help: "Port of the server under test.") var port = 18_090
+    @Option(name: .customLong("perimeter-text"), help: "The server's --perimeter-text (hinted or formatted).") var perimeterText = "hinted"
     @Option(help: "Idle event streams to open on the server (then its CPU, and HTTP nearby beside them); 0 skips.")
     var streams = 10_000
     @Flag(help: "Print one JSON object per N instead of a table.") var json = false
@@ -451,7 +452,7 @@ struct BenchRun {
         let process = Process()
         process.executableURL = executable
         process.arguments = ["serve", "--db", path, "--port", "\(command.port)", "--admin-token", "bench-admin-token",
-                             "--log-level", "warning",
+                             "--log-level", "warning", "--perimeter-text", command.perimeterText,
                              // The idle streams and wrk all come from 127.0.0.1.
                              "--max-connections", "\(command.streams + 2_000)", "--max-connections-per-client", "0"]
         let started = monotonicNanos()

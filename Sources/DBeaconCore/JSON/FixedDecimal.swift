@@ -67,6 +67,13 @@ package enum FixedDecimal {
     /// within a register, stored as whole words (no per-digit stores, no copies).
     @inline(__always)
     package static func write(_ v: Double, fractionDigits k: Int, to out: UnsafeMutablePointer<UInt8>) -> Int? {
+        write(v, fractionDigits: k, to: out, powersOfTen: powersOfTen, pairs: pairs)
+    }
+
+    /// `write` with its tables at hand (a loop reads the static ones once, not per number).
+    @inline(__always)
+    static func write(_ v: Double, fractionDigits k: Int, to out: UnsafeMutablePointer<UInt8>,
+                      powersOfTen: UnsafePointer<UInt64>, pairs: UnsafePointer<UInt16>) -> Int? {
         guard k >= 0, k <= maxFractionDigits, v.isFinite else { return nil }
         let a = v.magnitude
         var whole: UInt64 = 0, fraction: UInt64 = 0
@@ -169,39 +176,54 @@ extension FixedDecimal {
                                    to out: UnsafeMutableRawBufferPointer) -> Bool {
         guard let base = out.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return false }
         let end = out.count
+        let tens = powersOfTen, pairs = self.pairs
         var at = 0
-        @inline(__always) func put(_ c: UInt8) -> Bool {
-            guard at < end else { return false }
-            base[at] = c
-            at += 1
-            return true
-        }
-        func number(_ i: Int) -> Bool {
-            let v = lonLat[i], h = hints[i]
-            if h != unhinted && end - at >= maxBytes, let n = write(v, fractionDigits: Int(h), to: base + at) {
-                at += n
-                return true
-            }
-            // Near the end (`write` needs room), or a number only the writer formats.
-            var w = JSONWriter(capacity: 32)
-            w.writeNumber(v)
-            guard w.bytes.count <= end - at else { return false }
-            w.bytes.withUnsafeBufferPointer { (base + at).update(from: $0.baseAddress!, count: $0.count) }
-            at += w.bytes.count
-            return true
-        }
-        guard put(UInt8(ascii: "[")) else { return false }
+        guard put(UInt8(ascii: "["), base, &at, end) else { return false }
         for r in 0..<max(0, ringStarts.count - 1) {
-            if r > 0 { guard put(UInt8(ascii: ",")) else { return false } }
-            guard put(UInt8(ascii: "[")) else { return false }
-            for v in ringStarts[r]..<ringStarts[r + 1] {
-                guard put(v > ringStarts[r] ? UInt8(ascii: ",") : UInt8(ascii: "[")) else { return false }
-                if v > ringStarts[r] { guard put(UInt8(ascii: "[")) else { return false } }
-                guard number(2 * v), put(UInt8(ascii: ",")), number(2 * v + 1), put(UInt8(ascii: "]")) else { return false }
+            if r > 0 { guard put(UInt8(ascii: ","), base, &at, end) else { return false } }
+            guard put(UInt8(ascii: "["), base, &at, end) else { return false }
+            let first = ringStarts[r]
+            for v in first..<ringStarts[r + 1] {
+                if v > first { guard put(UInt8(ascii: ","), base, &at, end) else { return false } }
+                guard put(UInt8(ascii: "["), base, &at, end),
+                      number(lonLat[2 * v], hints[2 * v], base, &at, end, tens, pairs),
+                      put(UInt8(ascii: ","), base, &at, end),
+                      number(lonLat[2 * v + 1], hints[2 * v + 1], base, &at, end, tens, pairs),
+                      put(UInt8(ascii: "]"), base, &at, end) else { return false }
             }
-            guard put(UInt8(ascii: "]")) else { return false }
+            guard put(UInt8(ascii: "]"), base, &at, end) else { return false }
         }
-        guard put(UInt8(ascii: "]")) else { return false }
+        guard put(UInt8(ascii: "]"), base, &at, end) else { return false }
         return at == end
+    }
+
+    @inline(__always)
+    private static func put(_ c: UInt8, _ base: UnsafeMutablePointer<UInt8>, _ at: inout Int, _ end: Int) -> Bool {
+        guard at < end else { return false }
+        base[at] = c
+        at += 1
+        return true
+    }
+
+    /// One number of `writeRings`: the fast path when it has a hint and room, else the writer's.
+    @inline(__always)
+    private static func number(_ v: Double, _ h: UInt8, _ base: UnsafeMutablePointer<UInt8>, _ at: inout Int, _ end: Int,
+                               _ tens: UnsafePointer<UInt64>, _ pairs: UnsafePointer<UInt16>) -> Bool {
+        if h != unhinted && end - at >= maxBytes,
+           let n = write(v, fractionDigits: Int(h), to: base + at, powersOfTen: tens, pairs: pairs) {
+            at += n
+            return true
+        }
+        return slowNumber(v, base, &at, end)
+    }
+
+    /// Near the end (`write` needs room), or a number only the writer formats.
+    private static func slowNumber(_ v: Double, _ base: UnsafeMutablePointer<UInt8>, _ at: inout Int, _ end: Int) -> Bool {
+        var w = JSONWriter(capacity: 32)
+        w.writeNumber(v)
+        guard w.bytes.count <= end - at else { return false }
+        w.bytes.withUnsafeBufferPointer { (base + at).update(from: $0.baseAddress!, count: $0.count) }
+        at += w.bytes.count
+        return true
     }
 }
