@@ -220,3 +220,34 @@ private func north(_ m: Double) -> Double { center.lat + m / 111_200 }
         #expect(within > checked / 4 && within < checked * 3 / 4)
     }
 }
+
+extension FenceEngineTests {
+    /// On PostgreSQL (fence state shared by nodes), decisions waiting for a transaction share
+    /// the next one (`FenceDecisionBatcher`): 48 users walk in, out and in again, all at once
+    /// at each step. Every user gets exactly entered, exited, entered, and the decisions took
+    /// fewer transactions than there were decisions.
+    @Test(.enabled(if: Backend.postgresURL != nil, "needs DBEACON_POSTGRES_URL"))
+    func sharedDecisionsShareTransactionsAndKeepEachUsersOrder() async throws {
+        let (h, _, beacon) = try await setUp(.postgis)
+        var users: [UserID] = []
+        for i in 0..<48 { users.append(try await h.user("walker \(i)").id) }
+        let batcher = try #require((h.store as? any SQLStore)?.fenceBatcher)
+        let before = batcher.counts
+        for lat in [north(50), north(300), north(50)] {
+            h.clock.advance(seconds: 10)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for u in users { group.addTask { try await h.fix(u, lat: lat, lon: center.lon) } }
+                try await group.waitForAll()
+            }
+        }
+        for u in users {
+            let events = try await h.events(u)
+            #expect(events.map(\.type) == [.entered, .exited, .entered], "\(u)")
+            #expect(events.allSatisfy { $0.data["beacon"] == .string(beacon.id.rawValue) })
+        }
+        let after = batcher.counts
+        let decisions = after.decisions - before.decisions, transactions = after.transactions - before.transactions
+        #expect(decisions == 3 * users.count, "\(decisions) decisions")
+        #expect(transactions < decisions, "\(transactions) transactions for \(decisions) decisions")
+    }
+}

@@ -35,6 +35,8 @@ package final class PostgresStore: SQLStore {
     /// The change feed's state, for readiness and metrics.
     package let feed: ChangeFeedHealth
     private let runTask: Task<Void, Never>
+    /// Fence decisions of this node, several per transaction.
+    package let fenceBatcher: FenceDecisionBatcher? = FenceDecisionBatcher()
     private let listenTask: Task<Void, Never>?
 
     /// Connects, creates the schema and the PostGIS extension if needed, applies the

@@ -220,6 +220,7 @@ extension SQLStore {
 
     package func decideFence<T: Sendable>(lock users: [UserID], near boxes: [BoundingBox], inside beacons: [BeaconID],
                                           _ decide: @escaping @Sendable (FenceSnapshot) async throws -> (FenceUpdate, T)) async throws -> T {
+        if let batcher = fenceBatcher { return try await batcher.decide(lock: users, near: boxes, inside: beacons, on: self, decide) }
         var attempt = 0
         while true {
             do {

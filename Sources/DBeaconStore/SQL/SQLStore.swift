@@ -59,4 +59,7 @@ package protocol SQLStore: ServiceBackingStore, RegistryStore, AnyObject {
     /// Who claims webhook deliveries in this process (PostGIS: its listener session, so only
     /// the deliveries of processes that are gone are reclaimed); nil on SpatiaLite.
     var deliveryClaimant: String? { get }
+    /// Batches shared fence decisions into common transactions (PostgreSQL); nil: one
+    /// transaction per decision.
+    var fenceBatcher: FenceDecisionBatcher? { get }
 }

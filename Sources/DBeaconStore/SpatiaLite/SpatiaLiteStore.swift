@@ -60,6 +60,8 @@ package final class SpatiaLiteStore: SQLStore {
     }
 
     package var dialect: SQLDialect { .sqlite }
+    /// Fence state is not shared (one process decides): no batch of locked decisions.
+    package var fenceBatcher: FenceDecisionBatcher? { nil }
     package var deliveryClaimant: String? { nil }
 
     /// Registers the function that receives every committed beacon change.
