@@ -36,10 +36,14 @@ install_test_references() {
 # $DBEACON_PG_PORT, default the first free one from 54329), creates the database dbeacon_test with PostGIS and
 # exports DBEACON_POSTGRES_URL (the test suite then runs every store and HTTP test on PostGIS
 # as well). PostgreSQL refuses to run as root: as root the server runs as the `postgres`
-# user. Prints why and returns 1 when anything fails; stop it with stop_test_postgres.
+# user. Without fsync (throwaway), unless DBEACON_PG_DURABLE=1. Prints why and returns 1 when
+# anything fails; stop it with stop_test_postgres.
 start_test_postgres() {
     apt_install postgresql-15 postgresql-15-postgis-3 || { echo "start_test_postgres: cannot install PostgreSQL" >&2; return 1; }
     local bin=/usr/lib/postgresql/15/bin port="${DBEACON_PG_PORT:-}" dir
+    # Tests need no durability; DBEACON_PG_DURABLE=1 (benchmarks) keeps PostgreSQL's defaults.
+    local durability="-c fsync=off -c synchronous_commit=off"
+    [ "${DBEACON_PG_DURABLE:-}" = 1 ] && durability="-c fsync=on -c synchronous_commit=on"
     if [ -z "$port" ]; then # the first free port from 54329 (another cluster may be running)
         for port in $(seq 54329 54349); do
             (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || break
@@ -56,7 +60,7 @@ start_test_postgres() {
         echo "start_test_postgres: initdb failed:" >&2; cat "$dir/initdb.log" >&2; return 1
     fi
     if ! "${as[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
-            -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c max_connections=500 -c fsync=off -c synchronous_commit=off" \
+            -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c max_connections=500 $durability" \
             >/dev/null; then
         echo "start_test_postgres: the server did not start:" >&2; cat "$dir/server.log" >&2; return 1
     fi

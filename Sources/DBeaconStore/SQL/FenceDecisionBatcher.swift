@@ -1,4 +1,5 @@
 package import DBeaconCore
+import Foundation
 import Synchronization
 
 /// Fence decisions on a shared store (PostgreSQL, several `dbeacon serve` nodes), many in one
@@ -20,7 +21,9 @@ import Synchronization
 /// order. A decision that throws fails alone (its update is not written); a transaction that
 /// fails fails every decision of the batch (after retries on a deadlock between nodes).
 package final class FenceDecisionBatcher: Sendable {
-    package static let maxBatch = 64
+    /// Decisions per transaction at most: 64, or `DBEACON_FENCE_BATCH` (1: one transaction per
+    /// decision, as before batching; for comparisons).
+    package let maxBatch: Int
 
     private struct Request: Sendable {
         let users: [UserID]
@@ -37,7 +40,9 @@ package final class FenceDecisionBatcher: Sendable {
 
     private let state = Mutex(State())
 
-    package init() {}
+    package init(maxBatch: Int = ProcessInfo.processInfo.environment["DBEACON_FENCE_BATCH"].flatMap { Int($0) } ?? 64) {
+        self.maxBatch = max(1, maxBatch)
+    }
 
     /// Decisions written so far, and transactions (for tests and metrics).
     package var counts: (decisions: Int, transactions: Int) { totals.withLock { $0 } }
@@ -68,7 +73,7 @@ package final class FenceDecisionBatcher: Sendable {
     private func drain<Store: SQLStore>(_ store: Store) async {
         while true {
             let batch: [Request] = state.withLock { s in
-                let taken = Array(s.pending.prefix(Self.maxBatch))
+                let taken = Array(s.pending.prefix(maxBatch))
                 s.pending.removeFirst(taken.count)
                 if taken.isEmpty { s.running = false }
                 return taken
