@@ -220,35 +220,9 @@ extension SQLStore {
 
     package func decideFence<T: Sendable>(lock users: [UserID], near boxes: [BoundingBox], inside beacons: [BeaconID],
                                           _ decide: @escaping @Sendable (FenceSnapshot) async throws -> (FenceUpdate, T)) async throws -> T {
-        if let batcher = fenceBatcher { return try await batcher.decide(lock: users, near: boxes, inside: beacons, on: self, decide) }
-        var attempt = 0
-        while true {
-            do {
-                return try await write { db, log in
-                    var locked = Set(users)
-                    try await Self.lockFenceUsers(db, locked)
-                    let others = Set(try await Self.fenceUsers(db, near: boxes, inside: beacons)).subtracting(locked)
-                    if !others.isEmpty {
-                        try await Self.lockFenceUsers(db, others)
-                        locked.formUnion(others)
-                    }
-                    let ids = locked.sorted().map(\.rawValue)
-                    let locations = try await db.rows("SELECT * FROM user_locations WHERE \(db.dialect.contains("user_id", "$1"))", [ids])
-                        .map(Self.location(from:))
-                    var states: [UserID: [FenceState]] = [:]
-                    for row in try await db.rows("SELECT * FROM fence_states WHERE \(db.dialect.contains("user_id", "$1"))", [ids]) {
-                        states[UserID(uncheckedRawValue: try row.string("user_id")), default: []].append(try Self.fenceState(from: row))
-                    }
-                    let (update, result) = try await decide(FenceSnapshot(users: locked.sorted(), locations: locations, states: states))
-                    try await Self.writeFenceUpdates(db, [update], log: &log)
-                    return result
-                }
-            } catch let error as DBeaconError where error.code == "database_busy" && attempt < 5 {
-                // Two decisions locked the same users in opposite orders; one was chosen to give way.
-                attempt += 1
-                try await Task.sleep(for: .milliseconds(Int64(5 << attempt)))
-            }
-        }
+        // Without a shared batcher (one process decides: SQLite), a batch of one per decision.
+        let batcher = fenceBatcher ?? FenceDecisionBatcher(maxBatch: 1)
+        return try await batcher.decide(lock: users, near: boxes, inside: beacons, on: self, decide)
     }
 
     package func fenceUsersDue(enteredBefore: Timestamp, sightedBefore: Timestamp) async throws -> [UserID] {
