@@ -25,6 +25,11 @@ import Testing
         for _ in 0..<100 where store != nil || fences != nil { try await Task.sleep(for: .milliseconds(20)) }
         #expect(store == nil, "the store outlived its services")
         #expect(fences == nil, "the fence engine outlived its services")
+        // The background checkpointer closes its own connection once it sees the stop: a moment
+        // later under the parallel suite.
+        for _ in 0..<100 where backend == .spatialite && Self.openDescriptors(of: databaseFile) > 0 {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         if backend == .spatialite { #expect(Self.openDescriptors(of: databaseFile) == 0) }
     }
 
