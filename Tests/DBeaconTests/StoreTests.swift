@@ -79,6 +79,34 @@ import Testing
         #expect(loaded.relationships == [Relationship(type: "tour", target: target.id, order: 2)])
     }
 
+    /// A bulk insert is a few multi-row statements: every beacon reads back as given, and an id
+    /// that is taken (before, or earlier in the same call, in the same slice or a later one)
+    /// is named in `beacon_exists` with nothing of the call kept.
+    @Test(arguments: Backend.all) func bulkInsertsKeepEveryBeaconAndNameATakenID(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
+        let (ann, _) = try await h.user("ann")
+        let (ben, _) = try await h.user("ben")
+        var g = RandomBeacons(seed: 4150, users: [ann, ben])
+        let beacons = (0..<300).map { g.beacon(index: $0) }  // slices of 256, 32, 8 and 4
+        try await h.store.insertBeacons(beacons)
+        let loaded = try await h.store.beacons(ids: beacons.map(\.id))
+        #expect(loaded.count == 300)
+        let byID = Dictionary(uniqueKeysWithValues: loaded.map { ($0.id, $0) })
+        for b in beacons { #expect(byID[b.id] == b, "\(b.id)") }
+
+        func refused(_ batch: [Beacon]) async -> BeaconID? {
+            do { try await h.store.insertBeacons(batch); return nil } catch let e as DBeaconError {
+                #expect(e.code == "beacon_exists" && e.path == "id")
+                return e.message.split(separator: " ").dropFirst(4).first.map { BeaconID(uncheckedRawValue: String($0)) }
+            } catch { Issue.record("\(error)"); return nil }
+        }
+        let fresh = (300..<600).map { g.beacon(index: $0) }
+        #expect(await refused(Array(fresh[..<270]) + [beacons[7]] + Array(fresh[270...])) == beacons[7].id)  // taken before
+        #expect(await refused(Array(fresh[..<10]) + [fresh[3]]) == fresh[3].id)  // twice, same slice
+        #expect(await refused(Array(fresh[..<256]) + [fresh[100]]) == fresh[100].id)  // twice, a later slice
+        #expect(try await h.store.beaconCount() == 300, "nothing of a refused call is kept")
+    }
+
     /// SpatiaLite perimeters are read from the stored blob without `AsBinary`: the decoder
     /// must read every shape the store writes (polygon with a hole, multipolygon, a part
     /// across the antimeridian) exactly as SpatiaLite's own WKB says.

@@ -193,8 +193,11 @@ package final class PostgresStore: SQLStore {
             var log = SQLWriteLog()
             let result = try await body(tx, &log)
             try await Self.settleTouched(&log, db: tx)
-            for change in log.changes {
-                _ = try await tx.rows("SELECT pg_notify($1, $2)", [channel, ChangeNotice(change, node: node.id).payload])
+            // One round trip for all of the transaction's notices, in order (a bulk insert of
+            // thousands of beacons used to pay one per beacon).
+            if !log.changes.isEmpty {
+                _ = try await tx.rows("SELECT pg_notify($1, n.payload) FROM unnest($2::text[]) WITH ORDINALITY AS n(payload, i) ORDER BY n.i",
+                                      [channel, log.changes.map { ChangeNotice($0, node: node.id).payload }])
             }
             return (result, log.changes)
         }

@@ -70,7 +70,7 @@ extension SQLStore {
     package func insertBeacons(_ beacons: [Beacon]) async throws {
         try await write { db, log in
             // Rows first, then children: relationships among the new beacons find their targets.
-            for beacon in beacons { try await Self.insertRow(beacon, db: db) }
+            try await Self.insertRows(beacons, db: db)
             for beacon in beacons {
                 try await Self.writeChildren(beacon, db: db, replacing: false)
                 log.changes.append(.upsert(beacon))
@@ -119,16 +119,39 @@ extension SQLStore {
     }
 
     static func insertRow(_ b: Beacon, db: any SQLSession) async throws {
-        let inserted = try await db.rows("""
-            INSERT INTO beacons(id, owner, name, description, lon, lat, perimeter_kind, radius_m, lifetime_start,
-                lifetime_end, is_private, tracks_owner, service, content, content_policy, followers_count, version, created_at,
-                updated_at, area)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
-                    \(db.dialect.geometry(fromWKB: "$20")))
-            ON CONFLICT (id) DO NOTHING RETURNING seq
-            """, columnValues(b) + [b.followersCount, b.version, b.createdAt.millis, b.updatedAt.millis, SQLBlob(StoredBeacon.areaWKB(b))])
-        if inserted.isEmpty {
-            throw DBeaconError.conflict("a beacon with id \(b.id) already exists", code: "beacon_exists", path: "id")
+        try await insertRows([b], db: db)
+    }
+
+    /// Inserts the rows of `beacons` in order, in multi-row statements of power-of-two sizes up
+    /// to 256 (a bulk insert makes a round trip per slice, not per beacon, and few statement
+    /// shapes are cached); `beacon_exists` names the first id that is already taken (or repeated
+    /// among them), and the caller's transaction then rolls back.
+    static func insertRows(_ beacons: [Beacon], db: any SQLSession) async throws {
+        let columns = 20  // 256 × 20 arguments: below SQLite's and PostgreSQL's limits
+        for slice in beacons.chunkedInPowersOfTwo() {
+            var values: [String] = [], arguments: [any SQLArgument] = []
+            values.reserveCapacity(slice.count)
+            arguments.reserveCapacity(slice.count * columns)
+            for b in slice {
+                let first = arguments.count + 1
+                let placeholders = (first..<(first + columns - 1)).map { "$\($0)" }.joined(separator: ", ")
+                values.append("(\(placeholders), \(db.dialect.geometry(fromWKB: "$\(first + columns - 1)")))")
+                arguments += columnValues(b) + [b.followersCount, b.version, b.createdAt.millis, b.updatedAt.millis, SQLBlob(StoredBeacon.areaWKB(b))]
+            }
+            let inserted = try await db.rows("""
+                INSERT INTO beacons(id, owner, name, description, lon, lat, perimeter_kind, radius_m, lifetime_start,
+                    lifetime_end, is_private, tracks_owner, service, content, content_policy, followers_count, version, created_at,
+                    updated_at, area)
+                VALUES \(values.joined(separator: ",\n"))
+                ON CONFLICT (id) DO NOTHING RETURNING id
+                """, arguments)
+            if inserted.count < slice.count {
+                var fresh = Set<String>()
+                for row in inserted { fresh.insert(try row.string("id")) }
+                // The first that was not inserted: taken before, or an earlier copy in this call.
+                let taken = slice.first { fresh.remove($0.id.rawValue) == nil } ?? slice[slice.startIndex]
+                throw DBeaconError.conflict("a beacon with id \(taken.id) already exists", code: "beacon_exists", path: "id")
+            }
         }
     }
 
