@@ -207,7 +207,7 @@ import Testing
     func aPostGISDatabaseFromBeforeV3GetsTheRegistry() async throws {
         let directory = try Scratch.directory("dbeacon-test")
         let url = try Backend.postgis.freshDatabase(in: directory)
-        let old = try await PostgresStore.connect(url: url, listen: false, logger: TestHarness.logger,
+        let old = try await PostgresStore.connect(url: url, listen: false, logger: TestHarness.logger, deadline: Backend.testDeadline,
                                                   migrations: PostGISSchema.migrations.filter { $0.0 != "v3" && $0.0 != "v11" })
         let at = Timestamp(rfc3339: "2026-11-21T12:00:00Z")!
         let user = User(id: .generate(), name: "owner", createdAt: at)
@@ -221,7 +221,7 @@ import Testing
         }
         await old.shutdown()
 
-        let store = try await PostgresStore.connect(url: url, listen: false, logger: TestHarness.logger)
+        let store = try await PostgresStore.connect(url: url, listen: false, logger: TestHarness.logger, deadline: Backend.testDeadline)
         do {
             #expect(try await store.appliedMigrations() == Self.withoutV3 + ["v3", "v11"])
             #expect(try await store.user(id: user.id) == user)
@@ -236,7 +236,7 @@ import Testing
             try await store.insertRegistryEntry(entry)
             #expect(try await store.registryEntry(id: entry.id) == entry)
             // Connecting again applies nothing twice.
-            let again = try await PostgresStore.connect(url: url, listen: false, logger: TestHarness.logger)
+            let again = try await PostgresStore.connect(url: url, listen: false, logger: TestHarness.logger, deadline: Backend.testDeadline)
             #expect(try await again.appliedMigrations() == Self.withoutV3 + ["v3", "v11"])
             await again.shutdown()
         } catch {

@@ -1,3 +1,4 @@
+import DBeaconStore
 import Foundation
 import Testing
 
@@ -8,6 +9,11 @@ enum Backend: String, Sendable, CaseIterable, CustomTestStringConvertible {
     case postgis
 
     static let postgresURL = ProcessInfo.processInfo.environment["DBEACON_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
+
+    /// The deadline of stores a test opens itself (as `TestHarness` does for its own): the whole
+    /// suite shares two cores and one PostgreSQL, so a transaction may queue for seconds. The
+    /// deadline itself is tested on its own (DatabaseFaultTests, scripts/fault-test.py).
+    static let testDeadline = DatabaseDeadline(seconds: 60)
 
     /// The backends available here.
     static var all: [Backend] { postgresURL == nil ? [.spatialite] : [.spatialite, .postgis] }
