@@ -1,6 +1,7 @@
 import DBeaconStore
 import Hummingbird
 import Prometheus
+import Synchronization
 
 /// Prometheus metrics of one application instance (a registry of its own, so tests that
 /// build several apps in one process do not collide).
@@ -44,14 +45,30 @@ package final class AppMetrics: Sendable {
     }
 
     func record(method: String, path: String, status: Int, seconds: Double) {
-        registry.makeCounter(descriptor: MetricNameDescriptor(
-            namespace: "dbeacon", metricName: "http_requests", unitName: "total", helpText: "HTTP requests"),
-            labels: [("method", method), ("path", path), ("status", String(status))]).increment()
-        registry.makeValueHistogram(descriptor: MetricNameDescriptor(
-            namespace: "dbeacon", metricName: "http_request_duration", unitName: "seconds", helpText: "HTTP request latency"),
-            labels: [("method", method), ("path", path)],
-            buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]).record(seconds)
+        let key = RouteKey(method: method, path: path, status: status)
+        let metrics = routes.withLock { $0[key] } ?? routes.withLock { routes in
+            // The registry's lookup (names built, labels compared under its lock) once per route
+            // and status, not per request.
+            if let known = routes[key] { return known }
+            let made = RouteMetrics(
+                requests: registry.makeCounter(descriptor: MetricNameDescriptor(
+                    namespace: "dbeacon", metricName: "http_requests", unitName: "total", helpText: "HTTP requests"),
+                    labels: [("method", method), ("path", path), ("status", String(status))]),
+                duration: registry.makeValueHistogram(descriptor: MetricNameDescriptor(
+                    namespace: "dbeacon", metricName: "http_request_duration", unitName: "seconds", helpText: "HTTP request latency"),
+                    labels: [("method", method), ("path", path)],
+                    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]))
+            routes[key] = made
+            return made
+        }
+        metrics.requests.increment()
+        metrics.duration.record(seconds)
     }
+
+    private struct RouteKey: Hashable { let method: String, path: String, status: Int }
+    private struct RouteMetrics: Sendable { let requests: Counter, duration: ValueHistogram }
+    /// Route templates and statuses are few (the router's), so this stays small.
+    private let routes = Mutex<[RouteKey: RouteMetrics]>([:])
 
     func exposition(store: any AppStore, pendingPolygons: Int) async throws -> String {
         beaconsGauge.set(Double(try await store.beaconCount()))

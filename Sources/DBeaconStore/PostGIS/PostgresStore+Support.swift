@@ -117,7 +117,7 @@ final class PostgresObservers: Sendable {
     let local = ChangeObserverBox()
     let remote = ChangeObserverBox()
     /// Awaited when the listener connected again after losing its connection.
-    let resync = Mutex<(@Sendable () async throws -> Void)?>(nil)
+    let resync = LockedFunction<@Sendable () async throws -> Void>()
     /// Whether a listener was connected before (so the next connection is a reconnection).
     let listenedBefore = Mutex(false)
 }
@@ -203,7 +203,7 @@ extension PostgresStore {
                             // Resynchronise after a reconnection, then apply what arrives.
                             group.addTask {
                                 if observers.listenedBefore.withLock({ before in defer { before = true }; return before }),
-                                   let resync = observers.resync.withLock({ $0 }) {
+                                   let resync = observers.resync.value {
                                     logger.notice("PostgreSQL listener reconnected; resynchronising")
                                     feed.catchingUp(true)
                                     try await resync()

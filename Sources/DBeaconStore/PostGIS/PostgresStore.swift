@@ -132,7 +132,7 @@ package final class PostgresStore: SQLStore {
 
     /// Registers the function awaited when the listener reconnected (remote changes may be lost).
     package func observeResyncNeeded(_ handler: @escaping @Sendable () async throws -> Void) {
-        observers.resync.withLock { $0 = handler }
+        observers.resync.value = handler
     }
 
     /// The names of the applied migrations, in the order they were applied.
