@@ -65,6 +65,41 @@ import Testing
         }
     }
 
+    /// Polygons' circles are kept once measured (`EnclosingCircleCache`): a beacon deleted and
+    /// made again under its id, at the same instant and place, gets the circle of its new
+    /// perimeter, and a changed perimeter its own.
+    @Test(arguments: Backend.all) func aPerimeterMadeAgainUnderItsIDGetsItsOwnCircle(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
+        let (owner, token) = try await h.user("owner")
+        let here = Walk.schlossplatz, east = Walk.offset(here, east: 500)
+        @Sendable func rectangle(_ width: Double, _ height: Double) -> JSONValue {
+            let sw = Walk.offset(east, north: -height / 2, east: -width / 2), ne = Walk.offset(east, north: height / 2, east: width / 2)
+            return polygon([box(sw.lon, sw.lat, ne.lon, ne.lat)])
+        }
+        let id = BeaconID.namespace(of: owner) + "hall"
+        try await h.app().test(.router) { client in
+            func radius() async throws -> Double {
+                let r = try await client.call(.get, "/v1/regions?lat=\(here.lat)&lon=\(here.lon)", token: token)
+                return r.json?["regions"]?.arrayValue?.first { $0["beacon"]?.stringValue == id }?["radius_m"]?.numberValue ?? -1
+            }
+            func halfDiagonal(_ w: Double, _ h: Double) -> Double { (w * w + h * h).squareRoot() / 2 }
+            let made = try await client.call(.post, "/v1/beacons", token: token,
+                                             json: feature(name: "Hall", lat: east.lat, lon: east.lon, perimeter: rectangle(100, 60)).withID(id))
+            #expect(made.status == .created, "\(made.text)")
+            #expect(abs(try await radius() - halfDiagonal(100, 60)) < 1)
+            #expect(abs(try await radius() - halfDiagonal(100, 60)) < 1, "from the cache")
+            #expect(try await client.call(.delete, "/v1/beacons/\(id)", token: token).status == .noContent)
+            let again = try await client.call(.post, "/v1/beacons", token: token,
+                                              json: feature(name: "Hall", lat: east.lat, lon: east.lon, perimeter: rectangle(400, 200)).withID(id))
+            #expect(again.status == .created && again.json?["properties"]?["version"] == 1, "\(again.text)")
+            #expect(abs(try await radius() - halfDiagonal(400, 200)) < 1, "the new perimeter's circle")
+            let moved = try await client.call(.patch, "/v1/beacons/\(id)", token: token,
+                                              json: .object(["properties": .object(["perimeter": rectangle(40, 30)])]))
+            #expect(moved.status == .ok, "\(moved.text)")
+            #expect(abs(try await radius() - halfDiagonal(40, 30)) < 1, "the changed perimeter's circle")
+        }
+    }
+
     /// The phone reports enters and exits of the monitored regions; they become the same
     /// `beacon.entered` / `beacon.exited` events as fixes would (reason `region`), once each,
     /// and no location is stored.
