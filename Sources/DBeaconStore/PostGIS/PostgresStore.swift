@@ -206,6 +206,20 @@ package final class PostgresStore: SQLStore {
         return result
     }
 
+    /// One read-only statement in autocommit: a single round trip (no BEGIN, no COMMIT), within
+    /// the deadline like a transaction.
+    package func readStatement(_ query: @Sendable (SQLDialect) -> (String, [any SQLArgument])) async throws -> [SQLRow] {
+        let (sql, arguments) = query(.postgres)
+        let client = client, logger = logger
+        do {
+            return try await (DatabaseDeadline.bulk ?? deadline).run("a query") { try await client.withConnection { connection in
+                try await PostgresSession(connection: connection, logger: logger).rows(sql, arguments)
+            } }
+        } catch {
+            throw Self.translate(error)
+        }
+    }
+
     /// Runs `body` in a read-only snapshot, so multi-query reads see one state.
     package func read<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) async throws -> T) async throws -> T {
         try await transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", body)

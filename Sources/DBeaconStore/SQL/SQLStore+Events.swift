@@ -177,8 +177,12 @@ extension SQLStore {
                     fix_at = excluded.fix_at, received_at = excluded.received_at
                 """, s.arguments)
         }
-        for key in stateOrder where states[key] == .some(nil) {
-            try await db.rows("DELETE FROM fence_states WHERE user_id = $1 AND beacon_id = $2", [key.user.rawValue, key.beacon.rawValue])
+        // The states that ended, a statement per slice (not per state).
+        let ended = stateOrder.filter { states[$0] == .some(nil) }
+        for chunk in ended.chunkedInPowersOfTwo() {
+            var s = SQLStatement()
+            let pairs = chunk.map { key in "(\(s.bind(key.user.rawValue)), \(s.bind(key.beacon.rawValue)))" }
+            try await db.rows("DELETE FROM fence_states WHERE (user_id, beacon_id) IN (VALUES \(pairs.joined(separator: ", ")))", s.arguments)
         }
         let kept = stateOrder.compactMap { key in states[key].flatMap { $0 }.map { (key.user, $0) } }
         for chunk in kept.chunkedInPowersOfTwo() {

@@ -101,13 +101,14 @@ extension SQLStore {
     }
 
     package func groups(involving user: UserID) async throws -> [TrackedGroup] {
-        try await read { db in
-            try await db.rows("""
-                SELECT * FROM tracked_groups g WHERE g.leader = $1 OR EXISTS (
-                    SELECT 1 FROM group_members m WHERE m.group_id = g.id AND m.user_id = $1 AND m.status = 'active')
-                ORDER BY g.created_at, g.id
-                """, [user.rawValue]).map(Self.trackedGroup)
-        }
+        // Read for every fix: one statement, one round trip on PostgreSQL.
+        try await readStatement { _ in
+            ("""
+            SELECT * FROM tracked_groups g WHERE g.leader = $1 OR EXISTS (
+                SELECT 1 FROM group_members m WHERE m.group_id = g.id AND m.user_id = $1 AND m.status = 'active')
+            ORDER BY g.created_at, g.id
+            """, [user.rawValue])
+        }.map(Self.trackedGroup)
     }
 
     package func groupMembers(_ group: GroupID) async throws -> [GroupMembership] {
@@ -253,15 +254,15 @@ extension SQLStore {
 
     package func followedTours(user: UserID, containing places: [BeaconID]) async throws -> [(tour: BeaconID, place: BeaconID, since: Timestamp)] {
         guard !places.isEmpty else { return [] }
-        return try await read { db in
-            try await db.rows("""
-                SELECT f.tour_id, r.target_id, f.started_at FROM tour_followers f
-                JOIN relationships r ON r.source_id = f.tour_id AND r.type = 'tour'
-                WHERE f.user_id = $1 AND \(db.dialect.contains("r.target_id", "$2"))
-                """, [user.rawValue, places.map(\.rawValue)]).map {
-                (BeaconID(uncheckedRawValue: try $0.string("tour_id")), BeaconID(uncheckedRawValue: try $0.string("target_id")),
-                 try $0.timestamp("started_at"))
-            }
+        return try await readStatement { dialect in
+            ("""
+            SELECT f.tour_id, r.target_id, f.started_at FROM tour_followers f
+            JOIN relationships r ON r.source_id = f.tour_id AND r.type = 'tour'
+            WHERE f.user_id = $1 AND \(dialect.contains("r.target_id", "$2"))
+            """, [user.rawValue, places.map(\.rawValue)])
+        }.map {
+            (BeaconID(uncheckedRawValue: try $0.string("tour_id")), BeaconID(uncheckedRawValue: try $0.string("target_id")),
+             try $0.timestamp("started_at"))
         }
     }
 

@@ -18,6 +18,11 @@ package struct SQLWriteLog: Sendable {
 }
 
 extension SQLStore {
+    package func readStatement(_ query: @Sendable (SQLDialect) -> (String, [any SQLArgument])) async throws -> [SQLRow] {
+        let (sql, arguments) = query(dialect)
+        return try await read { db in try await db.rows(sql, arguments) }
+    }
+
     /// Appends an upsert of every touched beacon, as it is now in the transaction.
     static func settleTouched(_ log: inout SQLWriteLog, db: any SQLSession) async throws {
         guard !log.touched.isEmpty else { return }
@@ -53,6 +58,10 @@ package protocol SQLStore: ServiceBackingStore, RegistryStore, AnyObject {
     var dialect: SQLDialect { get }
     /// Runs `body` in a read-only snapshot, so multi-query reads see one state.
     func read<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) async throws -> T) async throws -> T
+    /// Runs one read-only statement (`query` builds it for the dialect): a single statement
+    /// sees one state by itself, so PostgreSQL runs it without BEGIN and COMMIT (one round trip
+    /// instead of three); SpatiaLite in `read`.
+    func readStatement(_ query: @Sendable (SQLDialect) -> (String, [any SQLArgument])) async throws -> [SQLRow]
     /// Runs `body` in a write transaction and, after commit, reports what `log` collected.
     @discardableResult
     func write<T: Sendable>(_ body: @escaping @Sendable (any SQLSession, inout SQLWriteLog) async throws -> T) async throws -> T
@@ -63,3 +72,4 @@ package protocol SQLStore: ServiceBackingStore, RegistryStore, AnyObject {
     /// transaction per decision.
     var fenceBatcher: FenceDecisionBatcher? { get }
 }
+
