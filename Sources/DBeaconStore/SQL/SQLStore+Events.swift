@@ -177,12 +177,19 @@ extension SQLStore {
                     fix_at = excluded.fix_at, received_at = excluded.received_at
                 """, s.arguments)
         }
-        // The states that ended, a statement per slice (not per state).
+        // The states that ended: on PostgreSQL a statement per slice (each a round trip); on
+        // SQLite one per state (in process, and its planner scans the table for a row-value IN).
         let ended = stateOrder.filter { states[$0] == .some(nil) }
-        for chunk in ended.chunkedInPowersOfTwo() {
-            var s = SQLStatement()
-            let pairs = chunk.map { key in "(\(s.bind(key.user.rawValue)), \(s.bind(key.beacon.rawValue)))" }
-            try await db.rows("DELETE FROM fence_states WHERE (user_id, beacon_id) IN (VALUES \(pairs.joined(separator: ", ")))", s.arguments)
+        if db.dialect == .sqlite {
+            for key in ended {
+                try await db.rows("DELETE FROM fence_states WHERE user_id = $1 AND beacon_id = $2", [key.user.rawValue, key.beacon.rawValue])
+            }
+        } else {
+            for chunk in ended.chunkedInPowersOfTwo() {
+                var s = SQLStatement()
+                let pairs = chunk.map { key in "(\(s.bind(key.user.rawValue)), \(s.bind(key.beacon.rawValue)))" }
+                try await db.rows("DELETE FROM fence_states WHERE (user_id, beacon_id) IN (VALUES \(pairs.joined(separator: ", ")))", s.arguments)
+            }
         }
         let kept = stateOrder.compactMap { key in states[key].flatMap { $0 }.map { (key.user, $0) } }
         for chunk in kept.chunkedInPowersOfTwo() {
