@@ -123,6 +123,7 @@ struct ServeCommand: AsyncParsableCommand {
         guard maxFixAge > 0, maxFixAge.isFinite else { throw ValidationError("--max-fix-age must be a positive number of seconds") }
         guard alsoVisitedMinVisitors >= 2 else { throw ValidationError("--also-visited-min-visitors must be at least 2") }
         if metricsToken?.isEmpty == true { throw ValidationError("--metrics-token must not be empty") }
+        if db?.isEmpty == true { throw ValidationError("--db must name a database file or a postgres:// URL, not be empty") }
         guard sightingExitSeconds > 0, pathLossExponent > 0 else {
             throw ValidationError("--sighting-exit-seconds and --path-loss-exponent must be positive")
         }

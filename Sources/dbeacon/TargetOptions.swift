@@ -24,6 +24,7 @@ struct TargetOptions: ParsableArguments {
     }
 
     func validate() throws {
+        if db?.isEmpty == true { throw ValidationError("--db must name a database file or a postgres:// URL, not be empty") }
         if db != nil && server != nil {
             throw ValidationError("use either --db (local database) or --server (HTTP API), not both")
         }

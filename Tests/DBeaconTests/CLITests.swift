@@ -121,7 +121,11 @@ struct CapturedOutput {
         #expect(imported.status == 1)
         #expect(imported.err.contains("features[0].properties.name"))
         // A server that is not there: say which, and what to try (not the HTTP client's words)
+        let asked = Date()
         let away = try CLI.run(["nearby", "--lat", "48.78", "--lon", "9.18", "--server", "http://127.0.0.1:1", "--token", "t"])
+        // At once, not after the request's deadline (the HTTP client used to retry the refused
+        // connection for 60 s); 30 s leaves room for a loaded machine.
+        #expect(Date().timeIntervalSince(asked) < 30, "a refused connection reported after \(Date().timeIntervalSince(asked)) s")
         #expect(away.status == 1 && away.err.contains("cannot reach the DBeacon server at http://127.0.0.1:1")
                 && away.err.contains("./scripts/run.sh") && !away.err.contains("errno"), "\(away.err)")
         let tokenless = try CLI.run(["nearby", "--lat", "48.78", "--lon", "9.18"], environment: ["DBEACON_SERVER": "http://127.0.0.1:1"])
@@ -129,6 +133,11 @@ struct CapturedOutput {
         // --db on the command line wins over $DBEACON_SERVER
         #expect(try CLI.run(["nearby", "--lat", "48.78", "--lon", "9.18", "--db", db],
                             environment: ["DBEACON_SERVER": "http://127.0.0.1:1", "DBEACON_TOKEN": "t"]).status == 0)
+        // An empty --db (an unset shell variable) is refused before anything is opened or made.
+        for arguments in [["nearby", "--lat", "48.78", "--lon", "9.18", "--db", ""], ["serve", "--db", "", "--port", "18998"]] {
+            let empty = try CLI.run(arguments)
+            #expect(empty.status != 0 && empty.err.contains("--db must name a database file"), "\(arguments): \(empty.err)")
+        }
     }
 
     @Test(arguments: Backend.all) func worksThroughTheAPI(_ backend: Backend) async throws {

@@ -22,7 +22,7 @@ struct HTTPTransport: APITransport {
         }
         let response: HTTPClientResponse
         do {
-            response = try await HTTPClient.shared.execute(http, timeout: .seconds(request.bulk ? 600 : 60))
+            response = try await Self.client.execute(http, timeout: .seconds(request.bulk ? 600 : 60))
         } catch {
             throw Self.unreachable(baseURL, error)
         }
@@ -33,6 +33,16 @@ struct HTTPTransport: APITransport {
         }
         return json
     }
+
+    /// The CLI's HTTP client: a refused or unreachable server is reported at once (the shared
+    /// client retried the connection until the request's 60 s deadline, so `dbeacon nearby`
+    /// with no server running took a minute to say so), within 10 s to connect.
+    static let client: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.timeout.connect = .seconds(10)
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }()
 
     /// What went wrong reaching the server, and what to try: not the HTTP client's own words.
     static func unreachable(_ baseURL: String, _ error: any Error) -> DBeaconError {
