@@ -239,6 +239,4 @@ final class EnclosingCircleCache: Sendable {
         }
         return RegionService.approximate(computed)
     }
-
-    var count: Int { circles.withLock { $0.count } }
 }

@@ -210,14 +210,7 @@ package final class PostgresStore: SQLStore {
     /// the deadline like a transaction.
     package func readStatement(_ query: @Sendable (SQLDialect) -> (String, [any SQLArgument])) async throws -> [SQLRow] {
         let (sql, arguments) = query(.postgres)
-        let client = client, logger = logger
-        do {
-            return try await (DatabaseDeadline.bulk ?? deadline).run("a query") { try await client.withConnection { connection in
-                try await PostgresSession(connection: connection, logger: logger).rows(sql, arguments)
-            } }
-        } catch {
-            throw Self.translate(error)
-        }
+        return try await session("a query") { db in try await db.rows(sql, arguments) }
     }
 
     /// Runs `body` in a read-only snapshot, so multi-query reads see one state.
@@ -226,21 +219,28 @@ package final class PostgresStore: SQLStore {
     }
 
     private func transaction<T: Sendable>(_ begin: String, _ body: @escaping @Sendable (PostgresSession) async throws -> T) async throws -> T {
-        let client = client, logger = logger
         let bulk = DatabaseDeadline.bulk
+        return try await session("a transaction") { tx in
+            _ = try await tx.rows(begin)
+            if let bulk { _ = try await tx.rows("SET LOCAL statement_timeout = \(Int(bulk.seconds * 1000))") }
+            do {
+                let result = try await body(tx)
+                _ = try await tx.rows("COMMIT")
+                return result
+            } catch {
+                _ = try? await tx.rows("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    /// `body` on a pooled connection, answered within the deadline (the bulk one inside bulk
+    /// work); PostgreSQL's errors translated.
+    private func session<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresSession) async throws -> T) async throws -> T {
+        let client = client, logger = logger
         do {
-            return try await (bulk ?? deadline).run("a transaction") { try await client.withConnection { connection in
-                let tx = PostgresSession(connection: connection, logger: logger)
-                _ = try await tx.rows(begin)
-                if let bulk { _ = try await tx.rows("SET LOCAL statement_timeout = \(Int(bulk.seconds * 1000))") }
-                do {
-                    let result = try await body(tx)
-                    _ = try await tx.rows("COMMIT")
-                    return result
-                } catch {
-                    _ = try? await tx.rows("ROLLBACK")
-                    throw error
-                }
+            return try await (DatabaseDeadline.bulk ?? deadline).run(what) { try await client.withConnection { connection in
+                try await body(PostgresSession(connection: connection, logger: logger))
             } }
         } catch {
             throw Self.translate(error)

@@ -127,16 +127,11 @@ extension SQLStore {
     /// shapes are cached); `beacon_exists` names the first id that is already taken (or repeated
     /// among them), and the caller's transaction then rolls back.
     static func insertRows(_ beacons: [Beacon], db: any SQLSession) async throws {
-        let columns = 20  // 256 × 20 arguments: below SQLite's and PostgreSQL's limits
-        for slice in beacons.chunkedInPowersOfTwo() {
-            var values: [String] = [], arguments: [any SQLArgument] = []
-            values.reserveCapacity(slice.count)
-            arguments.reserveCapacity(slice.count * columns)
-            for b in slice {
-                let first = arguments.count + 1
-                let placeholders = (first..<(first + columns - 1)).map { "$\($0)" }.joined(separator: ", ")
-                values.append("(\(placeholders), \(db.dialect.geometry(fromWKB: "$\(first + columns - 1)")))")
-                arguments += columnValues(b) + [b.followersCount, b.version, b.createdAt.millis, b.updatedAt.millis, SQLBlob(StoredBeacon.areaWKB(b))]
+        for slice in beacons.chunkedInPowersOfTwo() {  // 256 × 20 arguments: below SQLite's and PostgreSQL's limits
+            var s = SQLStatement()
+            let values = slice.map { b in
+                let columns = (columnValues(b) + [b.followersCount, b.version, b.createdAt.millis, b.updatedAt.millis]).map { s.bind($0) }
+                return "(\(columns.joined(separator: ", ")), \(db.dialect.geometry(fromWKB: s.bind(SQLBlob(StoredBeacon.areaWKB(b))))))"
             }
             let inserted = try await db.rows("""
                 INSERT INTO beacons(id, owner, name, description, lon, lat, perimeter_kind, radius_m, lifetime_start,
@@ -144,7 +139,7 @@ extension SQLStore {
                     updated_at, area)
                 VALUES \(values.joined(separator: ",\n"))
                 ON CONFLICT (id) DO NOTHING RETURNING id
-                """, arguments)
+                """, s.arguments)
             if inserted.count < slice.count {
                 var fresh = Set<String>()
                 for row in inserted { fresh.insert(try row.string("id")) }
