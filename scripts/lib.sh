@@ -83,3 +83,41 @@ stop_test_postgres() {
     rm -rf "$DBEACON_PG_DIR"
     unset DBEACON_PG_DIR
 }
+
+# run_with_watchdog SECONDS COMMAND…: runs COMMAND; if it is still running after SECONDS, prints
+# what it is doing (the thread stacks of every test process, with gdb; the process tree; the
+# test database's sessions) and kills it, so a hung test ends the run with a diagnosis
+# instead of running into CI's time limit with nothing said. Returns COMMAND's status (124
+# when the watchdog ended it).
+run_with_watchdog() {
+    local limit=$1; shift
+    "$@" &
+    local pid=$!
+    (
+        sleep "$limit" & wait $!
+        kill -0 "$pid" 2>/dev/null || exit 0
+        echo "==> watchdog: '$*' still running after ${limit}s; what it is doing:" >&2
+        ps -eo pid,ppid,etimes,pcpu,rss,args --forest >&2 || true
+        if command -v gdb >/dev/null 2>&1; then
+            for p in $(pgrep -f 'PackageTests.xctest' || true); do
+                echo "==> watchdog: thread stacks of $p" >&2
+                timeout 120 gdb -p "$p" -batch -ex "thread apply all bt 40" 2>/dev/null \
+                    | grep -E '^(Thread|#)' | sed -E 's/ \(.*\) at / at /' | cut -c1-240 >&2 || true
+            done
+        fi
+        if [ -n "${DBEACON_POSTGRES_URL:-}" ] && command -v psql >/dev/null 2>&1; then
+            psql "$DBEACON_POSTGRES_URL" -Atc "SELECT pid, state, now() - xact_start, left(query, 300) FROM pg_stat_activity WHERE datname = current_database()" >&2 || true
+        fi
+        echo "==> watchdog: ending it" >&2
+        pkill -KILL -f 'PackageTests.xctest' || true
+        kill -KILL "$pid" 2>/dev/null || true
+    ) &
+    local watchdog=$!
+    local status=0
+    wait "$pid" || status=$?
+    pkill -P "$watchdog" sleep 2>/dev/null || true
+    kill "$watchdog" 2>/dev/null || true
+    wait "$watchdog" 2>/dev/null || true
+    [ "$status" -eq 137 ] && status=124
+    return "$status"
+}

@@ -8,14 +8,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 install_build_dependencies
-apt_install chromium fonts-liberation
+apt_install chromium fonts-liberation gdb
 install_test_references
 # Everything the run writes to the temporary folder (test databases, logs, servers' files) goes
 # to one folder removed at the end, even when a test process crashes.
 TMPDIR=$(mktemp -d "${TMPDIR:-/tmp}/dbeacon-test-run.XXXXXX")
 export TMPDIR
 trap 'rm -rf "$TMPDIR"' EXIT
-swift test "$@"
+# Line-buffered (stdbuf), so a run that is ended shows everything up to its last line; and
+# bounded (run_with_watchdog, 45 min with the build): a hung test is reported with the stacks
+# of the test process and ends the run. Each test is bounded too (`.bounded`, 12 min), which
+# names a test that hangs.
+run_with_watchdog "${SWIFT_TEST_LIMIT:-2700}" stdbuf -oL -eL swift test "$@"
 # DBeaconKit (the typed client) is generated from schema/openapi.yaml at build time: the
 # generator must read the whole document without a warning (a warning means a schema it
 # skipped, i.e. a property missing from the client).

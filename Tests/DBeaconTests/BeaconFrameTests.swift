@@ -2,7 +2,7 @@ import DBeaconCore
 import Testing
 
 /// Frame parsing against byte layouts of the iBeacon, Eddystone-UID and AltBeacon specifications.
-@Suite struct BeaconFrameTests {
+@Suite(.bounded) struct BeaconFrameTests {
     func frame(_ hex: String) throws -> BeaconFrame {
         try BeaconFrameParser.parse(hex: hex).get()
     }

@@ -5,7 +5,7 @@ import Testing
 
 /// The index keeps beacons as compact byte records (`BeaconRecord`) and rebuilds them for
 /// answers: every field must come back exactly, whichever optional parts a beacon has.
-@Suite struct BeaconRecordTests {
+@Suite(.bounded) struct BeaconRecordTests {
     static func randomBeacon(_ g: inout RandomBeacons, index: Int) -> Beacon {
         var b = g.beacon(index: index)
         let users = g.users

@@ -45,7 +45,7 @@ struct CapturedOutput {
     }
 }
 
-@Suite struct CLITests {
+@Suite(.bounded) struct CLITests {
     /// A new database for the CLI's `--db`: a SpatiaLite file, or a fresh PostGIS schema.
     func tempDB(_ backend: Backend) throws -> String {
         let dir = try Scratch.directory("dbeacon-cli")
@@ -163,7 +163,7 @@ struct CapturedOutput {
 
 /// Every example in every `--help` can be pasted as it is printed (issue 15): it is whole on its
 /// lines (continued only by a trailing backslash), names no placeholder, and parses.
-@Suite struct CLIHelpExamplesTests {
+@Suite(.bounded) struct CLIHelpExamplesTests {
     static let commands: [[String]] = [
         [], ["serve"], ["user"], ["user", "add"], ["import"], ["nearby"], ["beacon"], ["beacon", "create"], ["beacon", "list"],
         ["beacon", "get"], ["beacon", "delete"], ["location"], ["events"], ["webhook"], ["webhook", "add"], ["meeting"],

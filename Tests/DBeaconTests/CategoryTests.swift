@@ -4,7 +4,7 @@ import Testing
 
 /// Categories (issue 14.8): the tags in use with counts over what the caller may see, and
 /// following a category to hear of new beacons with that tag near one's last location.
-@Suite struct CategoryTests {
+@Suite(.bounded) struct CategoryTests {
     @Test(arguments: Backend.all) func countsOnlyWhatTheCallerMaySee(_ backend: Backend) async throws {
         let h = try await TestHarness.make(backend: backend)
         let (owner, ownerToken) = try await h.user("owner")

@@ -5,7 +5,7 @@ import Testing
 /// Idle, slowloris and slow-body connections cannot take the server down (issue 11.7): a real
 /// `dbeacon serve` with short timeouts, flooded from 127.0.0.2 by `scripts/connection-flood.py`
 /// while it probes /healthz from 127.0.0.1.
-@Suite(.serialized) struct ConnectionLimitTests {
+@Suite(.serialized, .bounded) struct ConnectionLimitTests {
     @Test func idleAndSlowConnectionsAreClosedAndHealthStaysUp() async throws {
         let directory = try Scratch.directory("dbeacon-flood")
         let server = try await ServerProcess.start(db: directory.appendingPathComponent("f.sqlite").path,

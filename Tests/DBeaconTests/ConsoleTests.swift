@@ -10,7 +10,7 @@ import Testing
 /// The map console's routes: the page, its files and Leaflet's are served by the binary with a
 /// strict content security policy; the tile background is configurable. (The page itself is
 /// tested in a real browser by scripts/console-test.py.)
-@Suite struct ConsoleTests {
+@Suite(.bounded) struct ConsoleTests {
     static let csp = HTTPField.Name.contentSecurityPolicy
 
     @Test func servesThePageItsFilesAndLeaflet() async throws {

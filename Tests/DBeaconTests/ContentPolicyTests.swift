@@ -4,7 +4,7 @@ import Testing
 
 /// Content that can grow (issue 14.7): visitors add content where the owner's
 /// `content_policy` allows it, and the owner moderates (deletes) it.
-@Suite struct ContentPolicyTests {
+@Suite(.bounded) struct ContentPolicyTests {
     @Test(arguments: Backend.all) func policyDecidesWhoAddsAndTheOwnerModerates(_ backend: Backend) async throws {
         let h = try await TestHarness.make(backend: backend)
         let (_, owner) = try await h.user("owner")

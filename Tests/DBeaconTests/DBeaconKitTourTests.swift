@@ -12,7 +12,7 @@ import Testing
 /// both stores: create a beacon, patch it with `If-Match`, find it nearby, get the regions to
 /// monitor, walk in and read the events, and receive them live on the event stream (resuming
 /// with `Last-Event-ID` across the server's end of a stream).
-@Suite struct DBeaconKitTourTests {
+@Suite(.bounded) struct DBeaconKitTourTests {
     @Test(arguments: Backend.all) func tour(_ backend: Backend) async throws {
         let h = try await TestHarness.make(backend: backend)
         let http = HTTPClient(eventLoopGroupProvider: .singleton)

@@ -11,7 +11,7 @@ import Testing
 /// Issue 27: a database that does not answer gives a fast 503 with `Retry-After`, never a hang;
 /// errors tell clients what to do; readiness means something. (The whole path under real
 /// PostgreSQL crashes is `scripts/fault-test.py`, run by `scripts/test.sh`.)
-@Suite struct DatabaseFaultTests {
+@Suite(.bounded) struct DatabaseFaultTests {
     /// A call that never returns (a query on a connection that just died) is answered within
     /// the deadline as 503 `database_unavailable`.
     @Test func aCallThatNeverReturnsIsAnsweredAtTheDeadline() async throws {

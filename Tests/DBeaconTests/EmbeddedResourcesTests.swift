@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// The binary embeds schema/ and web/console/ (no resource bundle to lose); these copies must be current.
-@Suite struct EmbeddedResourcesTests {
+@Suite(.bounded) struct EmbeddedResourcesTests {
     static let schema = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("schema")
 

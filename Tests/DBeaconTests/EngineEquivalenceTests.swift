@@ -11,7 +11,7 @@ import Testing
 /// The in-memory engine must answer exactly as the SQL reference path (SpatiaLite R*Tree +
 /// `ST_Covers`) on the same random data — before and after creates, updates, deletes and
 /// moves — and its edge-indexed polygons must agree with GEOS, boundaries included.
-@Suite struct EngineEquivalenceTests {
+@Suite(.bounded) struct EngineEquivalenceTests {
     /// A star polygon with `vertices` vertices and a hole: large enough for `CompactPolygon`.
     static func largePolygon(_ g: inout RandomBeacons, at c: Position, vertices: Int) -> Perimeter {
         let outer = g.starRing(c, vertices: vertices, rMin: 0.01, rMax: 0.03)

@@ -10,7 +10,7 @@ import Testing
 /// Live events for apps (issue 14.2): `GET /v1/events/stream` as Server-Sent Events over a
 /// real HTTP connection: new events arrive as they are written, `Last-Event-ID` resumes from
 /// the log, visibility applies, and open streams per user are bounded.
-@Suite struct EventStreamTests {
+@Suite(.bounded) struct EventStreamTests {
     /// Reads an open stream until `count` events arrived (or the deadline); returns (id, type) pairs.
     static func read(_ response: HTTPClientResponse, events count: Int) async throws -> [(id: String, type: String)] {
         var text = ""

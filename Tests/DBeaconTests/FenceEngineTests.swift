@@ -10,7 +10,7 @@ private let center = (lat: 48.7784, lon: 9.1800)
 /// Metres → degrees of latitude (north offsets).
 private func north(_ m: Double) -> Double { center.lat + m / 111_200 }
 
-@Suite struct FenceEngineTests {
+@Suite(.bounded) struct FenceEngineTests {
     func setUp(_ backend: Backend, dwell: Double = 300, cushion: Double = 25) async throws -> (TestHarness, UserID, Beacon) {
         let h = try await TestHarness.make(backend: backend) { c in
             c.fences.dwellSeconds = dwell

@@ -7,7 +7,7 @@ import Testing
 /// The fence state machine alone: scenarios of fixes, sightings, beacon changes and time, with
 /// the events each step must produce. No database, no engine: coverage is computed here from
 /// the scenario's beacons (what the engine would answer).
-@Suite struct FenceEvaluatorTests {
+@Suite(.bounded) struct FenceEvaluatorTests {
     static let t0 = Timestamp(rfc3339: "2026-11-21T12:00:00Z")!
     static let center = Position(lon: 9.18, lat: 48.7784)
     static let owner = UserID(uncheckedRawValue: "usr_owner")

@@ -6,7 +6,7 @@ import Testing
 /// The fast fixed-notation writer behind large perimeters' GeoJSON (`FixedDecimal`): wherever it
 /// takes a number, it writes exactly what `JSONWriter.writeNumber` (the standard library's
 /// shortest round-tripping digits) writes, and it declines the numbers it cannot reproduce.
-@Suite struct FixedDecimalTests {
+@Suite(.bounded) struct FixedDecimalTests {
     static func standard(_ v: Double) -> [UInt8] {
         var w = JSONWriter()
         w.writeNumber(v)

@@ -63,7 +63,7 @@ let invalidBeaconCorpus: [InvalidCase] = [
     InvalidCase(name: "tracks_owner not a boolean", body: featureText(properties: #"{"name":"x","tracks_owner":"yes"}"#), code: "invalid_type", path: "properties.tracks_owner"),
 ]
 
-@Suite struct GeoJSONValidationTests {
+@Suite(.bounded) struct GeoJSONValidationTests {
     @Test(arguments: invalidBeaconCorpus)
     func rejectsInvalidBeacons(_ c: InvalidCase) throws {
         let json = try JSONParser.parse(c.body)

@@ -3,7 +3,7 @@ import DBeaconGeo
 import Foundation
 import Testing
 
-@Suite struct GeodesyTests {
+@Suite(.bounded) struct GeodesyTests {
     /// Distances and bearings agree with GeographicLib (Python) to a micrometre, nearly
     /// antipodal pairs included (Karney's algorithms have no failure case).
     @Test func agreesWithGeographicLib() throws {

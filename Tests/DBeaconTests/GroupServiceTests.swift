@@ -6,7 +6,7 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 
-@Suite struct GroupServiceTests {
+@Suite(.bounded) struct GroupServiceTests {
     /// The member entry of `user` in a group answer.
     func member(_ group: JSONResponse, _ user: UserID) -> JSONValue? {
         group.json?["members"]?.arrayValue?.first { $0["id"] == .string(user.rawValue) }

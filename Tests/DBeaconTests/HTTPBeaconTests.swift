@@ -7,7 +7,7 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 
-@Suite struct HTTPBeaconTests {
+@Suite(.bounded) struct HTTPBeaconTests {
     @Test(arguments: Backend.all) func everyV1CallNeedsAValidToken(_ backend: Backend) async throws {
         let h = try await TestHarness.make(backend: backend)
         try await h.app().test(.router) { client in

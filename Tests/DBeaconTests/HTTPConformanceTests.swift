@@ -7,7 +7,7 @@ import Testing
 
 /// What outside suites (schemathesis against schema/openapi.yaml) found about the HTTP surface
 /// (issue 11.12), pinned here so it stays fixed.
-@Suite struct HTTPConformanceTests {
+@Suite(.bounded) struct HTTPConformanceTests {
     @Test(arguments: Backend.all) func methodsMediaTypesAndParameters(_ backend: Backend) async throws {
         let h = try await TestHarness.make(backend: backend)
         let (_, ann) = try await h.user("ann")

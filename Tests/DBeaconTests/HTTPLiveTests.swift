@@ -5,7 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 
-@Suite struct HTTPLiveTests {
+@Suite(.bounded) struct HTTPLiveTests {
     @Test(arguments: Backend.all) func reportsFixesAndListsEvents(_ backend: Backend) async throws {
         let h = try await TestHarness.make(backend: backend)
         let (owner, _) = try await h.user("owner")

@@ -4,7 +4,7 @@ import Testing
 
 /// The grid must find exactly the boxes containing a point, whether they were inserted one
 /// at a time or staged by a bulk load (and removed or inserted again while staging).
-@Suite struct HierarchicalGridTests {
+@Suite(.bounded) struct HierarchicalGridTests {
     struct Rng: RandomNumberGenerator {
         var state: UInt64
         mutating func next() -> UInt64 {

@@ -8,7 +8,7 @@ import Testing
 
 /// The in-memory index's snapshot: a restart maps it instead of reading every beacon, and it is
 /// used only while the database is exactly as it was when the snapshot was taken.
-@Suite struct IndexSnapshotTests {
+@Suite(.bounded) struct IndexSnapshotTests {
     @Test(arguments: Backend.all) func aSnapshotAnswersAsTheDatabaseUntilItChanges(_ backend: Backend) async throws {
         let h = try await TestHarness.make(backend: backend, engine: .memory)
         let sql = SQLCoverageEngine(store: h.store)

@@ -3,7 +3,7 @@ import Testing
 
 /// Beacon and user ids keep up to 32 bytes inline (`InlineID`): the string, equality, hashing
 /// and order must be exactly the string's, for short, 32-byte, long and odd ids alike.
-@Suite struct InlineIDTests {
+@Suite(.bounded) struct InlineIDTests {
     /// Ids around the inline limit: prefixes of one another, 31–33 bytes, chosen ids up to
     /// 68 bytes, a NUL byte and non-ASCII text (only reachable unchecked, from stored rows).
     static func samples() -> [String] {

@@ -1,7 +1,7 @@
 import DBeaconCore
 import Testing
 
-@Suite struct JSONTests {
+@Suite(.bounded) struct JSONTests {
     @Test func parsesAndWritesRoundTrip() throws {
         let text = #"{"a":1,"b":[true,false,null],"c":"é\n\"x\"","d":-0.5,"e":{"f":1e-7}}"#
         let value = try JSONParser.parse(text)
@@ -117,7 +117,7 @@ import Testing
     }
 }
 
-@Suite struct TimestampTests {
+@Suite(.bounded) struct TimestampTests {
     @Test func parsesAndFormatsRFC3339() throws {
         let t = try #require(Timestamp(rfc3339: "2026-11-21T12:00:00Z"))
         #expect(t.rfc3339 == "2026-11-21T12:00:00Z")

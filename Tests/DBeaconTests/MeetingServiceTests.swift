@@ -6,7 +6,7 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 
-@Suite struct MeetingServiceTests {
+@Suite(.bounded) struct MeetingServiceTests {
     @Test(arguments: Backend.all) func meetingLifecycleReachesAttendeesAsEvents(_ backend: Backend) async throws {
         let h = try await TestHarness.make(backend: backend)  // 2026-11-21T12:00Z
         let (_, ann) = try await h.user("ann")

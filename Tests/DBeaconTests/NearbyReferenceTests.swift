@@ -9,7 +9,7 @@ import Testing
 /// Nearby must agree with an independent reference (shapely/GEOS for polygons, GeographicLib
 /// for circles, the contract's lifetime/visibility/tag rules re-implemented in Python) on
 /// thousands of random points.
-@Suite struct NearbyReferenceTests {
+@Suite(.bounded) struct NearbyReferenceTests {
     @Test(arguments: Backend.all, [AppConfig.Engine.memory, .sql])
     func agreesWithShapelyAndGeographicLib(_ backend: Backend, engine: AppConfig.Engine) async throws {
         let h = try await TestHarness.make(backend: backend, engine: engine)

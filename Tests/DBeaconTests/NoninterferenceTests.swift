@@ -22,7 +22,7 @@ import Testing
 /// them (their notices of that loss, which the model allows, are left out of their answers). The script ends by reading the stranger's events (log and stream), so events
 /// count too. An operation of the document without a step fails the suite, so a new route
 /// cannot ship untested.
-@Suite struct NoninterferenceTests {
+@Suite(.bounded) struct NoninterferenceTests {
     static let uuid = "f7826da6-4fa2-4e98-8024-bc5b71e0893e"
     static let spot = Walk.schlossplatz
     static let placeA = Walk.offset(spot, east: 400), placeB = Walk.offset(spot, east: 700)

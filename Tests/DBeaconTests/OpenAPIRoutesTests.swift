@@ -6,7 +6,7 @@ import Testing
 /// The router and `schema/openapi.yaml` describe the same operations (issue 11.13): a route
 /// the document lacks, or an operation the server does not serve, fails here (the map console's
 /// page and files included).
-@Suite struct OpenAPIRoutesTests {
+@Suite(.bounded) struct OpenAPIRoutesTests {
     @Test func everyRouteIsDocumentedAndEveryOperationServed() async throws {
         let h = try await TestHarness.make()
         let served = Set(buildRouter(h.services).routes.map { route in

@@ -8,7 +8,7 @@ import Testing
 /// The phone apps' own protocols (issue 30), driven with messages written from their published
 /// descriptions: the OwnTracks booklet (`tech/json`, `tech/http`) and Traccar's OsmAnd protocol
 /// page and client, iOS and Android variants. On both stores.
-@Suite struct PhoneProtocolTests {
+@Suite(.bounded) struct PhoneProtocolTests {
     static func basic(_ user: String, _ token: String) -> HTTPFields {
         [.authorization: "Basic " + Data("\(user):\(token)".utf8).base64EncodedString()]
     }

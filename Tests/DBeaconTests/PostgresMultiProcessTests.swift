@@ -8,7 +8,7 @@ import Testing
 /// Two real `dbeacon serve` processes on one PostgreSQL database (needs
 /// `DBEACON_POSTGRES_URL`): writes made through one are seen by the other's in-memory index
 /// within a second (LISTEN/NOTIFY), and the shared outbox delivers each event once.
-@Suite(.serialized) struct PostgresMultiProcessTests {
+@Suite(.serialized, .bounded) struct PostgresMultiProcessTests {
     static let adminToken = "multi-process-admin"
 
     @Test(.enabled(if: Backend.postgresURL != nil, "needs DBEACON_POSTGRES_URL"))
@@ -163,9 +163,15 @@ struct ServerProcess: @unchecked Sendable {
         throw DBeaconError.internalError("server did not start; log: " + ((try? String(contentsOf: log, encoding: .utf8)) ?? ""))
     }
 
+    /// SIGTERM, and the server must be gone within 30 s (a graceful shutdown that hangs is a
+    /// failure, then killed, never a hung test).
     func stop() {
         process.terminate()
-        process.wait()
+        if process.wait(within: 30) == nil {
+            Issue.record("the server (pid \(process.pid)) did not exit within 30 s of SIGTERM; killed")
+            process.terminate(SIGKILL)
+            process.wait()
+        }
     }
 
     func call(_ method: HTTPMethod, _ path: String, token: String? = nil, json: JSONValue? = nil) async throws -> (status: Int, json: JSONValue?) {

@@ -10,7 +10,7 @@ import Testing
 /// and passes through it. (Defect 3 is `VisitTests.suggestionsForgetBeaconsNoLongerVisible`,
 /// 10 is `HTTPBeaconTests.unknownRoutesAndOperationsEndpoints`, 14 is
 /// `VisitTests.alsoVisitedNeedsFiveRealVisitors`.)
-@Suite struct PrivacyDefectTests {
+@Suite(.bounded) struct PrivacyDefectTests {
     static let uuid = "f7826da6-4fa2-4e98-8024-bc5b71e0893e"
 
     /// 1. An import's relationship to a hidden beacon is the same 422 as to a missing one.

@@ -8,7 +8,7 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 
-@Suite struct PromotionServiceTests {
+@Suite(.bounded) struct PromotionServiceTests {
     /// A promotion body: a square region of `half` metres around `center`, business at `center`.
     static func promotion(_ name: String, category: String, at center: Position, half: Double = 100,
                           related: [String] = []) -> JSONValue {

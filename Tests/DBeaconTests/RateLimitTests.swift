@@ -6,7 +6,7 @@ import HummingbirdTesting
 import Testing
 
 /// Per-token rate limits, bad-token floods per address and per-user quotas (issue 11.8).
-@Suite struct RateLimitTests {
+@Suite(.bounded) struct RateLimitTests {
     @Test(arguments: Backend.all) func writesAreLimitedPerTokenWithRetryAfter(_ backend: Backend) async throws {
         let h = try await TestHarness.make(backend: backend) {
             $0.rateLimits = RateLimits()
@@ -40,6 +40,7 @@ import Testing
         let h = try await TestHarness.make(backend: backend) {
             $0.rateLimits = RateLimits()
             $0.rateLimits.fixesPerMinute = 10
+            $0.rateLimits.clock = { 1_000 }  // stopped: nothing refills between the two requests
         }
         let (_, ann) = try await h.user("ann")
         try await h.app().test(.router) { client in

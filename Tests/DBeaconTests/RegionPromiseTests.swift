@@ -18,7 +18,7 @@ import Testing
 /// returned circle must hold its beacon's perimeter (GeographicLib, vertices and points along
 /// every edge); every `distance_m` must be within 0.1 m of GeographicLib's; nothing hidden
 /// returned; `max` respected.
-@Suite struct RegionPromiseTests {
+@Suite(.bounded) struct RegionPromiseTests {
     struct Area {
         var name: String
         var center: Position

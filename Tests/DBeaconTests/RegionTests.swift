@@ -7,7 +7,7 @@ import Testing
 /// Regions to monitor on the phone (issue 14.1): the nearest visible, alive beacons as circles
 /// (polygons as their smallest enclosing circle), their iBeacon entries, and a refresh circle;
 /// at most `max`, stable for the same input.
-@Suite struct RegionTests {
+@Suite(.bounded) struct RegionTests {
     @Test(arguments: Backend.all) func nearestRegionsThenARefreshCircle(_ backend: Backend) async throws {
         let h = try await TestHarness.make(backend: backend)
         let (owner, ownerToken) = try await h.user("owner")

@@ -15,7 +15,7 @@ extension CLI {
 }
 
 /// `dbeacon registry add/list/resolve` and `dbeacon sighting`, locally and through the API.
-@Suite struct RegistryCLITests {
+@Suite(.bounded) struct RegistryCLITests {
     @Test(arguments: Backend.all) func registersResolvesAndSightsOnTheLocalDatabase(_ backend: Backend) throws {
         let dir = try Scratch.directory("dbeacon-cli")
         let db = try backend.freshDatabase(in: dir)

@@ -9,7 +9,7 @@ import Testing
 /// `RegistryStore` conformance on every backend: the same answers from SpatiaLite and PostGIS,
 /// plus what only a shared PostgreSQL database can get wrong (racing registrations, a
 /// database created before migration v3 existed).
-@Suite struct RegistryStoreTests {
+@Suite(.bounded) struct RegistryStoreTests {
     static let uuid = "f7826da64fa24e988024bc5b71e0893e"
     static let other = "2f234454cf6d4a0fadf2f4911ba9ffa6"
 

@@ -20,7 +20,7 @@ func registration(_ beacon: Beacon, uuid: String = kontaktUUID, major: Int? = ni
     return .object(o)
 }
 
-@Suite struct RegistryTests {
+@Suite(.bounded) struct RegistryTests {
     @Test(arguments: Backend.all) func registersAndRefusesExactDuplicates(_ backend: Backend) async throws {
         let h = try await TestHarness.make(backend: backend)
         let (owner, token) = try await h.user("owner")

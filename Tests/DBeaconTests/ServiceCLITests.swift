@@ -3,7 +3,7 @@ import Foundation
 import HummingbirdTesting
 import Testing
 
-@Suite struct ServiceCLITests {
+@Suite(.bounded) struct ServiceCLITests {
     @Test(arguments: Backend.all) func serviceCommandsOnTheLocalDatabase(_ backend: Backend) async throws {
         let h = try await TestHarness.make(backend: backend, start: Timestamp.now()) { $0.samplesDirectory = samplesDirectory }
         let db = h.services.config.databasePath

@@ -5,7 +5,7 @@ import Testing
 /// The services hold their store and the store holds its observers; an observer that held the
 /// services strongly kept everything alive, with every database connection open (a test run
 /// reached 2,000 open descriptors, one process per `dbeacon --db` call would too).
-@Suite struct ServicesLifetimeTests {
+@Suite(.bounded) struct ServicesLifetimeTests {
     @Test(arguments: Backend.all) func droppedServicesCloseTheirDatabase(_ backend: Backend) async throws {
         weak var store: AnyObject?
         weak var fences: FenceEngine?

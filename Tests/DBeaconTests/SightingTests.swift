@@ -18,7 +18,7 @@ func sighting(uuid: String = kontaktUUID, major: Int = 1, minor: Int, rssi: Int,
     return .object(o)
 }
 
-@Suite struct SightingTests {
+@Suite(.bounded) struct SightingTests {
     /// A shop (circle of 20 m far from the physical beacon's room, so only sightings put users
     /// inside) with one registered iBeacon (1/1, measured power -59 dBm at 1 m).
     func setUp(_ backend: Backend, sightingExit: Double = 30) async throws

@@ -6,7 +6,7 @@ import Testing
 /// A running `dbeacon serve` on a SpatiaLite file sees what the CLI writes to that file from
 /// another process (issue 11.9): imports appear in nearby and enter standing users, deletions
 /// vanish and enter nobody any more, within a second, without a restart.
-@Suite(.serialized) struct SpatiaLiteMultiProcessTests {
+@Suite(.serialized, .bounded) struct SpatiaLiteMultiProcessTests {
     @Test func theServerPicksUpTheCLIsWritesToItsFile() async throws {
         let directory = try Scratch.directory("dbeacon-sl-mp")
         let db = directory.appendingPathComponent("served.sqlite").path

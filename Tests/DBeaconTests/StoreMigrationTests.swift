@@ -6,7 +6,7 @@ import Foundation
 import Testing
 
 /// `dbeacon migrate`: the sample deployment copied from SpatiaLite to PostGIS without loss.
-@Suite struct StoreMigrationTests {
+@Suite(.bounded) struct StoreMigrationTests {
     static let samples = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("samples").path
 

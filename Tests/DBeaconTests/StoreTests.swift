@@ -5,7 +5,7 @@ import DBeaconStore
 import Foundation
 import Testing
 
-@Suite struct StoreTests {
+@Suite(.bounded) struct StoreTests {
     /// Multi-row writes are cut into power-of-two slices (a few statement shapes to cache):
     /// every row once, in order, none larger than the largest.
     @Test func multiRowWritesComeInAFewShapes() {

@@ -6,7 +6,7 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 
-@Suite struct TourServiceTests {
+@Suite(.bounded) struct TourServiceTests {
     /// Tours that grow (issue 14.7): the owner adds, removes and reorders stops (If-Match
     /// honoured; others 403); media at a place is deleted by its author or the place's owner.
     @Test(arguments: Backend.all) func stopsChangeAndMediaIsModerated(_ backend: Backend) async throws {

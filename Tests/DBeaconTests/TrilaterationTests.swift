@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// Log-distance ranging and weighted least-squares trilateration on simulated RSSI.
-@Suite struct TrilaterationTests {
+@Suite(.bounded) struct TrilaterationTests {
     /// A 30 m × 20 m hall near Stuttgart's Schlossplatz with a beacon in each corner.
     static let origin = Position(lon: 9.1800, lat: 48.7784)
     static func at(_ east: Double, _ north: Double) -> Position { TangentPlane.offset(origin, east: east, north: north) }

@@ -7,7 +7,7 @@ import Testing
 
 /// The privacy leaks found by outside probing (issue 11), each tried again as the attacker
 /// would, on both stores.
-@Suite struct TrustTests {
+@Suite(.bounded) struct TrustTests {
     static let here = "lat=48.7784&lon=9.18"
 
     /// `at=` only narrows what a non-owner sees: no meeting before its start, no ended beacon.

@@ -5,7 +5,7 @@ import Testing
 /// A user's fence states are a sorted array (`UserStates`): lookups, inserts and removals must
 /// behave as a dictionary would, and `uncovered` must split covering ids exactly as sets do,
 /// with up to 64 states (a bit mask) and beyond (an array of marks).
-@Suite struct UserStatesTests {
+@Suite(.bounded) struct UserStatesTests {
     @Test(arguments: [5, 64, 65, 150])
     func matchesADictionary(size: Int) {
         var rng = SystemRandomNumberGenerator()

@@ -8,7 +8,7 @@ import Testing
 /// The one visibility rule (issue 26): every home of visibility agrees with
 /// `VisibilityPolicy` — the SQL rendered from it on both stores, the in-memory index's member
 /// masks, and the follower fan-out — on random beacons, viewers and times.
-@Suite struct VisibilityPolicyTests {
+@Suite(.bounded) struct VisibilityPolicyTests {
     /// The rule as the model states it, written out once more by hand as the test's oracle.
     static func oracle(_ access: BeaconAccess, _ b: Beacon, _ viewer: Principal, _ now: Timestamp) -> Bool {
         guard case .user(let uid) = viewer else { return true } // the operator: everything (coverage checks lifetimes)

@@ -9,7 +9,7 @@ import Testing
 /// Visit analytics (issue 14.5): aggregates of a beacon's entries and exits for its owner,
 /// co-visit suggestions with a minimum of two shared visitors, and interests inferred for a user
 /// from where they went. Never per-user trails.
-@Suite struct VisitTests {
+@Suite(.bounded) struct VisitTests {
     @Test(arguments: Backend.all) func ownerSeesAggregatesOnly(_ backend: Backend) async throws {
         // Two shared visitors suffice here (the default, 5, is tested below).
         let h = try await TestHarness.make(backend: backend) { $0.alsoVisitedMinVisitors = 2 }  // 2026-11-21T12:00:00Z, a Saturday

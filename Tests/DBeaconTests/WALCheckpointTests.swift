@@ -4,7 +4,7 @@ import Testing
 
 /// The embedded store checkpoints its write-ahead log on a thread of its own, so commits never
 /// copy pages to the database file themselves. SpatiaLite only: PostgreSQL manages its own log.
-@Suite struct WALCheckpointTests {
+@Suite(.bounded) struct WALCheckpointTests {
     @Test func theLogIsCheckpointedOffTheCommitPathAndNothingIsLost() async throws {
         let path = try Scratch.directory("dbeacon-wal").appendingPathComponent("wal.sqlite").path
         do {

@@ -10,7 +10,7 @@ import HummingbirdTesting
 import Testing
 
 /// A simulated walk through an exhibition hall past registered beacons, through the HTTP API.
-@Suite struct WalkSimulationTests {
+@Suite(.bounded) struct WalkSimulationTests {
     /// The hall: x east, y north in metres from its south-west corner near the Schlossplatz.
     static let origin = Position(lon: 9.1800, lat: 48.7784)
     static func at(_ x: Double, _ y: Double) -> Position { TangentPlane.offset(origin, east: x, north: y) }

@@ -8,7 +8,7 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 
-@Suite(.serialized) struct WebhookTests {
+@Suite(.serialized, .bounded) struct WebhookTests {
     /// A harness whose clock is real time (the reference verifier checks timestamps) and whose
     /// webhooks may reach the loopback receiver.
     func setUp(_ backend: Backend, schedule: [Double] = [0, 5, 300], allowPrivate: Bool = true) async throws -> TestHarness {

@@ -15,6 +15,9 @@ package struct RateLimits: Sendable {
     package var authFailuresPerSecond = 2.0
     /// How many seconds of the rate a client may spend at once.
     package var burstSeconds = 5.0
+    /// Seconds on a monotonic clock, which the buckets refill by (tests stop it, so a slow
+    /// machine does not refill a bucket between two requests).
+    package var clock: @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }
 
     package init() {}
 
@@ -51,10 +54,9 @@ package final class RateLimiter: @unchecked Sendable {
     /// Called with the category each time a request is refused.
     private let refused: @Sendable (Category) -> Void
 
-    package init(_ limits: RateLimits, now: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime },
-                 refused: @escaping @Sendable (Category) -> Void = { _ in }) {
+    package init(_ limits: RateLimits, refused: @escaping @Sendable (Category) -> Void = { _ in }) {
         self.limits = limits
-        self.now = now
+        self.now = limits.clock
         self.refused = refused
     }
 

@@ -61,11 +61,23 @@ final class ChildProcess: @unchecked Sendable {
         _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
     }
 
-    /// Exit status; a child killed by a signal reports 128 + the signal, as shells do.
+    /// Exit status; a child killed by a signal reports 128 + the signal, as shells do. A child
+    /// still running after `seconds` is killed (SIGKILL, status 137) and said so on stderr: a
+    /// hung child fails its test instead of hanging the run.
     @discardableResult
-    func wait() -> Int32 {
+    func wait(upTo seconds: Double = 600) -> Int32 {
+        if let status = wait(within: seconds) { return status }
+        FileHandle.standardError.write(Data("ChildProcess: pid \(pid) still running after \(Int(seconds)) s; killed\n".utf8))
+        kill(pid, SIGKILL)
+        return wait(within: .infinity) ?? -1
+    }
+
+    /// Exit status, or nil if the child is still running after `seconds`.
+    func wait(within seconds: Double) -> Int32? {
+        let end = Date().addingTimeInterval(seconds)
         while true {
             if let status = reap(options: WNOHANG) { return status }
+            if Date() >= end { return nil }
             usleep(10_000)
         }
     }

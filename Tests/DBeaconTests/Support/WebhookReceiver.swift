@@ -9,6 +9,8 @@ import Synchronization
 /// A real HTTP server on loopback that records webhook requests and answers with scripted
 /// statuses (then 200 once the script is used up).
 final class WebhookReceiver: Sendable {
+    struct NotStarted: Error {}
+
     struct Received: Sendable {
         let headers: [String: String]
         let body: String
@@ -48,11 +50,13 @@ final class WebhookReceiver: Sendable {
         let (started, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
                               onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
-        receiver.task.withLock { $0 = Task { try await app.runService(gracefulShutdownSignals: []) } }
+        // A server that ends (cannot bind, say) ends the wait for its port too.
+        receiver.task.withLock { $0 = Task { defer { continuation.finish() }; try await app.runService(gracefulShutdownSignals: []) } }
         for await port in started {
             receiver.state.withLock { $0.port = port }
             break
         }
+        guard receiver.state.withLock({ $0.port }) != nil else { throw NotStarted() }
         return receiver
     }
 
