@@ -12,6 +12,8 @@ import PostgresNIO
 struct PostgresSession: SQLSession {
     let connection: PostgresConnection
     let logger: Logger
+    /// Set in write transactions (`PostgresStore.write`).
+    var deferredEvents: DeferredEvents? = nil
     var dialect: SQLDialect { .postgres }
 
     @discardableResult

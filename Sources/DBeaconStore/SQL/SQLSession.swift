@@ -1,4 +1,5 @@
-import DBeaconCore
+package import DBeaconCore
+import Synchronization
 
 /// One connection inside a transaction (a write, or a read snapshot), on either database.
 /// Statements are written once, in the SQL both databases accept, with `$1…$n` placeholders;
@@ -12,9 +13,14 @@ package protocol SQLSession: Sendable {
     /// (SQLite: one statement stepped between batches; PostgreSQL: a cursor in the current
     /// transaction, so the query takes no arguments there). `body` may run other statements.
     func forEachBatch(_ sql: String, batch: Int, _ body: ([SQLRow]) async throws -> Void) async throws
+    /// Where a write transaction collects its events until just before it commits (PostgreSQL,
+    /// see `DeferredEvents`); nil: events are inserted where they are made (SQLite).
+    var deferredEvents: DeferredEvents? { get }
 }
 
 extension SQLSession {
+    package var deferredEvents: DeferredEvents? { nil }
+
     @discardableResult
     package func rows(_ sql: String) async throws -> [SQLRow] { try await rows(sql, []) }
 
@@ -40,4 +46,24 @@ package struct SQLStatement: Sendable {
         arguments.append(value)
         return "$\(arguments.count)"
     }
+}
+
+/// The events of a PostgreSQL write transaction, inserted together at its end, under a lock
+/// held until it commits (`SQLStore.writeDeferredEvents`).
+///
+/// Readers follow the log by `seq` (pages' cursors, streams' `Last-Event-ID`, webhooks). Two
+/// transactions that took their seqs in one order could commit in the other, and a reader in
+/// between saw the higher seq first, moved its cursor past it and never saw the lower one.
+/// Taking the seqs under a lock held through the commit makes commit order seq order. Taking
+/// it last, when nothing else is left to lock (events have no foreign keys to rows another
+/// transaction could hold), keeps it free of deadlocks with the transactions' other locks.
+package final class DeferredEvents: Sendable {
+    private let events = Mutex<[Event]>([])
+
+    package init() {}
+
+    func append(_ more: [Event]) { events.withLock { $0 += more } }
+
+    /// The events collected so far, which are then no longer held.
+    func take() -> [Event] { events.withLock { e in defer { e = [] }; return e } }
 }

@@ -6,9 +6,26 @@ import Foundation
 extension SQLStore {
     // MARK: Writing events
 
-    /// Appends events, in order, and enqueues their deliveries to matching webhooks.
+    /// Appends events, in order, and enqueues their deliveries to matching webhooks; in a
+    /// PostgreSQL write transaction at its end (`DeferredEvents`).
     static func insertEvents(_ db: any SQLSession, _ events: [Event]) async throws {
         guard !events.isEmpty else { return }
+        if let deferred = db.deferredEvents {
+            deferred.append(events)
+            return
+        }
+        try await writeEvents(db, events)
+    }
+
+    /// A PostgreSQL write transaction's events, last before its commit: the events lock (one
+    /// per schema, two-key form, apart from the one-key locks of users), then the inserts.
+    static func writeDeferredEvents(_ db: any SQLSession, _ events: [Event]) async throws {
+        guard !events.isEmpty else { return }
+        try await db.rows("SELECT pg_advisory_xact_lock(hashtext('dbeacon_events'), hashtext(current_schema()))")
+        try await writeEvents(db, events)
+    }
+
+    private static func writeEvents(_ db: any SQLSession, _ events: [Event]) async throws {
         var seqs: [Int64] = []
         // Multi-row inserts, in order, within both databases' limits on placeholders, in a few shapes.
         for chunk in events.chunkedInPowersOfTwo() {
