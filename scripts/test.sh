@@ -15,11 +15,13 @@ install_test_references
 TMPDIR=$(mktemp -d "${TMPDIR:-/tmp}/dbeacon-test-run.XXXXXX")
 export TMPDIR
 trap 'rm -rf "$TMPDIR"' EXIT
-# Line-buffered (stdbuf), so a run that is ended shows everything up to its last line; and
-# bounded (run_with_watchdog, 45 min with the build): a hung test is reported with the stacks
-# of the test process and ends the run. Each test is bounded too (`.bounded`, 12 min), which
-# names a test that hangs.
-run_with_watchdog "${SWIFT_TEST_LIMIT:-2700}" stdbuf -oL -eL swift test "$@"
+# The build first (however long a slow machine takes), then the tests: line-buffered (stdbuf),
+# so a run that is ended shows everything up to its last line, and bounded (run_with_watchdog,
+# 30 min; they take about 4 here): a hung test is reported with the thread stacks of the test
+# process and the database's sessions, and ends the run. Each test is bounded too (`.bounded`,
+# 12 min), which names a test that hangs.
+swift build --build-tests
+run_with_watchdog "${SWIFT_TEST_LIMIT:-1800}" stdbuf -oL -eL swift test --skip-build "$@"
 # DBeaconKit (the typed client) is generated from schema/openapi.yaml at build time: the
 # generator must read the whole document without a warning (a warning means a schema it
 # skipped, i.e. a property missing from the client).
