@@ -50,13 +50,11 @@ package final class RateLimiter: @unchecked Sendable {
     private let lock = NSLock()
     private var buckets: [String: Bucket] = [:]
     private var lastSweep = 0.0
-    private let now: @Sendable () -> Double
     /// Called with the category each time a request is refused.
     private let refused: @Sendable (Category) -> Void
 
     package init(_ limits: RateLimits, refused: @escaping @Sendable (Category) -> Void = { _ in }) {
         self.limits = limits
-        self.now = limits.clock
         self.refused = refused
     }
 
@@ -95,7 +93,7 @@ package final class RateLimiter: @unchecked Sendable {
     private func take(_ category: Category, key: String, cost: Double, dryRun: Bool) -> Double? {
         let (perSecond, capacity) = rate(category)
         guard perSecond > 0 else { return nil }
-        let t = now()
+        let t = limits.clock()
         let id = category.rawValue + ":" + key
         lock.lock()
         defer { lock.unlock() }

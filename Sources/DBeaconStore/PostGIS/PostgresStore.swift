@@ -190,15 +190,14 @@ package final class PostgresStore: SQLStore {
     package func write<T: Sendable>(_ body: @escaping @Sendable (any SQLSession, inout SQLWriteLog) async throws -> T) async throws -> T {
         let observers = observers, channel = channel, node = node
         let (result, changes): (T, [BeaconChange]) = try await transaction("BEGIN") { plain in
+            let deferred = DeferredEvents()
             var tx = plain
-            tx.deferredEvents = DeferredEvents()
+            tx.deferredEvents = deferred
             var log = SQLWriteLog()
             let result = try await body(tx, &log)
             try await Self.settleTouched(&log, db: tx)
             // The events last, under the lock that orders commits by seq (`DeferredEvents`).
-            if let events = tx.deferredEvents?.take(), !events.isEmpty {
-                try await Self.writeDeferredEvents(plain, events)
-            }
+            try await Self.writeDeferredEvents(plain, deferred.take())
             // One round trip for all of the transaction's notices, in order (a bulk insert of
             // thousands of beacons used to pay one per beacon).
             if !log.changes.isEmpty {
