@@ -63,7 +63,7 @@ done
 for port in "${ports[@]}"; do
     for _ in $(seq 600); do
         curl -fs -H "Authorization: Bearer bench-admin-token" "http://127.0.0.1:$port/metrics" \
-            | grep -q '^dbeacon_index_pending_polygons 0' && break
+            | grep -Eq '^dbeacon_index_pending_polygons(_count)? 0(\.0)?$' && break
         sleep 0.5
     done
 done

@@ -47,6 +47,43 @@ import Testing
         #expect(try await h.store.events(recipient: ann, after: nil, limit: 100).items.map(\.id) == read)
     }
 
+    /// The events lock itself: a transaction that took its seqs and has not committed yet
+    /// holds back every other transaction's events until it commits, so the later seqs never
+    /// commit first. (On SQLite the single writer does the same.)
+    @Test(arguments: Backend.all) func seqsAreTakenUnderALockHeldThroughTheCommit(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
+        let (ann, _) = try await h.user("ann")
+        let store = try #require(h.store as? any SQLStore)
+        let first = Event(type: .updated, createdAt: h.clock.now(), recipient: ann, beacon: nil, data: ["n": 1])
+        let second = Event(type: .updated, createdAt: h.clock.now(), recipient: ann, beacon: nil, data: ["n": 2])
+
+        let (numbered, numberedSignal) = AsyncStream.makeStream(of: Void.self)
+        let (release, releaseSignal) = AsyncStream.makeStream(of: Void.self)
+        let open = Task { try await Self.numberAndWait(store, first, numbered: numberedSignal, release: release) }
+        for await _ in numbered { break }
+        let done = Mutex(false)
+        let other = Task { try await h.store.appendEvents([second]); done.withLock { $0 = true } }
+        try await Task.sleep(for: .milliseconds(400))
+        #expect(!done.withLock { $0 }, "another transaction's events committed while seqs taken before them were uncommitted")
+        releaseSignal.yield()
+        releaseSignal.finish()
+        try await open.value
+        try await other.value
+        let positions = [try await h.store.eventPosition(id: first.id), try await h.store.eventPosition(id: second.id)]
+        #expect(positions[0]! < positions[1]!, "\(positions)")
+    }
+
+    /// A write transaction whose events are numbered at once (as at its end), then waits before committing.
+    static func numberAndWait<S: SQLStore>(_ store: S, _ event: Event, numbered: AsyncStream<Void>.Continuation,
+                                           release: AsyncStream<Void>) async throws {
+        try await store.write { db, _ in
+            if db.dialect == .postgres { try await S.writeDeferredEvents(db, [event]) } else { try await S.insertEvents(db, [event]) }
+            numbered.yield()
+            numbered.finish()
+            for await _ in release { break }
+        }
+    }
+
     /// A write transaction that writes `event`, says so, and commits once released.
     static func writeAndWait<S: SQLStore>(_ store: S, _ event: Event, written: AsyncStream<Void>.Continuation,
                                           release: AsyncStream<Void>) async throws {

@@ -37,6 +37,8 @@ package final class PostgresStore: SQLStore {
     private let runTask: Task<Void, Never>
     /// Fence decisions of this node, several per transaction.
     package let fenceBatcher: FenceDecisionBatcher? = FenceDecisionBatcher()
+    /// The reads of every fix, one statement for the fixes reading at once.
+    package let fixReads: FixReadCoalescers? = FixReadCoalescers()
     private let listenTask: Task<Void, Never>?
 
     /// Connects, creates the schema and the PostGIS extension if needed, applies the

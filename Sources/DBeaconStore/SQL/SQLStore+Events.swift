@@ -19,10 +19,32 @@ extension SQLStore {
 
     /// A PostgreSQL write transaction's events, last before its commit: the events lock (one
     /// per schema, two-key form, apart from the one-key locks of users), then the inserts.
+    ///
+    /// One statement per slice, one round trip: the lock (taken again by later slices, which
+    /// costs nothing), the events in order, and their outbox rows from what the insert
+    /// returned. The lock is in its own CTE, which the insert's rows are joined to: no row, so no
+    /// seq, exists before it is held.
     static func writeDeferredEvents(_ db: any SQLSession, _ events: [Event]) async throws {
         guard !events.isEmpty else { return }
-        try await db.rows("SELECT pg_advisory_xact_lock(hashtext('dbeacon_events'), hashtext(current_schema()))")
-        try await writeEvents(db, events)
+        for chunk in events.chunkedInPowersOfTwo() {
+            var s = SQLStatement()
+            let values = chunk.enumerated().map { i, e in
+                "(\(i), \(s.bind(e.id.rawValue)), \(s.bind(e.type.rawValue)), \(s.bind(e.recipient.rawValue)), "
+                    + "CAST(\(s.bind(e.beacon?.rawValue)) AS TEXT), CAST(\(s.bind(e.createdAt.millis)) AS BIGINT), "
+                    + "\(s.bind(JSONValue.object(e.data).jsonString)))"
+            }
+            try await db.rows("""
+                WITH locked AS MATERIALIZED (
+                    SELECT pg_advisory_xact_lock(hashtext('dbeacon_events'), hashtext(current_schema())) AS held),
+                e AS (
+                    INSERT INTO events(id, type, recipient, beacon_id, created_at, data)
+                    SELECT v.id, v.type, v.recipient, v.beacon_id, v.created_at, v.data
+                    FROM (VALUES \(values.joined(separator: ", "))) AS v(position, id, type, recipient, beacon_id, created_at, data)
+                    CROSS JOIN locked ORDER BY v.position
+                    RETURNING seq, type, recipient, created_at)
+                \(deliveries(from: "e", db.dialect))
+                """, s.arguments)
+        }
     }
 
     private static func writeEvents(_ db: any SQLSession, _ events: [Event]) async throws {
@@ -48,17 +70,25 @@ extension SQLStore {
     static func enqueueDeliveries(_ db: any SQLSession, events seqs: [Int64]) async throws {
         guard !seqs.isEmpty else { return }
         try await db.rows("""
-            INSERT INTO outbox(event_seq, webhook_id, status, attempts, next_attempt_at, created_at, updated_at)
-            SELECT e.seq, w.id, 'pending', 0, e.created_at, e.created_at, e.created_at
-            FROM events e JOIN webhooks w
-              ON w.status = 'active' AND (w.scope = 'all' OR (w.scope = 'user' AND w.owner = e.recipient))
-            WHERE \(db.dialect.contains("e.seq", "$1")) AND EXISTS (
-                SELECT 1 FROM \(db.dialect.jsonStrings("w.events", as: "f"))
-                WHERE f.value = '*' OR f.value = e.type
-                   OR (substr(f.value, length(f.value) - 1) = '.*'
-                       AND substr(e.type, 1, length(f.value) - 1) = substr(f.value, 1, length(f.value) - 1)))
-            ORDER BY e.seq, w.created_at, w.id
+            WITH e AS (SELECT seq, type, recipient, created_at FROM events WHERE \(db.dialect.contains("seq", "$1")))
+            \(deliveries(from: "e", db.dialect))
             """, [seqs])
+    }
+
+    /// The outbox insert for the events of `source` (seq, type, recipient, created_at).
+    private static func deliveries(from source: String, _ dialect: SQLDialect) -> String {
+        """
+        INSERT INTO outbox(event_seq, webhook_id, status, attempts, next_attempt_at, created_at, updated_at)
+        SELECT e.seq, w.id, 'pending', 0, e.created_at, e.created_at, e.created_at
+        FROM \(source) e JOIN webhooks w
+          ON w.status = 'active' AND (w.scope = 'all' OR (w.scope = 'user' AND w.owner = e.recipient))
+        WHERE EXISTS (
+            SELECT 1 FROM \(dialect.jsonStrings("w.events", as: "f"))
+            WHERE f.value = '*' OR f.value = e.type
+               OR (substr(f.value, length(f.value) - 1) = '.*'
+                   AND substr(e.type, 1, length(f.value) - 1) = substr(f.value, 1, length(f.value) - 1)))
+        ORDER BY e.seq, w.created_at, w.id
+        """
     }
 
     /// An event for each follower of `beacon` who may see it, decided in the transaction.
@@ -182,53 +212,80 @@ extension SQLStore {
             }
             events += update.events
         }
-        for chunk in locationOrder.compactMap({ locations[$0] }).chunkedInPowersOfTwo() {
-            var s = SQLStatement()
-            let values = chunk.map { l in
-                "(\(s.bind(l.user.rawValue)), \(s.bind(l.position.lon)), \(s.bind(l.position.lat)), \(s.bind(l.accuracyM)), "
-                    + "\(s.bind(l.fixAt.millis)), \(s.bind(l.receivedAt.millis)))"
-            }
-            try await db.rows("""
-                INSERT INTO user_locations(user_id, lon, lat, accuracy_m, fix_at, received_at) VALUES \(values.joined(separator: ", "))
-                ON CONFLICT (user_id) DO UPDATE SET lon = excluded.lon, lat = excluded.lat, accuracy_m = excluded.accuracy_m,
-                    fix_at = excluded.fix_at, received_at = excluded.received_at
-                """, s.arguments)
-        }
-        // The states that ended: on PostgreSQL a statement per slice (each a round trip); on
-        // SQLite one per state (in process, and its planner scans the table for a row-value IN).
+        let located = locationOrder.compactMap { locations[$0] }
         let ended = stateOrder.filter { states[$0] == .some(nil) }
-        if db.dialect == .sqlite {
-            for key in ended {
-                try await db.rows("DELETE FROM fence_states WHERE user_id = $1 AND beacon_id = $2", [key.user.rawValue, key.beacon.rawValue])
-            }
-        } else {
-            for chunk in ended.chunkedInPowersOfTwo() {
-                var s = SQLStatement()
-                let pairs = chunk.map { key in "(\(s.bind(key.user.rawValue)), \(s.bind(key.beacon.rawValue)))" }
-                try await db.rows("DELETE FROM fence_states WHERE (user_id, beacon_id) IN (VALUES \(pairs.joined(separator: ", ")))", s.arguments)
-            }
-        }
         let kept = stateOrder.compactMap { key in states[key].flatMap { $0 }.map { (key.user, $0) } }
-        for chunk in kept.chunkedInPowersOfTwo() {
+        let largest = 256
+        if db.dialect == .postgres && located.count <= largest && ended.count <= largest && kept.count <= largest {
+            // One statement, one round trip: the three writes as data-modifying CTEs (their
+            // rows are disjoint: a (user, beacon) either ended or is kept).
             var s = SQLStatement()
-            let values = chunk.map { user, state in
-                "(\(s.bind(user.rawValue)), \(s.bind(state.beacon.rawValue)), \(s.bind(state.enteredAt.millis)), \(s.bind(state.dwelled)), "
-                    + "CAST(\(s.bind(state.sightedAt?.millis)) AS BIGINT))"
+            var parts: [String] = []
+            if !located.isEmpty { parts.append("located AS (\(upsertLocations(located, &s)) RETURNING 1)") }
+            if !ended.isEmpty { parts.append("ended AS (\(deleteStates(ended, &s)) RETURNING 1)") }
+            if !kept.isEmpty { parts.append("kept AS (\(upsertStates(kept, db.dialect, &s)) RETURNING 1)") }
+            if !parts.isEmpty { try await db.rows("WITH \(parts.joined(separator: ",\n")) SELECT 1", s.arguments) }
+        } else {
+            for chunk in located.chunkedInPowersOfTwo(largest: largest) {
+                var s = SQLStatement()
+                try await db.rows(upsertLocations(chunk, &s), s.arguments)
             }
-            // A state of a beacon deleted meanwhile is dropped (the cascade already ran). On
-            // PostGIS the beacon is locked against deletion (`FOR KEY SHARE`) while it is checked,
-            // so a delete committing on another node in between waits or is seen, instead of
-            // failing this fix with a foreign key violation.
-            try await db.rows("""
-                WITH v(user_id, beacon_id, entered_at, dwelled, sighted_at) AS (VALUES \(values.joined(separator: ", ")))
-                INSERT INTO fence_states(user_id, beacon_id, entered_at, dwelled, sighted_at)
-                SELECT v.user_id, v.beacon_id, v.entered_at, v.dwelled, v.sighted_at FROM v
-                WHERE EXISTS (SELECT 1 FROM beacons b WHERE b.id = v.beacon_id\(db.dialect.forKeyShare))
-                ON CONFLICT (user_id, beacon_id) DO UPDATE SET entered_at = excluded.entered_at, dwelled = excluded.dwelled,
-                    sighted_at = excluded.sighted_at
-                """, s.arguments)
+            // The states that ended: on PostgreSQL a statement per slice; on SQLite one per state
+            // (in process, and its planner scans the table for a row-value IN).
+            if db.dialect == .sqlite {
+                for key in ended {
+                    try await db.rows("DELETE FROM fence_states WHERE user_id = $1 AND beacon_id = $2", [key.user.rawValue, key.beacon.rawValue])
+                }
+            } else {
+                for chunk in ended.chunkedInPowersOfTwo(largest: largest) {
+                    var s = SQLStatement()
+                    try await db.rows(deleteStates(chunk, &s), s.arguments)
+                }
+            }
+            for chunk in kept.chunkedInPowersOfTwo(largest: largest) {
+                var s = SQLStatement()
+                try await db.rows(upsertStates(chunk, db.dialect, &s), s.arguments)
+            }
         }
         try await insertEvents(db, events)
+    }
+
+    private static func upsertLocations(_ locations: some Collection<UserLocation>, _ s: inout SQLStatement) -> String {
+        let values = locations.map { l in
+            "(\(s.bind(l.user.rawValue)), \(s.bind(l.position.lon)), \(s.bind(l.position.lat)), \(s.bind(l.accuracyM)), "
+                + "\(s.bind(l.fixAt.millis)), \(s.bind(l.receivedAt.millis)))"
+        }
+        return """
+            INSERT INTO user_locations(user_id, lon, lat, accuracy_m, fix_at, received_at) VALUES \(values.joined(separator: ", "))
+            ON CONFLICT (user_id) DO UPDATE SET lon = excluded.lon, lat = excluded.lat, accuracy_m = excluded.accuracy_m,
+                fix_at = excluded.fix_at, received_at = excluded.received_at
+            """
+    }
+
+    /// PostgreSQL only (a row-value IN).
+    private static func deleteStates(_ keys: some Collection<FenceKey>, _ s: inout SQLStatement) -> String {
+        let pairs = keys.map { key in "(\(s.bind(key.user.rawValue)), \(s.bind(key.beacon.rawValue)))" }
+        return "DELETE FROM fence_states WHERE (user_id, beacon_id) IN (VALUES \(pairs.joined(separator: ", ")))"
+    }
+
+    /// A state of a beacon deleted meanwhile is dropped (the cascade already ran). On PostGIS
+    /// the beacon is locked against deletion (`FOR KEY SHARE`) while it is checked, so a delete
+    /// committing on another node in between waits or is seen, instead of failing the fix with
+    /// a foreign key violation.
+    private static func upsertStates(_ states: some Collection<(UserID, FenceState)>, _ dialect: SQLDialect,
+                                     _ s: inout SQLStatement) -> String {
+        let values = states.map { user, state in
+            "(\(s.bind(user.rawValue)), \(s.bind(state.beacon.rawValue)), \(s.bind(state.enteredAt.millis)), \(s.bind(state.dwelled)), "
+                + "CAST(\(s.bind(state.sightedAt?.millis)) AS BIGINT))"
+        }
+        return """
+            WITH v(user_id, beacon_id, entered_at, dwelled, sighted_at) AS (VALUES \(values.joined(separator: ", ")))
+            INSERT INTO fence_states(user_id, beacon_id, entered_at, dwelled, sighted_at)
+            SELECT v.user_id, v.beacon_id, v.entered_at, v.dwelled, v.sighted_at FROM v
+            WHERE EXISTS (SELECT 1 FROM beacons b WHERE b.id = v.beacon_id\(dialect.forKeyShare))
+            ON CONFLICT (user_id, beacon_id) DO UPDATE SET entered_at = excluded.entered_at, dwelled = excluded.dwelled,
+                sighted_at = excluded.sighted_at
+            """
     }
 
     package func loadFenceSnapshot(locationsSince since: Timestamp) async throws -> (locations: [UserLocation], states: [UserID: [FenceState]]) {

@@ -101,14 +101,27 @@ extension SQLStore {
     }
 
     package func groups(involving user: UserID) async throws -> [TrackedGroup] {
-        // Read for every fix: one statement, one round trip on PostgreSQL.
-        try await readStatement { _ in
+        // Read for every fix: one statement for all the fixes reading at once on PostgreSQL
+        // (`fixReads`), one per read on SpatiaLite.
+        guard let coalescer = fixReads?.groups else { return try await groups(involving: [user])[0] }
+        return try await coalescer.read(user) { [self] users in try await groups(involving: users) }
+    }
+
+    /// `groups(involving:)` of each user, in one statement.
+    func groups(involving users: [UserID]) async throws -> [[TrackedGroup]] {
+        let rows = try await readStatement { dialect in
             ("""
-            SELECT * FROM tracked_groups g WHERE g.leader = $1 OR EXISTS (
-                SELECT 1 FROM group_members m WHERE m.group_id = g.id AND m.user_id = $1 AND m.status = 'active')
+            SELECT x.involved, g.* FROM (
+                SELECT leader AS involved, id AS group_id FROM tracked_groups WHERE \(dialect.contains("leader", "$1"))
+                UNION
+                SELECT user_id, group_id FROM group_members WHERE \(dialect.contains("user_id", "$1")) AND status = 'active'
+            ) AS x JOIN tracked_groups g ON g.id = x.group_id
             ORDER BY g.created_at, g.id
-            """, [user.rawValue])
-        }.map(Self.trackedGroup)
+            """, [users.map(\.rawValue)])
+        }
+        var byUser: [UserID: [TrackedGroup]] = [:]
+        for row in rows { byUser[UserID(uncheckedRawValue: try row.string("involved")), default: []].append(try Self.trackedGroup(from: row)) }
+        return users.map { byUser[$0] ?? [] }
     }
 
     package func groupMembers(_ group: GroupID) async throws -> [GroupMembership] {
@@ -252,17 +265,33 @@ extension SQLStore {
         }
     }
 
-    package func followedTours(user: UserID, containing places: [BeaconID]) async throws -> [(tour: BeaconID, place: BeaconID, since: Timestamp)] {
+    package func followedTours(user: UserID, containing places: [BeaconID]) async throws -> [FollowedTourStop] {
         guard !places.isEmpty else { return [] }
-        return try await readStatement { dialect in
+        let request = FollowedToursRequest(user: user, places: places)
+        guard let coalescer = fixReads?.tours else { return try await followedTours([request])[0] }
+        return try await coalescer.read(request) { [self] requests in try await followedTours(requests) }
+    }
+
+    /// `followedTours(user:containing:)` of each request, in one statement.
+    func followedTours(_ requests: [FollowedToursRequest]) async throws -> [[FollowedTourStop]] {
+        let users = Array(Set(requests.map(\.user.rawValue))), places = Array(Set(requests.flatMap(\.places).map(\.rawValue)))
+        let rows = try await readStatement { dialect in
             ("""
-            SELECT f.tour_id, r.target_id, f.started_at FROM tour_followers f
+            SELECT f.user_id, f.tour_id, r.target_id, f.started_at FROM tour_followers f
             JOIN relationships r ON r.source_id = f.tour_id AND r.type = 'tour'
-            WHERE f.user_id = $1 AND \(dialect.contains("r.target_id", "$2"))
-            """, [user.rawValue, places.map(\.rawValue)])
-        }.map {
-            (BeaconID(uncheckedRawValue: try $0.string("tour_id")), BeaconID(uncheckedRawValue: try $0.string("target_id")),
-             try $0.timestamp("started_at"))
+            WHERE \(dialect.contains("f.user_id", "$1")) AND \(dialect.contains("r.target_id", "$2"))
+            ORDER BY f.user_id, f.tour_id, r.target_id
+            """, [users, places])
+        }
+        var byUser: [UserID: [FollowedTourStop]] = [:]
+        for row in rows {
+            byUser[UserID(uncheckedRawValue: try row.string("user_id")), default: []].append(
+                (BeaconID(uncheckedRawValue: try row.string("tour_id")), BeaconID(uncheckedRawValue: try row.string("target_id")),
+                 try row.timestamp("started_at")))
+        }
+        return requests.map { request in
+            let places = Set(request.places)
+            return (byUser[request.user] ?? []).filter { places.contains($0.place) }
         }
     }
 

@@ -71,5 +71,31 @@ package protocol SQLStore: ServiceBackingStore, RegistryStore, AnyObject {
     /// Batches shared fence decisions into common transactions (PostgreSQL); nil: one
     /// transaction per decision.
     var fenceBatcher: FenceDecisionBatcher? { get }
+    /// Reads made for every location fix, coalesced across concurrent fixes (PostgreSQL); nil:
+    /// one statement per read (SpatiaLite, in-process: nothing to save).
+    var fixReads: FixReadCoalescers? { get }
 }
+
+/// The per-fix reads of the services that react to fixes, one `ReadCoalescer` each.
+package final class FixReadCoalescers: Sendable {
+    /// A user's groups (`groups(involving:)`).
+    let groups = ReadCoalescer<UserID, [TrackedGroup]>()
+    /// The user's followed tours through given places (`followedTours(user:containing:)`).
+    let tours = ReadCoalescer<FollowedToursRequest, [FollowedTourStop]>()
+
+    package init() {}
+
+    /// Statements run and requests answered, both kinds together.
+    package var counts: (statements: Int, requests: Int) {
+        let (g, t) = (groups.counts, tours.counts)
+        return (g.statements + t.statements, g.requests + t.requests)
+    }
+}
+
+struct FollowedToursRequest: Sendable {
+    let user: UserID
+    let places: [BeaconID]
+}
+
+package typealias FollowedTourStop = (tour: BeaconID, place: BeaconID, since: Timestamp)
 

@@ -62,6 +62,7 @@ package final class SpatiaLiteStore: SQLStore {
     package var dialect: SQLDialect { .sqlite }
     /// Fence state is not shared (one process decides): no batch of locked decisions.
     package var fenceBatcher: FenceDecisionBatcher? { nil }
+    package var fixReads: FixReadCoalescers? { nil }
     package var deliveryClaimant: String? { nil }
 
     /// Registers the function that receives every committed beacon change.

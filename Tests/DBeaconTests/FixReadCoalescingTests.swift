@@ -1,0 +1,139 @@
+import DBeaconCore
+@testable import DBeaconStore
+import Foundation
+import Synchronization
+import Testing
+
+/// The reads every location fix makes (the user's groups, their followed tours) are answered
+/// for concurrent fixes by one statement on PostgreSQL (`ReadCoalescer`): fewer statements,
+/// the same answers, and never an answer older than the request.
+@Suite(.bounded) struct FixReadCoalescingTests {
+    /// Requests made while a statement runs are answered together by the next one, each with
+    /// its own answer.
+    @Test func concurrentReadsShareStatementsAndKeepTheirAnswers() async throws {
+        let coalescer = ReadCoalescer<Int, Int>(maxBatch: 16)
+        let batch: ReadCoalescer<Int, Int>.Batch = { keys in
+            try await Task.sleep(for: .milliseconds(5))
+            return keys.map { $0 * 10 }
+        }
+        let answers = try await withThrowingTaskGroup(of: (Int, Int).self) { group in
+            for k in 0..<200 { group.addTask { (k, try await coalescer.read(k, batch: batch)) } }
+            var all: [Int: Int] = [:]
+            for try await (k, a) in group { all[k] = a }
+            return all
+        }
+        #expect(answers.count == 200 && answers.allSatisfy { $0.value == $0.key * 10 })
+        let (statements, requests) = coalescer.counts
+        #expect(requests == 200)
+        #expect(statements < 100, "\(statements) statements for 200 concurrent reads")
+        #expect(statements >= 200 / 16, "no statement answers more than maxBatch requests")
+    }
+
+    /// A request made while a statement runs is not answered by it: it waits for the next,
+    /// so it sees what was committed before it asked.
+    @Test func aRequestNeverGetsAnAnswerFromAStatementThatStartedBeforeIt() async throws {
+        let coalescer = ReadCoalescer<String, Int>()
+        let stored = Mutex(1)
+        let (entered, enteredSignal) = AsyncStream.makeStream(of: Void.self)
+        let (release, releaseSignal) = AsyncStream.makeStream(of: Void.self)
+        let gate = Mutex(true)
+        let batch: ReadCoalescer<String, Int>.Batch = { keys in
+            let value = stored.withLock { $0 } // the statement's snapshot, taken as it starts
+            if gate.withLock({ let g = $0; $0 = false; return g }) {
+                enteredSignal.yield()
+                for await _ in release { break }
+            }
+            return keys.map { _ in value }
+        }
+        let first = Task { try await coalescer.read("first", batch: batch) }
+        for await _ in entered { break }
+        stored.withLock { $0 = 2 } // committed while the first statement runs
+        let second = Task { try await coalescer.read("second", batch: batch) }
+        try await Task.sleep(for: .milliseconds(50))
+        releaseSignal.yield()
+        releaseSignal.finish()
+        #expect(try await first.value == 1)
+        #expect(try await second.value == 2, "the second request saw the write committed before it asked")
+        #expect(coalescer.counts == (statements: 2, requests: 2))
+    }
+
+    /// A failed statement fails the requests it was answering, and only those.
+    @Test func aFailedStatementFailsItsRequestsOnly() async throws {
+        let coalescer = ReadCoalescer<Int, Int>()
+        let batch: ReadCoalescer<Int, Int>.Batch = { keys in
+            if keys.contains(13) { throw DBeaconError.internalError("the statement failed") }
+            return keys
+        }
+        await #expect(throws: DBeaconError.self) { try await coalescer.read(13, batch: batch) }
+        #expect(try await coalescer.read(14, batch: batch) == 14)
+    }
+
+    /// On both stores: concurrent reads of groups and followed tours give each user exactly
+    /// what a lone read gives; on PostgreSQL they took fewer statements than reads.
+    @Test(arguments: Backend.all) func groupsAndToursReadForFixesAreEachUsersOwn(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
+        let (annID, ann) = try await h.user("ann")
+        let (bobID, bob) = try await h.user("bob")
+        let (eveID, _) = try await h.user("eve")
+        let (vicID, vic) = try await h.user("vic")
+        let start = Walk.schlossplatz
+        let found = Mutex<[BeaconID]>([])
+        try await h.app().test(.router) { client in
+            try await client.report(ann, start, at: h.clock.tick(10))
+            let group = try await client.call(.post, "/v1/groups", token: ann, json: ["name": "Trip", "range_m": 100])
+            #expect(group.status == .created, "\(group.text)")
+            let groupID = try #require(group.json?["id"]?.stringValue)
+            #expect(try await client.call(.post, "/v1/groups/\(groupID)/join", token: bob).status == .ok)
+            let second = try await client.call(.post, "/v1/groups", token: bob, json: ["name": "Bob's own", "range_m": 50])
+            #expect(second.status == .created, "\(second.text)")
+            let tour = try await client.call(.post, "/v1/tours", token: ann, json: [
+                "name": "Two squares",
+                "stops": .array([start, Walk.offset(start, north: 300)].enumerated().map { i, p in
+                    ["name": .string("Square \(i + 1)"), "location": Walk.latLon(p), "perimeter": ["type": "Circle", "radius_m": 40]]
+                }),
+            ])
+            #expect(tour.status == .created, "\(tour.text)")
+            found.withLock { $0 = (tour.json?["stops"]?.arrayValue ?? []).compactMap { $0["beacon"]?["id"]?.stringValue }.map(BeaconID.init(uncheckedRawValue:)) }
+            let tourID = try #require(tour.json?["tour"]?["id"]?.stringValue)
+            #expect(try await client.call(.post, "/v1/tours/\(tourID)/follow", token: vic).status == .created)
+        }
+        let places = found.withLock { $0 }
+        #expect(places.count == 2)
+        let store = try #require(h.store as? any SQLStore)
+        let users = [annID, bobID, eveID, vicID]
+        var alone: [UserID: [String]] = [:]
+        var aloneTours: [UserID: [String]] = [:]
+        for u in users {
+            alone[u] = try await store.groups(involving: u).map(\.name)
+            aloneTours[u] = try await store.followedTours(user: u, containing: places).map { "\($0.tour)>\($0.place)" }
+        }
+        #expect(alone[annID] == ["Trip"] && alone[bobID] == ["Trip", "Bob's own"] && alone[eveID] == [] && alone[vicID] == [])
+        #expect(aloneTours[vicID]?.count == 2 && aloneTours[annID] == [] && aloneTours[eveID] == [])
+
+        let (groupsAlone, toursAlone) = (alone, aloneTours)
+        let before = store.fixReads?.counts
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<200 {
+                let u = users[i % users.count]
+                // Half the tour reads ask for one of the places only.
+                let asked = i % 8 < 4 ? places : [places[(i / 8) % places.count]]
+                group.addTask {
+                    let groups = try await store.groups(involving: u).map(\.name)
+                    #expect(groups == groupsAlone[u], "user \(u) read \(groups)")
+                    let tours = try await store.followedTours(user: u, containing: asked).map { "\($0.tour)>\($0.place)" }
+                    let expected = toursAlone[u]?.filter { t in asked.contains { t.hasSuffix(">\($0)") } }
+                    #expect(tours.sorted() == expected?.sorted(), "user \(u) read \(tours) for \(asked)")
+                }
+            }
+            try await group.waitForAll()
+        }
+        if backend == .postgis {
+            let (before, after) = (try #require(before), try #require(store.fixReads?.counts))
+            let statements = after.statements - before.statements, requests = after.requests - before.requests
+            #expect(requests == 400)
+            #expect(statements < requests, "\(statements) statements for \(requests) concurrent reads")
+        } else {
+            #expect(store.fixReads == nil, "SpatiaLite reads in process, one statement per read")
+        }
+    }
+}
