@@ -108,7 +108,7 @@ package struct AppServices: Sendable {
             Task.detached(priority: .utility) { [snapshots] in
                 let started = ContinuousClock.now
                 let prepared = await memory.warm()
-                releaseFreedMemory()
+                await offEventLoops { releaseFreedMemory() }
                 warmLogger.info("in-memory index prepared", metadata: [
                     "polygons": "\(prepared)", "seconds": Self.rounded(Self.seconds(since: started)),
                 ])

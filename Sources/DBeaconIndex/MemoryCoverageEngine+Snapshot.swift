@@ -78,7 +78,11 @@ extension MemoryCoverageEngine {
         }
         let coordsName = coords.name ?? name
         let target = coords
-        let bytes = try snapshots.writing.withLock { try Self.write(view, coords: target, coordsName: coordsName, to: snapshots) }
+        // Seconds of file writes at 1M: off the event loops.
+        let sendableView = UncheckedSendable(view)
+        let bytes = try await offEventLoops {
+            try snapshots.writing.withLock { try Self.write(sendableView.value, coords: target, coordsName: coordsName, to: snapshots) }
+        }
         return SnapshotWriteReport(beacons: view.slots.count, bytes: bytes, seconds: Self.seconds(ContinuousClock.now - started),
                                    captureSeconds: captureSeconds, stamp: view.stamp)
     }

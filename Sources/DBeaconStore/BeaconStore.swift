@@ -61,8 +61,9 @@ package protocol BeaconStore: Sendable {
     func trackingBeacons(owner: UserID) async throws -> [Beacon]
     /// Every beacon, in batches, for loading in-memory indexes; with `shard` (index, count)
     /// only the beacons whose sequence number is `index` modulo `count`, so that several
-    /// readers can load in parallel.
-    func forEachBeacon(batchSize: Int, shard: (index: Int, count: Int), _ body: @Sendable ([Beacon]) throws -> Void) async throws
+    /// readers can load in parallel. `body` may suspend (a loader waiting for room) before the
+    /// next batch is read.
+    func forEachBeacon(batchSize: Int, shard: (index: Int, count: Int), _ body: @Sendable ([Beacon]) async throws -> Void) async throws
     /// Number of stored beacons.
     func beaconCount() async throws -> Int
     /// Number of beacons `owner` owns (per-user quota).
@@ -80,7 +81,7 @@ package protocol BeaconStore: Sendable {
 
 extension BeaconStore {
     /// Every beacon, in batches (one reader).
-    package func forEachBeacon(batchSize: Int, _ body: @Sendable ([Beacon]) throws -> Void) async throws {
+    package func forEachBeacon(batchSize: Int, _ body: @Sendable ([Beacon]) async throws -> Void) async throws {
         try await forEachBeacon(batchSize: batchSize, shard: (0, 1), body)
     }
 }

@@ -2,6 +2,8 @@ public import ArgumentParser
 import DBeaconHTTP
 import Foundation
 import Hummingbird
+import NIOCore
+import NIOPosix
 public import Logging
 
 struct ServeCommand: AsyncParsableCommand {
@@ -99,12 +101,17 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("leaflet-dir"), help: "Where Leaflet's files are (Debian's libjs-leaflet).")
     var leafletDir = "/usr/share/javascript/leaflet"
     @Flag(name: .customLong("no-console"), help: "Do not serve the map console at /.") var noConsole = false
+    @Option(name: .customLong("executor"), help: ArgumentHelp(
+        "Where Swift tasks run: event-loops or cooperative.",
+        discussion: "event-loops (the default): on the event loops that serve the connections (no thread switch between a request's I/O and its handler: about a quarter more nearby answers per second at 1M beacons). cooperative: on Swift's own thread pool."))
+    var executor = "event-loops"
     @Option(name: .customLong("log-level"), help: "Log level.") var logLevel: Logger.Level = .info
     @Flag(name: .customLong("log-json"), help: "Write logs as one JSON object per line.") var logJSON = false
 
     func validate() throws {
         guard (1...65535).contains(port) else { throw ValidationError("--port must be between 1 and 65535") }
         guard ["hinted", "formatted"].contains(perimeterText) else { throw ValidationError("--perimeter-text must be hinted or formatted") }
+        guard ["event-loops", "cooperative"].contains(executor) else { throw ValidationError("--executor must be event-loops or cooperative") }
         guard indexSnapshotInterval > 0, indexSnapshotInterval.isFinite else {
             throw ValidationError("--index-snapshot-interval must be a positive number of seconds")
         }
@@ -150,6 +157,10 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let env = ProcessInfo.processInfo.environment
+        // Before anything else starts tasks: from here on they run on the event loops the
+        // server's connections use (long synchronous work goes through `offEventLoops`).
+        let onEventLoops = executor == "event-loops"
+            && NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
         var config = AppConfig()
         config.host = host
         config.port = port
@@ -198,6 +209,9 @@ struct ServeCommand: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "dbeacon")
+        if executor == "event-loops" && !onEventLoops {
+            logger.warning("Swift tasks could not be moved to the event loops: they run on the cooperative pool")
+        }
         let services = try await AppServices.make(config, logger: logger)
         if let token = services.generatedAdminToken {
             print("Generated admin token (shown only this once; store it safely): \(token)")

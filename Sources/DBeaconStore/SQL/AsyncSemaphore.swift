@@ -3,7 +3,7 @@ import Synchronization
 /// A counting semaphore for tasks: `wait` suspends (never blocks a thread) until a permit is
 /// free; waiters are served in arrival order. Not cancellable: a transaction that started
 /// waiting runs.
-final class AsyncSemaphore: Sendable {
+package final class AsyncSemaphore: Sendable {
     private struct State {
         var permits: Int
         var waiters: [CheckedContinuation<Void, Never>] = []
@@ -12,11 +12,11 @@ final class AsyncSemaphore: Sendable {
 
     private let state: Mutex<State>
 
-    init(permits: Int) {
+    package init(permits: Int) {
         state = Mutex(State(permits: permits))
     }
 
-    func wait() async {
+    package func wait() async {
         let acquired = state.withLock { s -> Bool in
             if s.permits > 0 {
                 s.permits -= 1
@@ -38,7 +38,7 @@ final class AsyncSemaphore: Sendable {
         }
     }
 
-    func signal() {
+    package func signal() {
         let next = state.withLock { s -> CheckedContinuation<Void, Never>? in
             if s.head < s.waiters.count {
                 let c = s.waiters[s.head]

@@ -347,7 +347,7 @@ extension SQLStore {
         }
     }
 
-    package func forEachBeacon(batchSize: Int, shard: (index: Int, count: Int), _ body: @Sendable ([Beacon]) throws -> Void) async throws {
+    package func forEachBeacon(batchSize: Int, shard: (index: Int, count: Int), _ body: @Sendable ([Beacon]) async throws -> Void) async throws {
         var after: Int64 = 0
         let sharded = shard.count > 1
         let (index, count) = (Int64(shard.index), Int64(max(1, shard.count)))
@@ -363,7 +363,7 @@ extension SQLStore {
                 return (try await Self.beacons(from: rows, db: db), try rows.last?.int64("seq"))
             }
             guard let last else { return }
-            try body(batch)
+            try await body(batch)
             after = last
         }
     }
