@@ -51,7 +51,7 @@ migrate_s=$((SECONDS - started))
 ports=(18191 18192)
 for port in "${ports[@]}"; do
     .build/release/dbeacon serve --db "$url" --port "$port" --admin-token bench-admin-token --log-level warning \
-        --max-connections 4000 --max-connections-per-client 0 --location-rate 0 --fixes-per-minute 0 --write-rate 0 \
+        --max-connections 4000 --max-connections-per-client 0 --location-rate 0 --fixes-per-minute 0 --write-rate 0 ${DBEACON_NODE_FLAGS:-} \
         >"$work/node-$port.log" 2>&1 &
     pids+=($!)
 done

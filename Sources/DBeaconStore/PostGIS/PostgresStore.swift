@@ -87,8 +87,10 @@ package final class PostgresStore: SQLStore {
         self.deadline = deadline
         self.feed = ChangeFeedHealth(listening: listen)
         // The pool must run for the store to be usable at all (migrations, the samples loaded
-        // before the service group starts), so it lives exactly as long as the store.
-        self.runTask = Task { await client.run() }
+        // before the service group starts), so it lives exactly as long as the store. Started
+        // immediately: `run()` marks the pool running before it first suspends, so the first
+        // lease (the migrations, right after) finds it running (else PostgresNIO warns).
+        self.runTask = Task.immediate { await client.run() }
         if listen {
             let channel = channel, node = node, observers = observers, feed = feed
             listenTask = Task {
