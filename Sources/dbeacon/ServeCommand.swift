@@ -103,7 +103,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(name: .customLong("no-console"), help: "Do not serve the map console at /.") var noConsole = false
     @Option(name: .customLong("executor"), help: ArgumentHelp(
         "Where Swift tasks run: event-loops or cooperative.",
-        discussion: "event-loops (the default): on the event loops that serve the connections (no thread switch between a request's I/O and its handler: about a quarter more nearby answers per second at 1M beacons). cooperative: on Swift's own thread pool."))
+        discussion: "event-loops (the default): on the event loops that serve the connections (no thread switch between a request's I/O and its handler: about a quarter more nearby answers without perimeters at 1M beacons, and a lower p99; location fixes over HTTP about 15 % fewer per second, at half the p99). cooperative: on Swift's own thread pool."))
     var executor = "event-loops"
     @Option(name: .customLong("log-level"), help: "Log level.") var logLevel: Logger.Level = .info
     @Flag(name: .customLong("log-json"), help: "Write logs as one JSON object per line.") var logJSON = false
