@@ -29,7 +29,8 @@ package struct DatabaseDeadline: Sendable {
         let seconds = self.seconds
         let race = Race<T>()
         let work = Task { race.finish(with: await Result(catching: { try await operation() })) }
-        // The timer runs on a queue of its own, not on the cooperative pool: when the pool is busy
+        // The timer runs on a queue of its own, not on the tasks' threads (the cooperative pool or
+        // the event loops): when they are busy
         // (or blocked) the deadline still falls on time.
         let timeout = DispatchWorkItem {
             race.finish(with: .failure(DBeaconError(

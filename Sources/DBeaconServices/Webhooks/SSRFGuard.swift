@@ -86,7 +86,8 @@ package struct SSRFGuard: Sendable {
         return WebhookTarget(scheme: scheme, host: String(host).lowercased(), port: port, addresses: [], hostIsLiteral: literal)
     }
 
-    /// The host's addresses (IPv4 as 4 bytes, IPv6 as 16), resolved off the cooperative pool.
+    /// The host's addresses (IPv4 as 4 bytes, IPv6 as 16), resolved off the tasks' threads (the
+    /// cooperative pool, or the event loops with `serve --executor event-loops`).
     static func resolve(_ host: String, port: Int) async throws -> [[UInt8]] {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {

@@ -6,7 +6,7 @@ import Synchronization
 ///
 /// One writer connection (a write transaction is `BEGIN IMMEDIATE`: it holds the database, so
 /// decisions need no row locks) and a pool of reader connections, each read one snapshot (WAL
-/// mode). Transactions run on `SQLiteExecutor`'s threads, off the cooperative pool. `synchronous=FULL` by default: a committed write survives power loss. Other
+/// mode). Transactions run on `SQLiteExecutor`'s threads, off the tasks' threads (the cooperative pool or the event loops). `synchronous=FULL` by default: a committed write survives power loss. Other
 /// processes may use the same file (the CLI with `--db` while the server runs): their
 /// changes are found through the `beacon_changes` log (`pollRemoteChanges`).
 package final class SpatiaLiteStore: SQLStore {
