@@ -30,8 +30,7 @@ package struct DatabaseDeadline: Sendable {
         let race = Race<T>()
         let work = Task { race.finish(with: await Result(catching: { try await operation() })) }
         // The timer runs on a queue of its own, not on the tasks' threads (the cooperative pool or
-        // the event loops): when they are busy
-        // (or blocked) the deadline still falls on time.
+        // the event loops): when they are busy (or blocked) the deadline still falls on time.
         let timeout = DispatchWorkItem {
             race.finish(with: .failure(DBeaconError(
                 .unavailable, code: "database_unavailable",
