@@ -89,40 +89,34 @@ package struct SSRFGuard: Sendable {
     /// The host's addresses (IPv4 as 4 bytes, IPv6 as 16), resolved off the tasks' threads (the
     /// cooperative pool, or the event loops with `serve --executor event-loops`).
     static func resolve(_ host: String, port: Int) async throws -> [[UInt8]] {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                var hints = addrinfo()
-                hints.ai_family = AF_UNSPEC
-                #if canImport(Glibc)
-                hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-                #else
-                hints.ai_socktype = SOCK_STREAM
-                #endif
-                var result: UnsafeMutablePointer<addrinfo>?
-                let rc = getaddrinfo(host, String(port), &hints, &result)
-                guard rc == 0 else {
-                    continuation.resume(returning: [])
-                    return
-                }
-                defer { freeaddrinfo(result) }
-                var addresses: [[UInt8]] = []
-                var cursor = result
-                while let info = cursor {
-                    if info.pointee.ai_family == AF_INET, let sa = info.pointee.ai_addr {
-                        let bytes = sa.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { p in
-                            withUnsafeBytes(of: p.pointee.sin_addr) { Array($0) }
-                        }
-                        if !addresses.contains(bytes) { addresses.append(bytes) }
-                    } else if info.pointee.ai_family == AF_INET6, let sa = info.pointee.ai_addr {
-                        let bytes = sa.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { p in
-                            withUnsafeBytes(of: p.pointee.sin6_addr) { Array($0) }
-                        }
-                        if !addresses.contains(bytes) { addresses.append(bytes) }
+        await offEventLoops {
+            var hints = addrinfo()
+            hints.ai_family = AF_UNSPEC
+            #if canImport(Glibc)
+            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+            #else
+            hints.ai_socktype = SOCK_STREAM
+            #endif
+            var result: UnsafeMutablePointer<addrinfo>?
+            guard getaddrinfo(host, String(port), &hints, &result) == 0 else { return [] }
+            defer { freeaddrinfo(result) }
+            var addresses: [[UInt8]] = []
+            var cursor = result
+            while let info = cursor {
+                if info.pointee.ai_family == AF_INET, let sa = info.pointee.ai_addr {
+                    let bytes = sa.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { p in
+                        withUnsafeBytes(of: p.pointee.sin_addr) { Array($0) }
                     }
-                    cursor = info.pointee.ai_next
+                    if !addresses.contains(bytes) { addresses.append(bytes) }
+                } else if info.pointee.ai_family == AF_INET6, let sa = info.pointee.ai_addr {
+                    let bytes = sa.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { p in
+                        withUnsafeBytes(of: p.pointee.sin6_addr) { Array($0) }
+                    }
+                    if !addresses.contains(bytes) { addresses.append(bytes) }
                 }
-                continuation.resume(returning: addresses)
+                cursor = info.pointee.ai_next
             }
+            return addresses
         }
     }
 
