@@ -43,7 +43,8 @@ package final class CompactPolygon: @unchecked Sendable {
     private let owners: [AnyObject]
     private let ownsBlock: Bool
 
-    /// The header's layout: 7 doubles, then 4 counts.
+    /// The header's layout: 7 doubles, then 5 words: vertices, rings, strips, runs and flags (1:
+    /// wide runs, 2: a provisional strip).
     static let headerBytes = 7 * 8 + 5 * 4
     /// A run is one word, `first edge << 12 | edge count`, when every edge number fits in 20
     /// bits (polygons up to a million vertices); else two words (first, count): `wideRuns`.
@@ -53,8 +54,11 @@ package final class CompactPolygon: @unchecked Sendable {
     /// Builds the compact form of `polygon`; its exact coordinates go to `file` (or, when it is
     /// nil or the write fails, to a heap copy this object owns), and with `text` its rings'
     /// GeoJSON (as the file keeps it, `CoordinateFile.hintedText`) right after them (else
-    /// `withText` adds it later).
-    package convenience init(_ polygon: Polygon, file: CoordinateFile?, text: Bool = true, wideRuns: Bool? = nil) {
+    /// `finished` adds it later). `provisional`: one strip holding every edge (the same answers,
+    /// each test over all the edges), built in a fraction of the time; `finished` builds the
+    /// strips later (a load's large polygons, finished by the warm-up once the server answers).
+    package convenience init(_ polygon: Polygon, file: CoordinateFile?, text: Bool = true, provisional: Bool = false,
+                             wideRuns: Bool? = nil) {
         let rings = polygon.rings
         let n = polygon.vertexCount
         let exact = HeapDoubles(count: 2 * n)
@@ -77,7 +81,8 @@ package final class CompactPolygon: @unchecked Sendable {
                 if let form { placed = Text(offset: written.offset + 16 * n, length: form.length, hinted: form.hinted) }
             }
         }
-        let block = Self.build(rings: rings.map(\.count), exact: UnsafePointer(exact.base), wideRuns: wideRuns)
+        let block = Self.build(rings: rings.map(\.count), exact: UnsafePointer(exact.base), wideRuns: wideRuns,
+                               provisional: provisional)
         self.init(block: UnsafeRawPointer(block.pointer), bytes: block.bytes, ownsBlock: true, exact: exactPointer,
                   text: placed, owners: [owner])
     }
@@ -123,15 +128,27 @@ package final class CompactPolygon: @unchecked Sendable {
         return (hints, json.count, true)
     }
 
-    /// The same polygon with its rings' GeoJSON appended to its coordinate file (a polygon
-    /// loaded without it, `text: false`); nil when it has it already or it cannot be written.
-    func withText() -> CompactPolygon? {
-        guard textLength == 0, let file, file.writable else { return nil }
+    /// The same polygon finished: its strips built when it has a provisional one, and its rings'
+    /// GeoJSON appended to its coordinate file when it was made without it (`text: false`); nil
+    /// when there is nothing to add or nothing could be (the text not written, a full disk).
+    package func finished() -> CompactPolygon? {
+        let strips = view.provisional, text = needsText
+        guard strips || text else { return nil }
         let copy = exactCopy
-        let form = withExtendedLifetime(copy) { Self.text(lonLat: copy.base, rings: ringCounts, hinted: file.hintedText) }
-        guard let written = file.append(UnsafeBufferPointer(start: nil, count: 0), text: form.bytes) else { return nil }
-        return CompactPolygon(block: block, bytes: blockBytes, ownsBlock: false, exact: exact,
-                              text: Text(offset: written.offset, length: form.length, hinted: form.hinted), owners: owners + [self])
+        var placed = self.text
+        if text, let file {
+            let form = withExtendedLifetime(copy) { Self.text(lonLat: copy.base, rings: ringCounts, hinted: file.hintedText) }
+            if let written = file.append(UnsafeBufferPointer(start: nil, count: 0), text: form.bytes) {
+                placed = Text(offset: written.offset, length: form.length, hinted: form.hinted)
+            }
+        }
+        if strips {
+            let built = withExtendedLifetime(copy) { Self.build(rings: ringCounts, exact: copy.base, wideRuns: view.wideRuns) }
+            return CompactPolygon(block: built.pointer, bytes: built.bytes, ownsBlock: true, exact: exact, text: placed,
+                                  owners: owners)
+        }
+        guard placed != nil else { return nil }
+        return CompactPolygon(block: block, bytes: blockBytes, ownsBlock: false, exact: exact, text: placed, owners: owners + [self])
     }
 
     /// Where the rings' GeoJSON (`[[[lon,lat],…],…]`, what `GeoJSONCodec.writePerimeter` writes
@@ -145,8 +162,14 @@ package final class CompactPolygon: @unchecked Sendable {
     /// Where the text is, as a snapshot records it (nil: none).
     package var text: Text? { textLength > 0 ? Text(offset: textOffset, length: textLength, hinted: textHinted) : nil }
 
-    /// Whether the rings' GeoJSON is still to be written (`withText`).
+    /// Whether the rings' GeoJSON is still to be written (`finished`).
     var needsText: Bool { textLength == 0 && (file?.writable ?? false) }
+    /// Whether `finished` has work to do: strips to build or text to write.
+    var needsFinishing: Bool { view.provisional || needsText }
+    /// Whether the polygon has one provisional strip (`init(provisional:)`).
+    package var isProvisional: Bool { view.provisional }
+    /// The horizontal strips its edges are bucketed in.
+    package var stripCount: Int { view.stripCount }
 
     /// The GeoJSON of rings of `rings` vertices over `lon, lat` pairs.
     static func ringsJSON(lonLat: UnsafePointer<Double>, rings: [Int]) -> [UInt8] {
@@ -229,7 +252,9 @@ package final class CompactPolygon: @unchecked Sendable {
 
     /// Builds a block over the exact coordinates (`lon, lat` per vertex, rings of `rings` vertices).
     /// `wideRuns` nil: two-word runs only when edge numbers need them.
-    static func build(rings: [Int], exact: UnsafePointer<Double>, wideRuns: Bool? = nil) -> (pointer: UnsafeMutableRawPointer, bytes: Int) {
+    /// `provisional`: one strip (every edge in it), marked so in the header.
+    static func build(rings: [Int], exact: UnsafePointer<Double>, wideRuns: Bool? = nil,
+                      provisional: Bool = false) -> (pointer: UnsafeMutableRawPointer, bytes: Int) {
         let n = rings.reduce(0, +)
         // The exterior ring's box (holes lie inside it).
         var west = Double.infinity, south = Double.infinity, east = -Double.infinity, north = -Double.infinity
@@ -240,9 +265,11 @@ package final class CompactPolygon: @unchecked Sendable {
         let sx = steps / max(east - west, 1e-300), sy = steps / max(north - south, 1e-300)
         let qv = UnsafeMutablePointer<UInt16>.allocate(capacity: max(1, 2 * n))
         defer { qv.deallocate() }
+        // Rounded to the nearest step as `Int(v + 0.5)` of the clamped value (v ≥ 0): baseline
+        // x86-64 has no rounding instruction, and `rounded()` is a call into libm per coordinate.
         for i in 0..<n {
-            qv[2 * i] = UInt16(min(steps, max(0, ((exact[2 * i] - west) * sx).rounded())))
-            qv[2 * i + 1] = UInt16(min(steps, max(0, ((exact[2 * i + 1] - south) * sy).rounded())))
+            qv[2 * i] = UInt16(min(steps, max(0, (exact[2 * i] - west) * sx)) + 0.5)
+            qv[2 * i + 1] = UInt16(min(steps, max(0, (exact[2 * i + 1] - south) * sy)) + 0.5)
         }
         // Edges are numbered by their first vertex; `edgeEnd[r]` is one past ring r's last edge.
         var starts = [Int](repeating: 0, count: rings.count + 1)
@@ -251,12 +278,12 @@ package final class CompactPolygon: @unchecked Sendable {
         // About 24 edges per strip, but no more strips than keep each edge in about two (tall
         // zig-zag edges: a strip costs a run for every edge passing through it).
         var totalHeight = 0.0
-        for (r, count) in rings.enumerated() where count > 1 {
+        for (r, count) in rings.enumerated() where count > 1 && !provisional {
             for i in starts[r]..<(starts[r] + count - 1) {
                 totalHeight += abs(Double(qv[2 * i + 3]) - Double(qv[2 * i + 1])) + 2 * margin
             }
         }
-        var strips = max(1, edgeCount / 24)
+        var strips = provisional ? 1 : max(1, edgeCount / 24)
         if totalHeight > 0 { strips = min(strips, max(1, Int(Double(edgeCount) * (steps + 1) / totalHeight))) }
         strips = min(strips, 1 << 16)
         let height = (steps + 1) / Double(strips)
@@ -265,10 +292,11 @@ package final class CompactPolygon: @unchecked Sendable {
         let lo = UnsafeMutablePointer<Int32>.allocate(capacity: max(1, n)), hi = UnsafeMutablePointer<Int32>.allocate(capacity: max(1, n))
         defer { lo.deallocate(); hi.deallocate() }
         let top = strips - 1
-        for (r, count) in rings.enumerated() where count > 1 {
+        for (r, count) in rings.enumerated() where count > 1 && !provisional {
             for i in starts[r]..<(starts[r] + count - 1) {
                 let a = Double(qv[2 * i + 1]), b = Double(qv[2 * i + 3])
-                let s0 = Int(((min(a, b) - margin) * inverse).rounded(.down)), s1 = Int(((max(a, b) + margin) * inverse).rounded(.down))
+                // Truncation, not `rounded(.down)` (libm): the same strip once clamped to 0...top.
+                let s0 = Int((min(a, b) - margin) * inverse), s1 = Int((max(a, b) + margin) * inverse)
                 lo[i] = Int32(s0 < 0 ? 0 : (s0 > top ? top : s0))
                 hi[i] = Int32(s1 < 0 ? 0 : (s1 > top ? top : s1))
             }
@@ -302,8 +330,25 @@ package final class CompactPolygon: @unchecked Sendable {
                 }
             }
         }
-        forEachRunStep { s, _, starting in if starting { runStart[s + 1] += 1 } }
-        for s in 0..<strips { runStart[s + 1] += runStart[s] }
+        // One provisional strip: each ring's edges, in runs of at most `maxRun` (what the passes
+        // would make, without them).
+        func forEachProvisionalRun(_ body: (_ first: Int, _ count: Int) -> Void) {
+            for (r, count) in rings.enumerated() where count > 1 {
+                var first = starts[r]
+                let end = first + count - 1
+                while first < end {
+                    let length = min(Int(maxRun), end - first)
+                    body(first, length)
+                    first += length
+                }
+            }
+        }
+        if provisional {
+            forEachProvisionalRun { _, _ in runStart[1] += 1 }
+        } else {
+            forEachRunStep { s, _, starting in if starting { runStart[s + 1] += 1 } }
+            for s in 0..<strips { runStart[s + 1] += runStart[s] }
+        }
         let runCount = Int(runStart[strips])
         let bytes = blockBytes(rings: rings.count, vertices: n, strips: strips, runWords: (wide ? 2 : 1) * runCount)
         let block = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 8)
@@ -311,26 +356,40 @@ package final class CompactPolygon: @unchecked Sendable {
         let d = block.assumingMemoryBound(to: Double.self)
         d[0] = west; d[1] = south; d[2] = east; d[3] = north; d[4] = sx; d[5] = sy; d[6] = height
         let c = (block + 56).assumingMemoryBound(to: UInt32.self)
-        c[0] = UInt32(n); c[1] = UInt32(rings.count); c[2] = UInt32(strips); c[3] = UInt32(runCount); c[4] = wide ? 1 : 0
+        c[0] = UInt32(n); c[1] = UInt32(rings.count); c[2] = UInt32(strips); c[3] = UInt32(runCount)
+        c[4] = (wide ? 1 : 0) | (provisional ? 2 : 0)
         let ringStart = (block + headerBytes).assumingMemoryBound(to: UInt32.self)
         for (r, s) in starts.enumerated() { ringStart[r] = UInt32(s) }
         let stripStart = ringStart + (rings.count + 1)
         stripStart.update(from: runStart, count: strips + 1)
         let runs = stripStart + (strips + 1)
-        // Fill: `runStart[s]` becomes the next free run of strip s.
-        forEachRunStep { s, i, starting in
-            if starting {
-                let k = Int(runStart[s])
+        if provisional {
+            var k = 0
+            forEachProvisionalRun { first, count in
                 if wide {
-                    runs[2 * k] = UInt32(i)
-                    runs[2 * k + 1] = 1
+                    runs[2 * k] = UInt32(first)
+                    runs[2 * k + 1] = UInt32(count)
                 } else {
-                    runs[k] = UInt32(i) << runCountBits | 1
+                    runs[k] = UInt32(first) << runCountBits | UInt32(count)
                 }
-                runStart[s] += 1
-            } else {
-                let k = Int(runStart[s]) - 1
-                if wide { runs[2 * k + 1] += 1 } else { runs[k] += 1 }
+                k += 1
+            }
+        } else {
+            // Fill: `runStart[s]` becomes the next free run of strip s.
+            forEachRunStep { s, i, starting in
+                if starting {
+                    let k = Int(runStart[s])
+                    if wide {
+                        runs[2 * k] = UInt32(i)
+                        runs[2 * k + 1] = 1
+                    } else {
+                        runs[k] = UInt32(i) << runCountBits | 1
+                    }
+                    runStart[s] += 1
+                } else {
+                    let k = Int(runStart[s]) - 1
+                    if wide { runs[2 * k + 1] += 1 } else { runs[k] += 1 }
+                }
             }
         }
         let qp = UnsafeMutableRawPointer(runs + (wide ? 2 : 1) * runCount).assumingMemoryBound(to: UInt16.self)
@@ -359,6 +418,8 @@ package final class CompactPolygon: @unchecked Sendable {
         let runCount: Int
         /// Runs take two words each (see `runCountBits`).
         let wideRuns: Bool
+        /// One strip holding every edge, until `CompactPolygon.finished` builds the strips.
+        let provisional: Bool
         let ringStart: UnsafePointer<UInt32>
         let stripStart: UnsafePointer<UInt32>
         let runs: UnsafePointer<UInt32>
@@ -380,6 +441,7 @@ package final class CompactPolygon: @unchecked Sendable {
             stripCount = Int(c[2])
             runCount = Int(c[3])
             wideRuns = c[4] & 1 != 0
+            provisional = c[4] & 2 != 0
             ringStart = (block + CompactPolygon.headerBytes).assumingMemoryBound(to: UInt32.self)
             stripStart = ringStart + (ringCount + 1)
             runs = stripStart + (stripCount + 1)
@@ -399,7 +461,8 @@ package final class CompactPolygon: @unchecked Sendable {
         func strip(lon x: Double, lat y: Double) -> (px: Double, py: Double, lo: Int, hi: Int)? {
             guard y >= south, y <= north, x >= west, x <= east else { return nil }
             let px = (x - west) * sx, py = (y - south) * sy
-            let s = min(stripCount - 1, max(0, Int((py / stripHeight).rounded(.down))))
+            // py ≥ 0 here: truncation is `rounded(.down)` without a call into libm.
+            let s = min(stripCount - 1, Int(py / stripHeight))
             return (px, py, Int(stripStart[s]), Int(stripStart[s + 1]))
         }
 

@@ -144,8 +144,8 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         /// A large polygon with one box and no raster yet (`warm` builds it).
         var needsRaster: Bool { kind == .large && raster < 0 && splitBoxes.isEmpty }
 
-        /// A large polygon still to be prepared by `warm`: its raster, or its rings' GeoJSON.
-        var needsWarming: Bool { needsRaster || (kind == .large && compact.contains(where: \.needsText)) }
+        /// A large polygon still to be prepared by `warm`: its raster, its strips or its rings' GeoJSON.
+        var needsWarming: Bool { needsRaster || (kind == .large && compact.contains(where: \.needsFinishing)) }
 
         func covers(lon: Double, lat: Double) -> Bool {
             compact.contains { $0.covers(lon: lon, lat: lat) }
@@ -336,8 +336,9 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                 let t1 = ContinuousClock.now
                 lock.write {
                     if trackSeen { for beacon in batch { loading.value.seen.insert(beacon.id) } } // only a resync needs them
-                    for (beacon, prep) in zip(changed, prepared) where !(touchedDuringLoad?.contains(beacon.id) ?? false) {
-                        install(beacon, prep)
+                    let touched = touchedDuringLoad ?? []
+                    for i in changed.indices where touched.isEmpty || !touched.contains(changed[i].id) {
+                        install(changed[i], prepared[i])
                     }
                 }
                 report?.value.installSeconds += Self.seconds(ContinuousClock.now - t1)
@@ -486,8 +487,9 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         case .polygon, .multiPolygon:
             let polygons = beacon.perimeter.polygons
             if beacon.perimeter.vertexCount > Self.largePolygonThreshold {
-                // Without `raster` (a load that lets `warm` finish the work), nor their GeoJSON.
-                let compact = polygons.map { CompactPolygon($0, file: coordinateFile, text: raster) }
+                // Without `raster` (a load that lets `warm` finish the work), nor their GeoJSON
+                // nor their strips (a provisional one: 15 % of loading 1M beacons).
+                let compact = polygons.map { CompactPolygon($0, file: coordinateFile, text: raster, provisional: !raster) }
                 let r = raster && boxes.count == 1 ? Self.raster(compact, box: boxes[0]) : nil
                 return Prepared(boxes: boxes, compact: compact, raster: r)
             }
@@ -509,19 +511,20 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     }
 
     func prepareConcurrently(_ batch: [Beacon], raster: Bool) -> [Prepared] {
-        let results = UnsafeMutableBufferPointer<Prepared>.allocate(capacity: batch.count)
-        results.initialize(repeating: Prepared(boxes: []))
-        defer { results.deinitialize().deallocate() }
+        guard !batch.isEmpty else { return [] }
         let workers = max(1, ProcessInfo.processInfo.activeProcessorCount)
         let chunk = (batch.count + workers - 1) / workers
-        // Each worker writes its own disjoint range of `results`.
-        let output = UncheckedSendable(results.baseAddress!)
-        DispatchQueue.concurrentPerform(iterations: workers) { w in
-            let lo = w * chunk, hi = min(batch.count, lo + chunk)
-            guard lo < hi else { return }
-            for i in lo..<hi { (output.value + i).pointee = prepare(batch[i], raster: raster) }
+        // Each worker initializes its own disjoint range of the array's storage in place (no
+        // placeholder values, no copy).
+        return [Prepared](unsafeUninitializedCapacity: batch.count) { buffer, count in
+            let output = UncheckedSendable(buffer.baseAddress!)
+            DispatchQueue.concurrentPerform(iterations: workers) { w in
+                let lo = w * chunk, hi = min(batch.count, lo + chunk)
+                guard lo < hi else { return }
+                for i in lo..<hi { (output.value + i).initialize(to: prepare(batch[i], raster: raster)) }
+            }
+            count = batch.count
         }
-        return Array(results)
     }
 
     /// Number of large polygons still waiting for their raster (`load(prepare: false)`).
@@ -563,15 +566,16 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             await offEventLoops {
                 DispatchQueue.concurrentPerform(iterations: colds.count) { i in
                     let c = colds[i]
-                    let raster = c.needsRaster ? Self.raster(c.compact, box: c.box) : nil
-                    // The rings' GeoJSON of polygons loaded without it (`load(prepare: false)`).
-                    var texts: [CompactPolygon]?
-                    if c.compact.contains(where: \.needsText) {
-                        let withTexts = c.compact.map { $0.withText() ?? $0 }
-                        // None written (a full disk): nothing to swap in (else `warm` would retry forever).
-                        if !withTexts.elementsEqual(c.compact, by: ===) { texts = withTexts }
+                    // The strips and rings' GeoJSON of polygons loaded without them
+                    // (`load(prepare: false)`), before the raster (its tests use the strips).
+                    var finished: [CompactPolygon]?
+                    if c.compact.contains(where: \.needsFinishing) {
+                        let all = c.compact.map { $0.finished() ?? $0 }
+                        // Nothing done (a full disk): nothing to swap in (else `warm` would retry forever).
+                        if !all.elementsEqual(c.compact, by: ===) { finished = all }
                     }
-                    (output.value + i).pointee = (raster, texts)
+                    let raster = c.needsRaster ? Self.raster(finished ?? c.compact, box: c.box) : nil
+                    (output.value + i).pointee = (raster, finished)
                 }
                 // The batch's temporaries (exact coordinates, text, hints) go back to the system,
                 // so the server stays at its settled size while warming (1M: 1.7 GiB, not 2.2).

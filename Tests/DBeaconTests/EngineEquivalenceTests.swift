@@ -207,6 +207,15 @@ import Testing
             // the largest with two-word runs (as polygons of over a million vertices have).
             let compact = CompactPolygon(polygon, file: round % 2 == 0 ? file : nil, wideRuns: round == 20)
             #expect(compact.polygon == polygon)
+            #expect(!compact.isProvisional && compact.stripCount > 1)
+            // As a load builds it (one provisional strip, every edge in it), and as the warm-up
+            // finishes it (its strips built, its text written): the same answers throughout.
+            let provisional = CompactPolygon(polygon, file: round % 2 == 0 ? file : nil, text: false, provisional: true,
+                                             wideRuns: round == 20)
+            #expect(provisional.isProvisional && provisional.stripCount == 1)
+            let finished = try #require(provisional.finished())
+            #expect(!finished.isProvisional && finished.stripCount == compact.stripCount && finished.finished() == nil)
+            #expect(finished.polygon == polygon && finished.ringsJSON == compact.ringsJSON)
             let geos = try #require(PreparedPerimeter([polygon]))
             var points: [Position] = (0..<400).map { _ in
                 Position(lon: c.lon + .random(in: -0.04...0.04, using: &g.rng), lat: c.lat + .random(in: -0.03...0.03, using: &g.rng))
@@ -243,6 +252,8 @@ import Testing
                 if expected { inside += 1 }
                 #expect(RayCrossing.covers(polygon, lon: p.lon, lat: p.lat) == expected, "every edge \(p) round \(round)")
                 #expect(compact.covers(lon: p.lon, lat: p.lat) == expected, "compact \(p) round \(round)")
+                #expect(provisional.covers(lon: p.lon, lat: p.lat) == expected, "provisional \(p) round \(round)")
+                #expect(finished.covers(lon: p.lon, lat: p.lat) == expected, "finished \(p) round \(round)")
                 // When the compact coordinates decide alone, they decide right.
                 if let answer = compact.compactAnswer(lon: p.lon, lat: p.lat) {
                     compactDecided += 1
@@ -265,6 +276,8 @@ import Testing
         let side = (0...10_000).map { Position(lon: 9.0 + Double($0) * 1e-6, lat: 48.0) }
         let sliver = Polygon(rings: [side + [Position(lon: 9.01, lat: 48.002), Position(lon: 9.0, lat: 48.002), side[0]]])
         let compactSliver = CompactPolygon(sliver, file: file)
+        // Provisional too: its one strip holds the side's 10,000 edges in runs of at most 4,095.
+        let provisionalSliver = CompactPolygon(sliver, file: file, text: false, provisional: true)
         let geosSliver = try #require(PreparedPerimeter([sliver]))
         var sliverPoints = (0..<2_000).map { _ in
             Position(lon: 8.9995 + .random(in: 0...0.011, using: &g.rng), lat: 47.9995 + .random(in: 0...0.003, using: &g.rng))
@@ -273,6 +286,7 @@ import Testing
                                                                                 Position(lon: $0.element.lon, lat: 48.0 + 1e-9)] }
         for p in sliverPoints {
             #expect(compactSliver.covers(lon: p.lon, lat: p.lat) == geosSliver.covers(p), "sliver \(p)")
+            #expect(provisionalSliver.covers(lon: p.lon, lat: p.lat) == geosSliver.covers(p), "provisional sliver \(p)")
         }
         // Both paths of the compact test were taken: most points decided on 16-bit coordinates,
         // those on and next to edges on the exact ones.

@@ -15,6 +15,36 @@ package final class SQLColumns: Sendable {
     func position(of name: String) -> Int? { index[name] }
 }
 
+/// A column named in a result: by its name (`row.string("id")`), or found once by name and read
+/// by position in every row of the result (`SQLColumn`), for results of many rows.
+package protocol SQLColumnReference {
+    var columnName: String { get }
+    func position(in columns: SQLColumns) -> Int?
+}
+
+extension String: SQLColumnReference {
+    package var columnName: String { self }
+    package func position(in columns: SQLColumns) -> Int? { columns.position(of: self) }
+}
+
+/// A column's position in one result, looked up once (rows of a result share their columns);
+/// read from a row of another result, it is looked up by name there.
+package struct SQLColumn: SQLColumnReference, Sendable {
+    package let columnName: String
+    let columns: SQLColumns
+    let position: Int?
+
+    package init(_ name: String, in columns: SQLColumns) {
+        columnName = name
+        self.columns = columns
+        position = columns.position(of: name)
+    }
+
+    package func position(in columns: SQLColumns) -> Int? {
+        columns === self.columns ? position : columns.position(of: columnName)
+    }
+}
+
 /// One result row, read by column name. Both databases produce the same values for the same
 /// schema: integers (booleans as 0/1), reals, text, blobs and NULL.
 package struct SQLRow: Sendable {
@@ -26,10 +56,10 @@ package struct SQLRow: Sendable {
         self.values = values
     }
 
-    package subscript(_ name: String) -> SQLValue {
+    package subscript(_ name: some SQLColumnReference) -> SQLValue {
         get throws {
-            guard let i = columns.position(of: name) else {
-                throw DBeaconError.internalError("database error", cause: "no column \(name) in \(columns.names)")
+            guard let i = name.position(in: columns) else {
+                throw DBeaconError.internalError("database error", cause: "no column \(name.columnName) in \(columns.names)")
             }
             return values[i]
         }
@@ -39,55 +69,55 @@ package struct SQLRow: Sendable {
         DBeaconError.internalError("database error", cause: "column \(name) holds \(value), expected \(expected)")
     }
 
-    package func optionalString(_ name: String) throws -> String? {
+    package func optionalString(_ name: some SQLColumnReference) throws -> String? {
         switch try self[name] {
         case .null: return nil
         case .text(let s): return s
         case .integer(let i): return String(i)
         case .real(let d): return String(d)
-        case let other: throw mismatch(name, other, "text")
+        case let other: throw mismatch(name.columnName, other, "text")
         }
     }
 
-    package func optionalInt64(_ name: String) throws -> Int64? {
+    package func optionalInt64(_ name: some SQLColumnReference) throws -> Int64? {
         switch try self[name] {
         case .null: return nil
         case .integer(let i): return i
         case .real(let d) where d == d.rounded() && abs(d) < 9e18: return Int64(d)
         case .bool(let b): return b ? 1 : 0
         case .text(let s) where Int64(s) != nil: return Int64(s)
-        case let other: throw mismatch(name, other, "an integer")
+        case let other: throw mismatch(name.columnName, other, "an integer")
         }
     }
 
-    package func optionalDouble(_ name: String) throws -> Double? {
+    package func optionalDouble(_ name: some SQLColumnReference) throws -> Double? {
         switch try self[name] {
         case .null: return nil
         case .real(let d): return d
         case .integer(let i): return Double(i)
-        case let other: throw mismatch(name, other, "a number")
+        case let other: throw mismatch(name.columnName, other, "a number")
         }
     }
 
-    package func optionalBytes(_ name: String) throws -> [UInt8]? {
+    package func optionalBytes(_ name: some SQLColumnReference) throws -> [UInt8]? {
         switch try self[name] {
         case .null: return nil
         case .blob(let b): return b
         case .text(let s): return Array(s.utf8)
-        case let other: throw mismatch(name, other, "a blob")
+        case let other: throw mismatch(name.columnName, other, "a blob")
         }
     }
 
-    package func string(_ name: String) throws -> String { try required(name, optionalString(name)) }
-    package func int64(_ name: String) throws -> Int64 { try required(name, optionalInt64(name)) }
-    package func int(_ name: String) throws -> Int { Int(try int64(name)) }
-    package func optionalInt(_ name: String) throws -> Int? { try optionalInt64(name).map(Int.init) }
-    package func double(_ name: String) throws -> Double { try required(name, optionalDouble(name)) }
-    package func bool(_ name: String) throws -> Bool { try int64(name) != 0 }
-    package func optionalBool(_ name: String) throws -> Bool? { try optionalInt64(name).map { $0 != 0 } }
-    package func bytes(_ name: String) throws -> [UInt8] { try required(name, optionalBytes(name)) }
-    package func timestamp(_ name: String) throws -> Timestamp { Timestamp(millis: try int64(name)) }
-    package func optionalTimestamp(_ name: String) throws -> Timestamp? { try optionalInt64(name).map(Timestamp.init(millis:)) }
+    package func string(_ name: some SQLColumnReference) throws -> String { try required(name.columnName, optionalString(name)) }
+    package func int64(_ name: some SQLColumnReference) throws -> Int64 { try required(name.columnName, optionalInt64(name)) }
+    package func int(_ name: some SQLColumnReference) throws -> Int { Int(try int64(name)) }
+    package func optionalInt(_ name: some SQLColumnReference) throws -> Int? { try optionalInt64(name).map(Int.init) }
+    package func double(_ name: some SQLColumnReference) throws -> Double { try required(name.columnName, optionalDouble(name)) }
+    package func bool(_ name: some SQLColumnReference) throws -> Bool { try int64(name) != 0 }
+    package func optionalBool(_ name: some SQLColumnReference) throws -> Bool? { try optionalInt64(name).map { $0 != 0 } }
+    package func bytes(_ name: some SQLColumnReference) throws -> [UInt8] { try required(name.columnName, optionalBytes(name)) }
+    package func timestamp(_ name: some SQLColumnReference) throws -> Timestamp { Timestamp(millis: try int64(name)) }
+    package func optionalTimestamp(_ name: some SQLColumnReference) throws -> Timestamp? { try optionalInt64(name).map(Timestamp.init(millis:)) }
 
     private func required<T>(_ name: String, _ value: T?) throws -> T {
         guard let value else { throw DBeaconError.internalError("database error", cause: "column \(name) is NULL") }

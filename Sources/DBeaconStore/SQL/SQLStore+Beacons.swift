@@ -388,66 +388,60 @@ extension SQLStore {
     /// Builds beacons from rows of `beaconColumns`, loading tags, members and relationships
     /// for all of them with one query per table.
     static func beacons(from rows: [SQLRow], db: any SQLSession) async throws -> [Beacon] {
-        guard !rows.isEmpty else { return [] }
-        let ids = try rows.map { try $0.string("id") }
-        var tags: [String: [String]] = [:]
-        var members: [String: [UserID]] = [:]
-        var relationships: [String: [Relationship]] = [:]
-        for row in try await db.rows("SELECT beacon_id, tag FROM beacon_tags WHERE \(db.dialect.contains("beacon_id", "$1")) ORDER BY beacon_id, position", [ids]) {
-            tags[try row.string("beacon_id"), default: []].append(try row.string("tag"))
-        }
-        for row in try await db.rows("""
+        guard let first = rows.first else { return [] }
+        // Columns by position, looked up once (a load reads a million rows of twenty columns).
+        let c = BeaconColumns(first.columns)
+        let ids = try rows.map { try $0.string(c.id) }
+        let tags = try grouped(try await db.rows("""
+            SELECT beacon_id, tag FROM beacon_tags WHERE \(db.dialect.contains("beacon_id", "$1")) ORDER BY beacon_id, position
+            """, [ids]), by: "beacon_id", "tag") { row, c in try row.string(c[0]) }
+        let members = try grouped(try await db.rows("""
             SELECT beacon_id, user_id FROM beacon_members WHERE \(db.dialect.contains("beacon_id", "$1")) ORDER BY beacon_id, position
-            """, [ids]) {
-            members[try row.string("beacon_id"), default: []].append(UserID(uncheckedRawValue: try row.string("user_id")))
-        }
-        for row in try await db.rows("""
+            """, [ids]), by: "beacon_id", "user_id") { row, c in UserID(uncheckedRawValue: try row.string(c[0])) }
+        let relationships = try grouped(try await db.rows("""
             SELECT source_id, type, target_id, ord FROM relationships WHERE \(db.dialect.contains("source_id", "$1")) ORDER BY source_id, position
-            """, [ids]) {
-            relationships[try row.string("source_id"), default: []].append(
-                Relationship(type: try row.string("type"), target: BeaconID(uncheckedRawValue: try row.string("target_id")),
-                             order: try row.optionalInt("ord")))
+            """, [ids]), by: "source_id", "type", "target_id", "ord") { row, c in
+            Relationship(type: try row.string(c[0]), target: BeaconID(uncheckedRawValue: try row.string(c[1])), order: try row.optionalInt(c[2]))
         }
         var areas = [[Polygon]](repeating: [], count: rows.count)
-        for (i, row) in rows.enumerated() where try row.string("perimeter_kind") != "circle" {
-            let id = try row.string("id")
-            do { areas[i] = try await Self.decodeArea(try row.bytes("area_wkb"), id: id, db: db) } catch {
-                throw DBeaconError.internalError("corrupt perimeter of beacon \(id)")
+        for (i, row) in rows.enumerated() where try row.string(c.perimeterKind) != "circle" {
+            do { areas[i] = try await Self.decodeArea(try row.bytes(c.area), id: ids[i], db: db) } catch {
+                throw DBeaconError.internalError("corrupt perimeter of beacon \(ids[i])")
             }
         }
         return try rows.enumerated().map { i, row in
-            let id = try row.string("id")
-            let kind = try row.string("perimeter_kind")
+            let id = ids[i]
+            let kind = try row.string(c.perimeterKind)
             let perimeter: Perimeter
             switch kind {
             case "circle":
-                perimeter = .circle(radiusM: try row.double("radius_m"))
+                perimeter = .circle(radiusM: try row.double(c.radius))
             default:
                 let polygons = areas[i]
                 perimeter = kind == "polygon" && polygons.count == 1 ? .polygon(polygons[0]) : .multiPolygon(polygons)
             }
-            let start = try row.optionalTimestamp("lifetime_start")
-            let end = try row.optionalTimestamp("lifetime_end")
-            let isPrivate = try row.bool("is_private")
+            let start = try row.optionalTimestamp(c.lifetimeStart)
+            let end = try row.optionalTimestamp(c.lifetimeEnd)
+            let isPrivate = try row.bool(c.isPrivate)
             return Beacon(
                 id: BeaconID(uncheckedRawValue: id),
-                name: try row.string("name"),
-                description: try row.optionalString("description"),
-                owner: UserID(uncheckedRawValue: try row.string("owner")),
-                location: Position(lon: try row.double("lon"), lat: try row.double("lat")),
+                name: try row.string(c.name),
+                description: try row.optionalString(c.description),
+                owner: UserID(uncheckedRawValue: try row.string(c.owner)),
+                location: Position(lon: try row.double(c.lon), lat: try row.double(c.lat)),
                 perimeter: perimeter,
                 lifetime: start == nil && end == nil ? nil : Lifetime(start: start, end: end),
                 members: isPrivate ? (members[id] ?? []) : nil,
                 tags: tags[id] ?? [],
                 relationships: relationships[id] ?? [],
-                content: StoredBeacon.content(fromColumn: try row.string("content")),
-                tracksOwner: try row.bool("tracks_owner"),
-                contentPolicy: ContentPolicy(rawValue: try row.string("content_policy")) ?? .owner,
-                service: try row.optionalString("service"),
-                followersCount: try row.int("followers_count"),
-                version: try row.int("version"),
-                createdAt: try row.timestamp("created_at"),
-                updatedAt: try row.timestamp("updated_at")
+                content: StoredBeacon.content(fromColumn: try row.string(c.content)),
+                tracksOwner: try row.bool(c.tracksOwner),
+                contentPolicy: ContentPolicy(rawValue: try row.string(c.contentPolicy)) ?? .owner,
+                service: try row.optionalString(c.service),
+                followersCount: try row.int(c.followersCount),
+                version: try row.int(c.version),
+                createdAt: try row.timestamp(c.createdAt),
+                updatedAt: try row.timestamp(c.updatedAt)
             )
         }
     }
@@ -501,5 +495,44 @@ extension SQLStore {
         try await read { db in
             try await db.exists("SELECT 1 FROM followers WHERE beacon_id = $1 AND user_id = $2", [beacon.rawValue, user.rawValue])
         }
+    }
+}
+
+/// The values of `rows` (ordered by their `key` column) by key: one dictionary entry per key,
+/// not per row; `value` reads a row through `columns` (looked up once).
+private func grouped<T>(_ rows: [SQLRow], by key: String, _ columns: String...,
+                        value: (SQLRow, [SQLColumn]) throws -> T) throws -> [String: [T]] {
+    guard let first = rows.first else { return [:] }
+    let keyColumn = SQLColumn(key, in: first.columns)
+    let valueColumns = columns.map { SQLColumn($0, in: first.columns) }
+    var out: [String: [T]] = [:]
+    var current: String?
+    var values: [T] = []
+    for row in rows {
+        let id = try row.string(keyColumn)
+        if id != current {
+            if let current { out[current] = values } // (ordered by key: each key's rows are together)
+            current = id
+            values = []
+        }
+        values.append(try value(row, valueColumns))
+    }
+    if let current { out[current] = values }
+    return out
+}
+
+/// The columns of `SQLStore.beaconColumns` in one result.
+private struct BeaconColumns {
+    let id, owner, name, description, lon, lat, perimeterKind, radius, lifetimeStart, lifetimeEnd, isPrivate,
+        tracksOwner, service, content, contentPolicy, followersCount, version, createdAt, updatedAt, area: SQLColumn
+
+    init(_ columns: SQLColumns) {
+        func column(_ name: String) -> SQLColumn { SQLColumn(name, in: columns) }
+        id = column("id"); owner = column("owner"); name = column("name"); description = column("description")
+        lon = column("lon"); lat = column("lat"); perimeterKind = column("perimeter_kind"); radius = column("radius_m")
+        lifetimeStart = column("lifetime_start"); lifetimeEnd = column("lifetime_end"); isPrivate = column("is_private")
+        tracksOwner = column("tracks_owner"); service = column("service"); content = column("content")
+        contentPolicy = column("content_policy"); followersCount = column("followers_count"); version = column("version")
+        createdAt = column("created_at"); updatedAt = column("updated_at"); area = column("area_wkb")
     }
 }
