@@ -60,8 +60,8 @@ package protocol BeaconStore: Sendable {
     /// The beacons of `owner` whose location tracks the owner.
     func trackingBeacons(owner: UserID) async throws -> [Beacon]
     /// Every beacon, in batches, for loading in-memory indexes; with `shard` (index, count)
-    /// only the beacons whose sequence number is `index` modulo `count`, so that several
-    /// readers can load in parallel. `body` may suspend (a loader waiting for room) before the
+    /// only the beacons in the shard's blocks of `batchSize` sequence numbers (block `index`,
+    /// then every `count`-th), so that several readers can load in parallel. `body` may suspend (a loader waiting for room) before the
     /// next batch is read.
     func forEachBeacon(batchSize: Int, shard: (index: Int, count: Int), _ body: @Sendable ([Beacon]) async throws -> Void) async throws
     /// Number of stored beacons.

@@ -348,24 +348,48 @@ extension SQLStore {
     }
 
     package func forEachBeacon(batchSize: Int, shard: (index: Int, count: Int), _ body: @Sendable ([Beacon]) async throws -> Void) async throws {
+        guard shard.count > 1 else { return try await forEachBeaconInOrder(batchSize: batchSize, body) }
+        // Shards take alternate blocks of `batchSize` sequence numbers (each reads only its own
+        // rows' pages; filtering on `seq % count` made every reader step through every row).
+        // At the end the last number is read again: beacons inserted meanwhile are read too.
+        let stride = Int64(shard.count) * Int64(batchSize)
+        var start = Int64(shard.index) * Int64(batchSize)
+        var last: Int64 = try await lastBeaconSeq()
+        while true {
+            if start >= last {
+                last = try await lastBeaconSeq()
+                if start >= last { return }
+            }
+            let (from, to) = (start, start + Int64(batchSize))
+            let batch = try await read { db in
+                try await Self.beacons(from: try await db.rows("""
+                    SELECT \(Self.beaconColumns(db.dialect)) FROM beacons b WHERE b.seq > $1 AND b.seq <= $2 ORDER BY b.seq
+                    """, [from, to]), db: db)
+            }
+            if !batch.isEmpty { try await body(batch) }
+            start += stride
+        }
+    }
+
+    /// Every beacon in order of their sequence numbers, a batch at a time (one reader).
+    private func forEachBeaconInOrder(batchSize: Int, _ body: @Sendable ([Beacon]) async throws -> Void) async throws {
         var after: Int64 = 0
-        let sharded = shard.count > 1
-        let (index, count) = (Int64(shard.index), Int64(max(1, shard.count)))
         while true {
             let start = after
             let (batch, last): ([Beacon], Int64?) = try await read { db in
-                let rows = sharded
-                    ? try await db.rows("""
-                        SELECT \(Self.beaconColumns(db.dialect)) FROM beacons b WHERE b.seq > $1 AND b.seq % $3 = $4 ORDER BY b.seq LIMIT $2
-                        """, [start, batchSize, count, index])
-                    : try await db.rows("SELECT \(Self.beaconColumns(db.dialect)) FROM beacons b WHERE b.seq > $1 ORDER BY b.seq LIMIT $2",
-                                        [start, batchSize])
+                let rows = try await db.rows("SELECT \(Self.beaconColumns(db.dialect)) FROM beacons b WHERE b.seq > $1 ORDER BY b.seq LIMIT $2",
+                                             [start, batchSize])
                 return (try await Self.beacons(from: rows, db: db), try rows.last?.int64("seq"))
             }
             guard let last else { return }
             try await body(batch)
             after = last
         }
+    }
+
+    /// The highest sequence number given to a beacon so far (0: none).
+    private func lastBeaconSeq() async throws -> Int64 {
+        try await read { db in try await db.rows("SELECT COALESCE(MAX(seq), 0) AS last FROM beacons", []).first?.int64("last") ?? 0 }
     }
 
     // MARK: Row decoding
