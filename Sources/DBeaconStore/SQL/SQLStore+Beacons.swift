@@ -364,7 +364,7 @@ extension SQLStore {
             let batch = try await read { db in
                 try await Self.beacons(from: try await db.rows("""
                     SELECT \(Self.beaconColumns(db.dialect)) FROM beacons b WHERE b.seq > $1 AND b.seq <= $2 ORDER BY b.seq
-                    """, [from, to]), db: db)
+                    """, [from, to]), db: db, seqRange: (from, to))
             }
             if !batch.isEmpty { try await body(batch) }
             start += stride
@@ -411,20 +411,31 @@ extension SQLStore {
 
     /// Builds beacons from rows of `beaconColumns`, loading tags, members and relationships
     /// for all of them with one query per table.
-    static func beacons(from rows: [SQLRow], db: any SQLSession) async throws -> [Beacon] {
+    /// With `seqRange` (`rows` are every beacon of `seq > from AND seq <= to`), their tags,
+    /// members and relationships are selected by that range rather than by a list of ids.
+    static func beacons(from rows: [SQLRow], db: any SQLSession, seqRange: (Int64, Int64)? = nil) async throws -> [Beacon] {
         guard let first = rows.first else { return [] }
         // Columns by position, looked up once (a load reads a million rows of twenty columns).
         let c = BeaconColumns(first.columns)
         let ids = try rows.map { try $0.string(c.id) }
-        let tags = try grouped(try await db.rows("""
-            SELECT beacon_id, tag FROM beacon_tags WHERE \(db.dialect.contains("beacon_id", "$1")) ORDER BY beacon_id, position
-            """, [ids]), by: "beacon_id", "tag") { row, c in try row.string(c[0]) }
-        let members = try grouped(try await db.rows("""
-            SELECT beacon_id, user_id FROM beacon_members WHERE \(db.dialect.contains("beacon_id", "$1")) ORDER BY beacon_id, position
-            """, [ids]), by: "beacon_id", "user_id") { row, c in UserID(uncheckedRawValue: try row.string(c[0])) }
-        let relationships = try grouped(try await db.rows("""
-            SELECT source_id, type, target_id, ord FROM relationships WHERE \(db.dialect.contains("source_id", "$1")) ORDER BY source_id, position
-            """, [ids]), by: "source_id", "type", "target_id", "ord") { row, c in
+        // The rows of `table` (alias `x`, beacon column `key`) of these beacons, each beacon's together.
+        func related(_ columns: String, _ table: String, key: String) async throws -> [SQLRow] {
+            if let (from, to) = seqRange {
+                return try await db.rows("""
+                    SELECT \(columns) FROM beacons b JOIN \(table) x ON x.\(key) = b.id WHERE b.seq > $1 AND b.seq <= $2
+                    ORDER BY b.seq, x.position
+                    """, [from, to])
+            }
+            return try await db.rows("""
+                SELECT \(columns) FROM \(table) x WHERE \(db.dialect.contains("x.\(key)", "$1")) ORDER BY x.\(key), x.position
+                """, [ids])
+        }
+        let tags = try grouped(try await related("x.beacon_id, x.tag", "beacon_tags", key: "beacon_id"),
+                               by: "beacon_id", "tag") { row, c in try row.string(c[0]) }
+        let members = try grouped(try await related("x.beacon_id, x.user_id", "beacon_members", key: "beacon_id"),
+                                  by: "beacon_id", "user_id") { row, c in UserID(uncheckedRawValue: try row.string(c[0])) }
+        let relationships = try grouped(try await related("x.source_id, x.type, x.target_id, x.ord", "relationships", key: "source_id"),
+                                        by: "source_id", "type", "target_id", "ord") { row, c in
             Relationship(type: try row.string(c[0]), target: BeaconID(uncheckedRawValue: try row.string(c[1])), order: try row.optionalInt(c[2]))
         }
         var areas = [[Polygon]](repeating: [], count: rows.count)
@@ -522,8 +533,8 @@ extension SQLStore {
     }
 }
 
-/// The values of `rows` (ordered by their `key` column) by key: one dictionary entry per key,
-/// not per row; `value` reads a row through `columns` (looked up once).
+/// The values of `rows` (each key's rows together, in order) by key: one dictionary entry per
+/// key, not per row; `value` reads a row through `columns` (looked up once).
 private func grouped<T>(_ rows: [SQLRow], by key: String, _ columns: String...,
                         value: (SQLRow, [SQLColumn]) throws -> T) throws -> [String: [T]] {
     guard let first = rows.first else { return [:] }
@@ -535,7 +546,7 @@ private func grouped<T>(_ rows: [SQLRow], by key: String, _ columns: String...,
     for row in rows {
         let id = try row.string(keyColumn)
         if id != current {
-            if let current { out[current] = values } // (ordered by key: each key's rows are together)
+            if let current { out[current] = values } // (each key's rows are together)
             current = id
             values = []
         }
