@@ -100,10 +100,10 @@ package struct AppServices: Sendable {
             let fromSnapshot = try await DatabaseDeadline.$bulk.withValue(.bulkWork) {
                 try await Self.loadIndex(memory, store: store, snapshots: snapshots, logger: logger)
             }
-            // Large polygons' rasters are built, and their GeoJSON written to the coordinate
-            // file, after the server is up; until then each is answered by its compact edge test
-            // alone and formatted in each answer (same answers). Then, after a load from the
-            // database, a snapshot for the next start.
+            // Large polygons' strips and rasters are built, and their GeoJSON written to the
+            // coordinate file, after the server is up; until then each is answered by its compact
+            // edge test alone, over all its edges, and formatted in each answer (same answers).
+            // Then, after a load from the database, a snapshot for the next start.
             let warmLogger = logger
             Task.detached(priority: .utility) { [snapshots] in
                 let started = ContinuousClock.now

@@ -527,13 +527,13 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         }
     }
 
-    /// Number of large polygons still waiting for their raster (`load(prepare: false)`).
+    /// Number of large polygons still waiting for the warm-up (`load(prepare: false)`).
     package var pendingCount: Int { lock.read { pending } }
     /// Slots with `needsWarming` (kept by `install`/`uninstall`).
     var pending = 0
 
-    /// Builds the rasters of the large polygons loaded without them and writes their rings'
-    /// GeoJSON to the coordinate file, in batches, outside the lock; each is swapped in only if
+    /// Builds the strips and rasters of the large polygons loaded without them and writes their
+    /// rings' GeoJSON to the coordinate file, in batches, outside the lock; each is swapped in only if
     /// its slot did not change meanwhile (a change applied meanwhile was prepared by `apply`
     /// already). Queries go on meanwhile. Returns the number prepared.
     @discardableResult
@@ -583,14 +583,14 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             }
             lock.write {
                 for (i, (slot, c)) in batch.enumerated() where cold[Int(slot)] === c {
-                    let (r, texts) = rasters[i]
-                    guard r != nil || texts != nil, var hot = grid.record(of: slot, box: c.box) else { continue }
+                    let (r, finished) = rasters[i]
+                    guard r != nil || finished != nil, var hot = grid.record(of: slot, box: c.box) else { continue }
                     var number: Int32?
                     if let r {
                         number = storeRaster(r)
                         hot.test = .large(raster: number!, coarse: r.coarse)
                     }
-                    reinstall(slot, c.with(raster: number, compact: texts), hot: hot)
+                    reinstall(slot, c.with(raster: number, compact: finished), hot: hot)
                     done += 1
                     donePass += 1
                 }
