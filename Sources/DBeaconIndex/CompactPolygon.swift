@@ -288,8 +288,10 @@ package final class CompactPolygon: @unchecked Sendable {
         strips = min(strips, 1 << 16)
         let height = (steps + 1) / Double(strips)
         let inverse = 1 / height
-        // The strips an edge's latitude range (grown by the margin) touches: lo...hi.
-        let lo = UnsafeMutablePointer<Int32>.allocate(capacity: max(1, n)), hi = UnsafeMutablePointer<Int32>.allocate(capacity: max(1, n))
+        // The strips an edge's latitude range (grown by the margin) touches: lo...hi (unused with
+        // one provisional strip).
+        let edgeSlots = provisional ? 1 : max(1, n)
+        let lo = UnsafeMutablePointer<Int32>.allocate(capacity: edgeSlots), hi = UnsafeMutablePointer<Int32>.allocate(capacity: edgeSlots)
         defer { lo.deallocate(); hi.deallocate() }
         let top = strips - 1
         for (r, count) in rings.enumerated() where count > 1 && !provisional {
