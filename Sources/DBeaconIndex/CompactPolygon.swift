@@ -61,6 +61,21 @@ package final class CompactPolygon: @unchecked Sendable {
                              wideRuns: Bool? = nil) {
         let rings = polygon.rings
         let n = polygon.vertexCount
+        if !text, let file, Position.isPairOfDoubles {
+            // Without the text (a load's): the rings go to the file and into the block straight
+            // from their arrays, without a contiguous copy of every coordinate first.
+            let direct: (UnsafePointer<Double>, (pointer: UnsafeMutableRawPointer, bytes: Int))? = Self.withRingPointers(rings) { pointers in
+                let parts = zip(pointers, rings).map { UnsafeRawBufferPointer(start: $0, count: $1.count * 16) }
+                guard let written = file.append(parts) else { return nil }
+                return (written.pointer, Self.build(rings: rings.map(\.count), ringCoordinates: pointers, wideRuns: wideRuns,
+                                                    provisional: provisional))
+            }
+            if let (exact, block) = direct {
+                self.init(block: UnsafeRawPointer(block.pointer), bytes: block.bytes, ownsBlock: true, exact: exact,
+                          text: nil, owners: [file])
+                return
+            }
+        }
         let exact = HeapDoubles(count: 2 * n)
         var k = 0
         for ring in rings {
@@ -250,30 +265,63 @@ package final class CompactPolygon: @unchecked Sendable {
         return (bytes + 7) & ~7
     }
 
+    /// Calls `body` with a pointer to each ring's doubles (`lon, lat` per vertex), valid during
+    /// the call.
+    static func withRingPointers<R>(_ rings: [Ring], _ body: ([UnsafePointer<Double>]) -> R) -> R {
+        var pointers: [UnsafePointer<Double>] = []
+        pointers.reserveCapacity(rings.count)
+        func nest(_ r: Int) -> R {
+            guard r < rings.count else { return body(pointers) }
+            return rings[r].withUnsafeBytes { bytes in
+                // (An empty ring has no storage; no vertex of it is ever read.)
+                pointers.append((bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 8)!).assumingMemoryBound(to: Double.self))
+                return nest(r + 1)
+            }
+        }
+        return nest(0)
+    }
+
     /// Builds a block over the exact coordinates (`lon, lat` per vertex, rings of `rings` vertices).
     /// `wideRuns` nil: two-word runs only when edge numbers need them.
     /// `provisional`: one strip (every edge in it), marked so in the header.
     static func build(rings: [Int], exact: UnsafePointer<Double>, wideRuns: Bool? = nil,
                       provisional: Bool = false) -> (pointer: UnsafeMutableRawPointer, bytes: Int) {
+        var pointers: [UnsafePointer<Double>] = []
+        var start = 0
+        for count in rings {
+            pointers.append(exact + 2 * start)
+            start += count
+        }
+        return build(rings: rings, ringCoordinates: pointers, wideRuns: wideRuns, provisional: provisional)
+    }
+
+    /// The same over each ring's own coordinates (`ringCoordinates[r]`: ring r's doubles).
+    static func build(rings: [Int], ringCoordinates: [UnsafePointer<Double>], wideRuns: Bool? = nil,
+                      provisional: Bool = false) -> (pointer: UnsafeMutableRawPointer, bytes: Int) {
         let n = rings.reduce(0, +)
         // The exterior ring's box (holes lie inside it).
         var west = Double.infinity, south = Double.infinity, east = -Double.infinity, north = -Double.infinity
-        for i in 0..<(rings.first ?? 0) {
-            let x = exact[2 * i], y = exact[2 * i + 1]
-            west = min(west, x); east = max(east, x); south = min(south, y); north = max(north, y)
+        if let first = ringCoordinates.first {
+            for i in 0..<rings[0] {
+                let x = first[2 * i], y = first[2 * i + 1]
+                west = min(west, x); east = max(east, x); south = min(south, y); north = max(north, y)
+            }
         }
         let sx = steps / max(east - west, 1e-300), sy = steps / max(north - south, 1e-300)
         let qv = UnsafeMutablePointer<UInt16>.allocate(capacity: max(1, 2 * n))
         defer { qv.deallocate() }
-        // Rounded to the nearest step as `Int(v + 0.5)` of the clamped value (v ≥ 0): baseline
-        // x86-64 has no rounding instruction, and `rounded()` is a call into libm per coordinate.
-        for i in 0..<n {
-            qv[2 * i] = UInt16(min(steps, max(0, (exact[2 * i] - west) * sx)) + 0.5)
-            qv[2 * i + 1] = UInt16(min(steps, max(0, (exact[2 * i + 1] - south) * sy)) + 0.5)
-        }
         // Edges are numbered by their first vertex; `edgeEnd[r]` is one past ring r's last edge.
         var starts = [Int](repeating: 0, count: rings.count + 1)
         for (r, count) in rings.enumerated() { starts[r + 1] = starts[r] + count }
+        // Rounded to the nearest step as `Int(v + 0.5)` of the clamped value (v ≥ 0): baseline
+        // x86-64 has no rounding instruction, and `rounded()` is a call into libm per coordinate.
+        for (r, count) in rings.enumerated() {
+            let exact = ringCoordinates[r], q = qv + 2 * starts[r]
+            for i in 0..<count {
+                q[2 * i] = UInt16(min(steps, max(0, (exact[2 * i] - west) * sx)) + 0.5)
+                q[2 * i + 1] = UInt16(min(steps, max(0, (exact[2 * i + 1] - south) * sy)) + 0.5)
+            }
+        }
         let edgeCount = rings.reduce(0) { $0 + max(0, $1 - 1) }
         // About 24 edges per strip, but no more strips than keep each edge in about two (tall
         // zig-zag edges: a strip costs a run for every edge passing through it).

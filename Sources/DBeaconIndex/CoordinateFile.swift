@@ -130,6 +130,25 @@ package final class CoordinateFile: @unchecked Sendable {
         return (offset, pointer(at: offset))
     }
 
+    /// Appends the bytes of `parts` one after the other (each a multiple of 8 bytes, e.g. the
+    /// rings of a polygon, as doubles); returns where, as `append` does, or nil when a write
+    /// failed.
+    package func append(_ parts: [UnsafeRawBufferPointer]) -> (offset: Int, pointer: UnsafePointer<Double>)? {
+        let bytes = parts.reduce(0) { $0 + Self.padded($1.count) }
+        let offset: Int = lock.withLock {
+            let offset = end
+            end += bytes
+            return offset
+        }
+        var at = offset
+        for part in parts {
+            precondition(part.count % 8 == 0, "parts are doubles")
+            guard part.count == 0 || write(part, at: at) else { return nil }
+            at += part.count
+        }
+        return (offset, pointer(at: offset))
+    }
+
     /// `count` rounded up to a multiple of 8.
     static func padded(_ count: Int) -> Int { (count + 7) & ~7 }
 

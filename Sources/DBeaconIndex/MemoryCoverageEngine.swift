@@ -757,8 +757,10 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         switch beacon.perimeter {
         case .circle(let r):
             return Geodesy.boundingBoxes(center: beacon.location, radiusM: r)
-        case .polygon, .multiPolygon:
-            let perPolygon = beacon.perimeter.polygons.map { BoundingBox(of: $0.exterior) }
+        case .polygon(let p):
+            return [BoundingBox(of: p.exterior)] // (no array of polygons: one per load of a beacon)
+        case .multiPolygon(let polygons):
+            let perPolygon = polygons.map { BoundingBox(of: $0.exterior) }
             let all = perPolygon.dropFirst().reduce(perPolygon[0]) { $0.union($1) }
             return all.east - all.west > 180 ? perPolygon : [all]
         }

@@ -213,6 +213,8 @@ import Testing
             let provisional = CompactPolygon(polygon, file: round % 2 == 0 ? file : nil, text: false, provisional: true,
                                              wideRuns: round == 20)
             #expect(provisional.isProvisional && provisional.stripCount == 1)
+            // Its rings written to the file straight from their arrays (no contiguous copy), read back.
+            #expect(provisional.polygon == polygon && (round % 2 != 0) == (file.offset(of: provisional.exact) == nil))
             let finished = try #require(provisional.finished())
             #expect(!finished.isProvisional && finished.stripCount == compact.stripCount && finished.finished() == nil)
             #expect(finished.polygon == polygon && finished.ringsJSON == compact.ringsJSON)

@@ -8,6 +8,14 @@ package struct Position: Sendable, Hashable {
         self.lat = lat
     }
 
+    /// Whether a `Position` is laid out as two little-endian doubles, longitude then latitude,
+    /// on this machine (as WKB and the coordinate file keep them): then rings are copied as bytes.
+    package static let isPairOfDoubles: Bool = {
+        let one = 1.0
+        return MemoryLayout<Position>.stride == 16 && MemoryLayout<Position>.offset(of: \Position.lat) == 8
+            && one.bitPattern.littleEndian == one.bitPattern
+    }()
+
     /// True when both values are finite and inside [-180, 180] × [-90, 90].
     package var isValid: Bool {
         lon.isFinite && lat.isFinite && lon >= -180 && lon <= 180 && lat >= -90 && lat <= 90
@@ -68,7 +76,13 @@ package enum Perimeter: Sendable, Hashable {
         return nil
     }
 
-    package var vertexCount: Int { polygons.reduce(0) { $0 + $1.vertexCount } }
+    package var vertexCount: Int {
+        switch self {
+        case .circle: 0
+        case .polygon(let p): p.vertexCount
+        case .multiPolygon(let ps): ps.reduce(0) { $0 + $1.vertexCount }
+        }
+    }
 }
 
 /// A longitude/latitude box; `west > east` never happens here: boxes that would cross

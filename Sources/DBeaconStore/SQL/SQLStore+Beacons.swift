@@ -418,24 +418,61 @@ extension SQLStore {
         // Columns by position, looked up once (a load reads a million rows of twenty columns).
         let c = BeaconColumns(first.columns)
         let ids = try rows.map { try $0.string(c.id) }
-        // The rows of `table` (alias `x`, beacon column `key`) of these beacons, each beacon's together.
-        func related(_ columns: String, _ table: String, key: String) async throws -> [SQLRow] {
+        // Each beacon's rows of `table` (alias `x`, beacon column `key`), in `position` order, as
+        // `value` reads them (`columns` first, looked up once per result): one array per row of
+        // `rows`, in their order.
+        func related<T>(_ table: String, key: String, _ columns: String...,
+                        value: (SQLRow, [SQLColumn]) throws -> T) async throws -> [[T]] {
+            let selected = columns.map { "x.\($0)" }.joined(separator: ", ")
+            var out = [[T]](repeating: [], count: rows.count)
             if let (from, to) = seqRange {
-                return try await db.rows("""
-                    SELECT \(columns) FROM beacons b JOIN \(table) x ON x.\(key) = b.id WHERE b.seq > $1 AND b.seq <= $2
-                    ORDER BY b.seq, x.position
+                // Both results are in `seq` order: merged by it, without a dictionary of ids.
+                let seqs = try rows.map { try $0.int64(c.seq) }
+                let related = try await db.rows("""
+                    SELECT b.seq AS beacon_seq, \(selected) FROM beacons b JOIN \(table) x ON x.\(key) = b.id
+                    WHERE b.seq > $1 AND b.seq <= $2 ORDER BY b.seq, x.position
                     """, [from, to])
+                guard let first = related.first else { return out }
+                let seqColumn = SQLColumn("beacon_seq", in: first.columns)
+                let valueColumns = columns.map { SQLColumn($0, in: first.columns) }
+                var i = 0
+                for row in related {
+                    let seq = try row.int64(seqColumn)
+                    while i < seqs.count && seqs[i] < seq { i += 1 }
+                    guard i < seqs.count else { break }
+                    if seqs[i] == seq { out[i].append(try value(row, valueColumns)) }
+                }
+                return out
             }
-            return try await db.rows("""
-                SELECT \(columns) FROM \(table) x WHERE \(db.dialect.contains("x.\(key)", "$1")) ORDER BY x.\(key), x.position
+            let related = try await db.rows("""
+                SELECT x.\(key) AS beacon_key, \(selected) FROM \(table) x WHERE \(db.dialect.contains("x.\(key)", "$1"))
+                ORDER BY x.\(key), x.position
                 """, [ids])
+            guard let first = related.first else { return out }
+            let keyColumn = SQLColumn("beacon_key", in: first.columns)
+            let valueColumns = columns.map { SQLColumn($0, in: first.columns) }
+            // One dictionary entry per beacon, not per row (each beacon's rows are together).
+            var byID: [String: [T]] = [:]
+            var current: String?
+            var values: [T] = []
+            for row in related {
+                let id = try row.string(keyColumn)
+                if id != current {
+                    if let current { byID[current] = values }
+                    current = id
+                    values = []
+                }
+                values.append(try value(row, valueColumns))
+            }
+            if let current { byID[current] = values }
+            for (i, id) in ids.enumerated() { out[i] = byID[id] ?? [] }
+            return out
         }
-        let tags = try grouped(try await related("x.beacon_id, x.tag", "beacon_tags", key: "beacon_id"),
-                               by: "beacon_id", "tag") { row, c in try row.string(c[0]) }
-        let members = try grouped(try await related("x.beacon_id, x.user_id", "beacon_members", key: "beacon_id"),
-                                  by: "beacon_id", "user_id") { row, c in UserID(uncheckedRawValue: try row.string(c[0])) }
-        let relationships = try grouped(try await related("x.source_id, x.type, x.target_id, x.ord", "relationships", key: "source_id"),
-                                        by: "source_id", "type", "target_id", "ord") { row, c in
+        let tags = try await related("beacon_tags", key: "beacon_id", "tag") { row, c in try row.string(c[0]) }
+        let members = try await related("beacon_members", key: "beacon_id", "user_id") { row, c in
+            UserID(uncheckedRawValue: try row.string(c[0]))
+        }
+        let relationships = try await related("relationships", key: "source_id", "type", "target_id", "ord") { row, c in
             Relationship(type: try row.string(c[0]), target: BeaconID(uncheckedRawValue: try row.string(c[1])), order: try row.optionalInt(c[2]))
         }
         var areas = [[Polygon]](repeating: [], count: rows.count)
@@ -466,9 +503,9 @@ extension SQLStore {
                 location: Position(lon: try row.double(c.lon), lat: try row.double(c.lat)),
                 perimeter: perimeter,
                 lifetime: start == nil && end == nil ? nil : Lifetime(start: start, end: end),
-                members: isPrivate ? (members[id] ?? []) : nil,
-                tags: tags[id] ?? [],
-                relationships: relationships[id] ?? [],
+                members: isPrivate ? members[i] : nil,
+                tags: tags[i],
+                relationships: relationships[i],
                 content: StoredBeacon.content(fromColumn: try row.string(c.content)),
                 tracksOwner: try row.bool(c.tracksOwner),
                 contentPolicy: ContentPolicy(rawValue: try row.string(c.contentPolicy)) ?? .owner,
@@ -533,37 +570,14 @@ extension SQLStore {
     }
 }
 
-/// The values of `rows` (each key's rows together, in order) by key: one dictionary entry per
-/// key, not per row; `value` reads a row through `columns` (looked up once).
-private func grouped<T>(_ rows: [SQLRow], by key: String, _ columns: String...,
-                        value: (SQLRow, [SQLColumn]) throws -> T) throws -> [String: [T]] {
-    guard let first = rows.first else { return [:] }
-    let keyColumn = SQLColumn(key, in: first.columns)
-    let valueColumns = columns.map { SQLColumn($0, in: first.columns) }
-    var out: [String: [T]] = [:]
-    var current: String?
-    var values: [T] = []
-    for row in rows {
-        let id = try row.string(keyColumn)
-        if id != current {
-            if let current { out[current] = values } // (each key's rows are together)
-            current = id
-            values = []
-        }
-        values.append(try value(row, valueColumns))
-    }
-    if let current { out[current] = values }
-    return out
-}
-
 /// The columns of `SQLStore.beaconColumns` in one result.
 private struct BeaconColumns {
-    let id, owner, name, description, lon, lat, perimeterKind, radius, lifetimeStart, lifetimeEnd, isPrivate,
+    let seq, id, owner, name, description, lon, lat, perimeterKind, radius, lifetimeStart, lifetimeEnd, isPrivate,
         tracksOwner, service, content, contentPolicy, followersCount, version, createdAt, updatedAt, area: SQLColumn
 
     init(_ columns: SQLColumns) {
         func column(_ name: String) -> SQLColumn { SQLColumn(name, in: columns) }
-        id = column("id"); owner = column("owner"); name = column("name"); description = column("description")
+        seq = column("seq"); id = column("id"); owner = column("owner"); name = column("name"); description = column("description")
         lon = column("lon"); lat = column("lat"); perimeterKind = column("perimeter_kind"); radius = column("radius_m")
         lifetimeStart = column("lifetime_start"); lifetimeEnd = column("lifetime_end"); isPrivate = column("is_private")
         tracksOwner = column("tracks_owner"); service = column("service"); content = column("content")
