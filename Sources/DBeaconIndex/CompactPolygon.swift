@@ -61,7 +61,7 @@ package final class CompactPolygon: @unchecked Sendable {
                              wideRuns: Bool? = nil) {
         let rings = polygon.rings
         let n = polygon.vertexCount
-        if !text, let file, Position.isPairOfDoubles {
+        if !text, let file, Position.isPairOfDoubles, rings.count <= Self.directRingLimit {
             // Without the text (a load's): the rings go to the file and into the block straight
             // from their arrays, without a contiguous copy of every coordinate first.
             let direct: (UnsafePointer<Double>, (pointer: UnsafeMutableRawPointer, bytes: Int))? = Self.withRingPointers(rings) { pointers in
@@ -265,8 +265,12 @@ package final class CompactPolygon: @unchecked Sendable {
         return (bytes + 7) & ~7
     }
 
+    /// The most rings `withRingPointers` takes (it nests one call per ring: a polygon of
+    /// thousands of holes is copied instead, not nested that deep on a worker's stack).
+    package static let directRingLimit = 32
+
     /// Calls `body` with a pointer to each ring's doubles (`lon, lat` per vertex), valid during
-    /// the call.
+    /// the call (`rings.count` nested calls).
     static func withRingPointers<R>(_ rings: [Ring], _ body: ([UnsafePointer<Double>]) -> R) -> R {
         var pointers: [UnsafePointer<Double>] = []
         pointers.reserveCapacity(rings.count)

@@ -290,6 +290,22 @@ import Testing
             #expect(compactSliver.covers(lon: p.lon, lat: p.lat) == geosSliver.covers(p), "sliver \(p)")
             #expect(provisionalSliver.covers(lon: p.lon, lat: p.lat) == geosSliver.covers(p), "provisional sliver \(p)")
         }
+        // A polygon of more holes than a load writes straight from the rings' arrays: copied
+        // first instead, the same polygon and answers.
+        let square = { (x: Double, y: Double, d: Double) -> Ring in
+            [Position(lon: x, lat: y), Position(lon: x + d, lat: y), Position(lon: x + d, lat: y + d), Position(lon: x, lat: y + d),
+             Position(lon: x, lat: y)]
+        }
+        let holes = (0..<40).map { i in square(9.0 + 0.002 * Double(i % 8) + 0.0005, 48.0 + 0.002 * Double(i / 8) + 0.0005, 0.001).reversed() as Ring }
+        let holey = Polygon(rings: [square(9.0, 48.0, 0.016)] + holes)
+        let provisionalHoley = CompactPolygon(holey, file: file, text: false, provisional: true)
+        #expect(holey.rings.count > CompactPolygon.directRingLimit && provisionalHoley.polygon == holey)
+        #expect(file.offset(of: provisionalHoley.exact) != nil)
+        let geosHoley = try #require(PreparedPerimeter([holey]))
+        for _ in 0..<2_000 {
+            let p = Position(lon: 8.999 + .random(in: 0...0.018, using: &g.rng), lat: 47.999 + .random(in: 0...0.018, using: &g.rng))
+            #expect(provisionalHoley.covers(lon: p.lon, lat: p.lat) == geosHoley.covers(p), "holey \(p)")
+        }
         // Both paths of the compact test were taken: most points decided on 16-bit coordinates,
         // those on and next to edges on the exact ones.
         #expect(compactDecided > 5_000 && exactDecided > 1_000, "compact \(compactDecided), exact \(exactDecided)")
