@@ -45,6 +45,24 @@ package struct SQLColumn: SQLColumnReference, Sendable {
     }
 }
 
+/// A column's position in one result, found once by a name known at compile time: read by
+/// position with no lookup and nothing retained (a load reads twenty columns of a million rows).
+package struct SQLColumnPosition: SQLColumnReference, Sendable {
+    let name: StaticString
+    /// -1: no such column (reading it throws, naming it).
+    let position: Int
+
+    package init(_ name: StaticString, in columns: SQLColumns) {
+        self.name = name
+        position = columns.position(of: name.description) ?? -1
+    }
+
+    package var columnName: String { name.description }
+    package func position(in columns: SQLColumns) -> Int? {
+        position >= 0 && position < columns.names.count ? position : nil
+    }
+}
+
 /// One result row, read by column name. Both databases produce the same values for the same
 /// schema: integers (booleans as 0/1), reals, text, blobs and NULL.
 package struct SQLRow: Sendable {

@@ -573,10 +573,10 @@ extension SQLStore {
 /// The columns of `SQLStore.beaconColumns` in one result.
 private struct BeaconColumns {
     let seq, id, owner, name, description, lon, lat, perimeterKind, radius, lifetimeStart, lifetimeEnd, isPrivate,
-        tracksOwner, service, content, contentPolicy, followersCount, version, createdAt, updatedAt, area: SQLColumn
+        tracksOwner, service, content, contentPolicy, followersCount, version, createdAt, updatedAt, area: SQLColumnPosition
 
     init(_ columns: SQLColumns) {
-        func column(_ name: String) -> SQLColumn { SQLColumn(name, in: columns) }
+        func column(_ name: StaticString) -> SQLColumnPosition { SQLColumnPosition(name, in: columns) }
         seq = column("seq"); id = column("id"); owner = column("owner"); name = column("name"); description = column("description")
         lon = column("lon"); lat = column("lat"); perimeterKind = column("perimeter_kind"); radius = column("radius_m")
         lifetimeStart = column("lifetime_start"); lifetimeEnd = column("lifetime_end"); isPrivate = column("is_private")
