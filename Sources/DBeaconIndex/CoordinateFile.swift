@@ -118,11 +118,7 @@ package final class CoordinateFile: @unchecked Sendable {
     /// doubles, padded to a multiple of 8 so the next doubles are aligned.
     package func append(_ values: UnsafeBufferPointer<Double>, text: [UInt8] = []) -> (offset: Int, pointer: UnsafePointer<Double>)? {
         let doubles = values.count * MemoryLayout<Double>.stride
-        let offset: Int = lock.withLock {
-            let offset = end
-            end += doubles + Self.padded(text.count)
-            return offset
-        }
+        let offset = reserve(doubles + Self.padded(text.count))
         let padding = [UInt8](repeating: 0, count: Self.padded(text.count) - text.count)
         guard write(UnsafeRawBufferPointer(values), at: offset),
               text.withUnsafeBytes({ write($0, at: offset + doubles) }),
@@ -134,12 +130,7 @@ package final class CoordinateFile: @unchecked Sendable {
     /// rings of a polygon, as doubles); returns where, as `append` does, or nil when a write
     /// failed.
     package func append(_ parts: [UnsafeRawBufferPointer]) -> (offset: Int, pointer: UnsafePointer<Double>)? {
-        let bytes = parts.reduce(0) { $0 + Self.padded($1.count) }
-        let offset: Int = lock.withLock {
-            let offset = end
-            end += bytes
-            return offset
-        }
+        let offset = reserve(parts.reduce(0) { $0 + Self.padded($1.count) })
         var at = offset
         for part in parts {
             precondition(part.count % 8 == 0, "parts are doubles")
@@ -147,6 +138,16 @@ package final class CoordinateFile: @unchecked Sendable {
             at += part.count
         }
         return (offset, pointer(at: offset))
+    }
+
+    /// Reserves `bytes` at the end of the file for one append (written after, outside the lock);
+    /// returns their offset.
+    private func reserve(_ bytes: Int) -> Int {
+        lock.withLock {
+            let offset = end
+            end += bytes
+            return offset
+        }
     }
 
     /// `count` rounded up to a multiple of 8.
