@@ -181,7 +181,7 @@ package struct AppServices: Sendable {
                 }
             }
         }
-        let load = try await memory.load(prepare: false)
+        let load = try await withAllocatorSetForBulkLoading { try await memory.load(prepare: false) }
         // The rows' and perimeters' temporaries go back to the system before the server answers.
         let trimStarted = ContinuousClock.now
         releaseFreedMemory()
