@@ -14,32 +14,20 @@ package func releaseFreedMemory() {
     #endif
 }
 
-/// Runs `body` (a bulk load) with glibc's allocator set for many short-lived blocks of all
-/// sizes, then sets it back for serving (`releaseFreedMemory` then gives back what the load
-/// freed).
+/// Runs `body` (a bulk load) without glibc's "fast bins", then sets them back for serving
+/// (`releaseFreedMemory` then gives back what the load freed).
 ///
-/// A load of 1M beacons makes 18M allocations, from a few bytes to whole perimeters. With
-/// glibc's defaults, a fifth of its CPU time was the allocator: small blocks parked in
-/// "fast bins" consolidated again before each large request (`malloc_consolidate`), arenas'
-/// tops given back and faulted in again, mid-sized arrays mapped and unmapped one by one.
-/// During the load: no fast bins (the per-thread cache still serves small blocks), 64 MiB of
-/// headroom per growth, freed tops kept, and nothing under 32 MiB mapped on its own. After it:
-/// fast bins at their default, and fixed thresholds (setting any disables glibc's adaptive
-/// ones) near where the adaptive ones settle on a server: blocks from 4 MiB mapped on their
-/// own, an arena's free top over 8 MiB given back.
+/// A load of 1M beacons makes 18M allocations, from a few bytes to whole perimeters, on
+/// several threads. With fast bins, the small blocks freed between two large requests are
+/// parked there and consolidated again before each large one (`malloc_consolidate`): 3 % of
+/// the load's CPU, and more in the bins' searches after. Without them the per-thread cache
+/// still serves most small blocks. Only this setting is changed: setting any of glibc's
+/// thresholds would switch off its adaptive ones for the rest of the process's life.
 package func withAllocatorSetForBulkLoading<T>(_ body: () async throws -> T) async rethrows -> T {
     #if canImport(Glibc)
-    let (mxfast, trimThreshold, topPad, mmapThreshold): (Int32, Int32, Int32, Int32) = (1, -1, -2, -3)
+    let mxfast: Int32 = 1 // M_MXFAST
     _ = mallopt(mxfast, 0)
-    _ = mallopt(topPad, 64 << 20)
-    _ = mallopt(trimThreshold, 256 << 20)
-    _ = mallopt(mmapThreshold, 32 << 20)
-    defer {
-        _ = mallopt(mxfast, Int32(64 * MemoryLayout<Int>.size / 4)) // glibc's DEFAULT_MXFAST
-        _ = mallopt(topPad, 128 << 10)                              // glibc's DEFAULT_TOP_PAD
-        _ = mallopt(mmapThreshold, 4 << 20)
-        _ = mallopt(trimThreshold, 8 << 20)
-    }
+    defer { _ = mallopt(mxfast, Int32(64 * MemoryLayout<Int>.size / 4)) } // glibc's DEFAULT_MXFAST
     #endif
     return try await body()
 }
