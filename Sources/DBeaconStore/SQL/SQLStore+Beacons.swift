@@ -364,7 +364,7 @@ extension SQLStore {
             let batch = try await read { db in
                 try await Self.beacons(from: try await db.rows("""
                     SELECT \(Self.beaconColumns(db.dialect)) FROM beacons b WHERE b.seq > $1 AND b.seq <= $2 ORDER BY b.seq
-                    """, [from, to]), db: db, seqRange: (from, to))
+                    """, [from, to]), db: db)
             }
             if !batch.isEmpty { try await body(batch) }
             start += stride
@@ -411,61 +411,35 @@ extension SQLStore {
 
     /// Builds beacons from rows of `beaconColumns`, loading tags, members and relationships
     /// for all of them with one query per table.
-    /// With `seqRange` (`rows` are every beacon of `seq > from AND seq <= to`), their tags,
-    /// members and relationships are selected by that range rather than by a list of ids.
-    static func beacons(from rows: [SQLRow], db: any SQLSession, seqRange: (Int64, Int64)? = nil) async throws -> [Beacon] {
+    static func beacons(from rows: [SQLRow], db: any SQLSession) async throws -> [Beacon] {
         guard let first = rows.first else { return [] }
         // Columns by position, looked up once (a load reads a million rows of twenty columns).
         let c = BeaconColumns(first.columns)
         let ids = try rows.map { try $0.string(c.id) }
         // Each beacon's rows of `table` (alias `x`, beacon column `key`), in `position` order, as
         // `value` reads them (`columns` first, looked up once per result): one array per row of
-        // `rows`, in their order.
+        // `rows`, in their order. Selected by the ids' positions in the bound list and put in
+        // place by them: no dictionary of ids, and no second pass over the beacons' own rows
+        // (a join on `beacons` to select a load's block read its table pages again for each of
+        // the three tables: a third of that block's reading).
         func related<T>(_ table: String, key: String, _ columns: String...,
                         value: (SQLRow, [SQLColumn]) throws -> T) async throws -> [[T]] {
             let selected = columns.map { "x.\($0)" }.joined(separator: ", ")
             var out = [[T]](repeating: [], count: rows.count)
-            if let (from, to) = seqRange {
-                // Both results are in `seq` order: merged by it, without a dictionary of ids.
-                let seqs = try rows.map { try $0.int64(c.seq) }
-                let related = try await db.rows("""
-                    SELECT b.seq AS beacon_seq, \(selected) FROM beacons b JOIN \(table) x ON x.\(key) = b.id
-                    WHERE b.seq > $1 AND b.seq <= $2 ORDER BY b.seq, x.position
-                    """, [from, to])
-                guard let first = related.first else { return out }
-                let seqColumn = SQLColumn("beacon_seq", in: first.columns)
-                let valueColumns = columns.map { SQLColumn($0, in: first.columns) }
-                var i = 0
-                for row in related {
-                    let seq = try row.int64(seqColumn)
-                    while i < seqs.count && seqs[i] < seq { i += 1 }
-                    guard i < seqs.count else { break }
-                    if seqs[i] == seq { out[i].append(try value(row, valueColumns)) }
-                }
-                return out
-            }
             let related = try await db.rows("""
-                SELECT x.\(key) AS beacon_key, \(selected) FROM \(table) x WHERE \(db.dialect.contains("x.\(key)", "$1"))
-                ORDER BY x.\(key), x.position
+                SELECT e.position AS beacon_position, \(selected) FROM \(db.dialect.elements("$1", as: "e"))
+                JOIN \(table) x ON x.\(key) = e.value ORDER BY e.position, x.position
                 """, [ids])
             guard let first = related.first else { return out }
-            let keyColumn = SQLColumn("beacon_key", in: first.columns)
+            let positionColumn = SQLColumn("beacon_position", in: first.columns)
             let valueColumns = columns.map { SQLColumn($0, in: first.columns) }
-            // One dictionary entry per beacon, not per row (each beacon's rows are together).
-            var byID: [String: [T]] = [:]
-            var current: String?
-            var values: [T] = []
             for row in related {
-                let id = try row.string(keyColumn)
-                if id != current {
-                    if let current { byID[current] = values }
-                    current = id
-                    values = []
+                let position = try row.int(positionColumn)
+                guard out.indices.contains(position) else {
+                    throw DBeaconError.internalError("database error", cause: "\(table) row for position \(position) of \(out.count)")
                 }
-                values.append(try value(row, valueColumns))
+                out[position].append(try value(row, valueColumns))
             }
-            if let current { byID[current] = values }
-            for (i, id) in ids.enumerated() { out[i] = byID[id] ?? [] }
             return out
         }
         let tags = try await related("beacon_tags", key: "beacon_id", "tag") { row, c in try row.string(c[0]) }
@@ -572,12 +546,12 @@ extension SQLStore {
 
 /// The columns of `SQLStore.beaconColumns` in one result.
 private struct BeaconColumns {
-    let seq, id, owner, name, description, lon, lat, perimeterKind, radius, lifetimeStart, lifetimeEnd, isPrivate,
+    let id, owner, name, description, lon, lat, perimeterKind, radius, lifetimeStart, lifetimeEnd, isPrivate,
         tracksOwner, service, content, contentPolicy, followersCount, version, createdAt, updatedAt, area: SQLColumnPosition
 
     init(_ columns: SQLColumns) {
         func column(_ name: StaticString) -> SQLColumnPosition { SQLColumnPosition(name, in: columns) }
-        seq = column("seq"); id = column("id"); owner = column("owner"); name = column("name"); description = column("description")
+        id = column("id"); owner = column("owner"); name = column("name"); description = column("description")
         lon = column("lon"); lat = column("lat"); perimeterKind = column("perimeter_kind"); radius = column("radius_m")
         lifetimeStart = column("lifetime_start"); lifetimeEnd = column("lifetime_end"); isPrivate = column("is_private")
         tracksOwner = column("tracks_owner"); service = column("service"); content = column("content")
