@@ -416,6 +416,7 @@ extension SQLStore {
         // Columns by position, looked up once (a load reads a million rows of twenty columns).
         let c = BeaconColumns(first.columns)
         let ids = try rows.map { try $0.string(c.id) }
+        let idList = db.dialect.boundList(ids)
         // Each beacon's rows of `table` (alias `x`, beacon column `key`), in `position` order, as
         // `value` reads them (`columns` first, looked up once per result): one array per row of
         // `rows`, in their order. Selected by the ids' positions in the bound list and put in
@@ -429,7 +430,7 @@ extension SQLStore {
             let related = try await db.rows("""
                 SELECT e.position AS beacon_position, \(selected) FROM \(db.dialect.elements("$1", as: "e"))
                 JOIN \(table) x ON x.\(key) = e.value ORDER BY e.position, x.position
-                """, [ids])
+                """, [idList])
             guard let first = related.first else { return out }
             let positionColumn = SQLColumn("beacon_position", in: first.columns)
             let valueColumns = columns.map { SQLColumn($0, in: first.columns) }
