@@ -169,6 +169,7 @@ extension MemoryCoverageEngine {
                 if h.isPrivate { flags |= 4 }
                 if h.multiBox { flags |= 8 }
                 if h.overflowTags { flags |= 16 }
+                if c.summaryPending { flags |= 32 } // a snapshot taken before `warm` made it
                 try w.value(flags)
                 try w.value(c.raster)
                 try w.value(h.owner)
@@ -331,7 +332,8 @@ extension MemoryCoverageEngine {
                 }
                 let c = Cold(id: id, location: location, radius: radius, record: recordBase + record, recordLength: recordLength,
                              raster: raster, kind: kind, tracksOwner: flags & 1 != 0, isMulti: flags & 2 != 0, flat: flat,
-                             compact: compact, members: members, boxes: boxes)
+                             compact: compact, members: members, boxes: boxes,
+                             summaryPending: kind == .small && flags & 32 != 0)
                 place(c, hot: h)
                 report.beacons += 1
             }

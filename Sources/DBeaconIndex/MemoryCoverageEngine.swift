@@ -110,10 +110,13 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         let box: BoundingBox
         /// All boxes of a perimeter indexed under several (across the antimeridian); empty for one.
         let splitBoxes: [BoundingBox]
+        /// A small polygon loaded without its 8×8 summary (`load(prepare: false)`): answered by
+        /// its exact test alone until `warm` has made it.
+        let summaryPending: Bool
 
         init(id: BeaconID, location: Position, radius: Double, record: Int, recordLength: Int, raster: Int32, kind: Kind,
              tracksOwner: Bool, isMulti: Bool, flat: FlatPerimeter?, compact: [CompactPolygon], members: [Int32],
-             boxes: [BoundingBox]) {
+             boxes: [BoundingBox], summaryPending: Bool = false) {
             self.id = id
             self.location = location
             self.radius = radius
@@ -128,14 +131,16 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             self.members = members
             box = boxes.first ?? BoundingBox(west: 0, south: 0, east: 0, north: 0)
             splitBoxes = boxes.count > 1 ? boxes : []
+            self.summaryPending = summaryPending
         }
 
         /// The same slot with other values (a move, a raster built).
         func with(location: Position? = nil, raster: Int32? = nil, boxes: [BoundingBox]? = nil,
-                  compact: [CompactPolygon]? = nil) -> Cold {
+                  compact: [CompactPolygon]? = nil, summaryPending: Bool? = nil) -> Cold {
             Cold(id: id, location: location ?? self.location, radius: radius, record: record, recordLength: Int(recordLength),
                  raster: raster ?? self.raster, kind: kind, tracksOwner: tracksOwner, isMulti: isMulti, flat: flat,
-                 compact: compact ?? self.compact, members: members, boxes: boxes ?? self.boxes)
+                 compact: compact ?? self.compact, members: members, boxes: boxes ?? self.boxes,
+                 summaryPending: summaryPending ?? self.summaryPending)
         }
 
         /// The boxes the beacon is indexed under.
@@ -144,8 +149,11 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         /// A large polygon with one box and no raster yet (`warm` builds it).
         var needsRaster: Bool { kind == .large && raster < 0 && splitBoxes.isEmpty }
 
-        /// A large polygon still to be prepared by `warm`: its raster, its strips or its rings' GeoJSON.
-        var needsWarming: Bool { needsRaster || (kind == .large && compact.contains(where: \.needsFinishing)) }
+        /// A polygon still to be prepared by `warm`: a large one's raster, strips or rings' GeoJSON,
+        /// a small one's summary.
+        var needsWarming: Bool {
+            needsRaster || summaryPending || (kind == .large && compact.contains(where: \.needsFinishing))
+        }
 
         func covers(lon: Double, lat: Double) -> Bool {
             compact.contains { $0.covers(lon: lon, lat: lat) }
@@ -247,6 +255,19 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     /// Number of beacons indexed.
     package var count: Int { lock.read { slots.count } }
 
+    /// The 8×8 summaries of the small polygons indexed under one box, by beacon (`unsettled`
+    /// while `warm` has yet to make one): what lookups test before a polygon's edges.
+    package var smallPolygonSummaries: [BeaconID: (UInt64, UInt64)] {
+        lock.read {
+            var out: [BeaconID: (UInt64, UInt64)] = [:]
+            for case let c? in cold where c.kind == .small && c.splitBoxes.isEmpty {
+                guard let slot = slots[c.id], case .small(_, let coarse)? = grid.peekRecord(of: slot, box: c.box)?.test else { continue }
+                out[c.id] = coarse
+            }
+            return out
+        }
+    }
+
     // MARK: Loading and changes
 
     /// A load: beacons, seconds in all, and seconds spent installing slots in the grid under
@@ -261,8 +282,9 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     /// changes committed while loading win over the loader's (older) copy.
     ///
     /// With `prepare: false` large polygons are loaded without their raster (answered by their
-    /// compact edge test, the same answers) until `warm()` has built it: the server starts
-    /// answering sooner and builds them in the background.
+    /// compact edge test, the same answers) and small ones without their summary (answered by
+    /// their exact test) until `warm()` has built them: the server starts answering sooner and
+    /// builds them in the background.
     @discardableResult
     package func load(batchSize: Int = 20_000, prepare: Bool = true) async throws -> LoadReport {
         let started = ContinuousClock.now
@@ -461,6 +483,8 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         var raster: PolygonRaster? = nil
         /// A small polygon's summary (`Test.small`).
         var smallCoarse = PolygonRaster.unsettled
+        /// A small polygon of one box whose summary `warm` makes (a load without `raster`).
+        var summaryPending = false
         /// The grid cells of `boxes` (computed with the rest, outside the lock).
         var cells: [(level: Int, keys: [UInt64])] = []
         /// The beacon's `BeaconRecord`.
@@ -499,12 +523,22 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             }
             var prep = Prepared(boxes: boxes, flat: FlatPerimeter(polygons))
             if boxes.count == 1, let flat = prep.flat {
-                prep.smallCoarse = PolygonRaster.summary(box: HierarchicalGrid<Hot>.roundedOut(boxes[0]),
-                                                         edgeBoxes: PolygonRaster.edgeBoxes(of: polygons),
-                                                         covers: { x, y in FlatPerimeter.covers(flat.base, lon: x, lat: y) })
+                // Without `raster` (a load), `warm` makes it, as it does large polygons' rasters (4 %
+                // of loading 1M beacons).
+                if raster {
+                    prep.smallCoarse = Self.summary(flat, polygons: polygons, box: boxes[0])
+                } else {
+                    prep.summaryPending = true
+                }
             }
             return prep
         }
+    }
+
+    /// A small polygon's 8×8 summary, over the grid entry's (rounded-out) box.
+    static func summary(_ flat: FlatPerimeter, polygons: [Polygon], box: BoundingBox) -> (UInt64, UInt64) {
+        PolygonRaster.summary(box: HierarchicalGrid<Hot>.roundedOut(box), edgeBoxes: PolygonRaster.edgeBoxes(of: polygons),
+                              covers: { x, y in FlatPerimeter.covers(flat.base, lon: x, lat: y) })
     }
 
     /// The raster of compact polygons, over the grid entry's (rounded-out) box.
@@ -531,13 +565,14 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         return UnsafeMutableBufferPointer(start: buffer.baseAddress, count: batch.count)
     }
 
-    /// Number of large polygons still waiting for the warm-up (`load(prepare: false)`).
+    /// Number of polygons still waiting for the warm-up (`load(prepare: false)`).
     package var pendingCount: Int { lock.read { pending } }
     /// Slots with `needsWarming` (kept by `install`/`uninstall`).
     var pending = 0
 
     /// Builds the strips and rasters of the large polygons loaded without them and writes their
-    /// rings' GeoJSON to the coordinate file, in batches, outside the lock; each is swapped in only if
+    /// rings' GeoJSON to the coordinate file, and the summaries of the small ones loaded without
+    /// them, in batches, outside the lock; each is swapped in only if
     /// its slot did not change meanwhile (a change applied meanwhile was prepared by `apply`
     /// already). Queries go on meanwhile. Returns the number prepared.
     @discardableResult
@@ -562,14 +597,18 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                 donePass = 0
                 continue
             }
-            let rasters = UnsafeMutableBufferPointer<(PolygonRaster?, [CompactPolygon]?)>.allocate(capacity: batch.count)
-            rasters.initialize(repeating: (nil, nil))
+            let rasters = UnsafeMutableBufferPointer<Warmed>.allocate(capacity: batch.count)
+            rasters.initialize(repeating: Warmed())
             let output = UncheckedSendable(rasters.baseAddress!)
             let colds = batch.map(\.1)
             // On every core, off the event loops (a batch takes a while at 1M).
             await offEventLoops {
                 DispatchQueue.concurrentPerform(iterations: colds.count) { i in
                     let c = colds[i]
+                    if c.summaryPending, let flat = c.flat {
+                        (output.value + i).pointee.summary = Self.summary(flat, polygons: flat.polygons, box: c.box)
+                        return
+                    }
                     // The strips and rings' GeoJSON of polygons loaded without them
                     // (`load(prepare: false)`), before the raster (its tests use the strips).
                     var finished: [CompactPolygon]?
@@ -579,7 +618,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                         if !all.elementsEqual(c.compact, by: ===) { finished = all }
                     }
                     let raster = c.needsRaster ? Self.raster(finished ?? c.compact, box: c.box) : nil
-                    (output.value + i).pointee = (raster, finished)
+                    (output.value + i).pointee = Warmed(raster: raster, finished: finished)
                 }
                 // The batch's temporaries (exact coordinates, text, hints) go back to the system,
                 // so the server stays at its settled size while warming (1M: 1.7 GiB, not 2.2).
@@ -587,7 +626,14 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             }
             lock.write {
                 for (i, (slot, c)) in batch.enumerated() where cold[Int(slot)] === c {
-                    let (r, finished) = rasters[i]
+                    let (r, finished, summary) = (rasters[i].raster, rasters[i].finished, rasters[i].summary)
+                    if let summary, let flat = c.flat, var hot = grid.record(of: slot, box: c.box) {
+                        hot.test = .small(UnsafePointer(flat.base), coarse: summary)
+                        reinstall(slot, c.with(summaryPending: false), hot: hot)
+                        done += 1
+                        donePass += 1
+                        continue
+                    }
                     guard r != nil || finished != nil, var hot = grid.record(of: slot, box: c.box) else { continue }
                     var number: Int32?
                     if let r {
@@ -602,6 +648,14 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             rasters.deinitialize().deallocate()
             await Task.yield()
         }
+    }
+
+    /// What `warm` made for one slot: a large polygon's raster and finished blocks, or a small
+    /// one's summary.
+    struct Warmed {
+        var raster: PolygonRaster?
+        var finished: [CompactPolygon]?
+        var summary: (UInt64, UInt64)?
     }
 
     /// Keeps a raster's words; returns its number. Must hold the write lock.
@@ -651,7 +705,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         records.append(contentsOf: prep.record)
         let c = Cold(id: beacon.id, location: beacon.location, radius: radius ?? 0, record: offset, recordLength: prep.record.count,
                      raster: raster, kind: h.test.kind, tracksOwner: beacon.tracksOwner, isMulti: isMulti, flat: prep.flat,
-                     compact: prep.compact, members: members, boxes: boxes)
+                     compact: prep.compact, members: members, boxes: boxes, summaryPending: prep.summaryPending)
         place(c, hot: h, cells: prep.cells)
     }
 
@@ -757,7 +811,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     /// The boxes a perimeter is indexed under: circles by their geodesic extent (two boxes
     /// across the antimeridian); polygons by their extent, or one box per polygon when a
     /// multipolygon is split at the antimeridian.
-    static func boxes(of beacon: Beacon) -> [BoundingBox] {
+    package static func boxes(of beacon: Beacon) -> [BoundingBox] {
         switch beacon.perimeter {
         case .circle(let r):
             return Geodesy.boundingBoxes(center: beacon.location, radiusM: r)

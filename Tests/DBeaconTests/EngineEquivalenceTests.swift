@@ -126,15 +126,27 @@ import Testing
         #expect(loaded.count == beacons.count)
         #expect(try await compare(loaded, sql, queries, label: "bulk load") == 0)
 
-        // Loaded without rasters (the server's fast start-up): large polygons answered by their
-        // compact edge test alone agree, and so do they once `warm` has built their rasters.
+        // Loaded without rasters nor small polygons' summaries (the server's fast start-up):
+        // large polygons answered by their compact edge test alone and small ones by their
+        // edges alone agree, and so do they once `warm` has built their rasters and summaries,
+        // the summaries those of the engine prepared at once.
         let lazy = MemoryCoverageEngine(store: h.store)
         try await lazy.load(batchSize: 97, prepare: false)
         let pending = lazy.pendingCount
-        #expect(pending == beacons.filter { $0.perimeter.vertexCount > MemoryCoverageEngine.largePolygonThreshold }.count && pending >= 14)
+        let polygons = beacons.filter { if case .circle = $0.perimeter { false } else { true } }
+        let large = polygons.filter { $0.perimeter.vertexCount > MemoryCoverageEngine.largePolygonThreshold }.count
+        let smallOneBox = polygons.filter {
+            $0.perimeter.vertexCount <= MemoryCoverageEngine.largePolygonThreshold && MemoryCoverageEngine.boxes(of: $0).count == 1
+        }.count
+        #expect(pending == large + smallOneBox && large >= 14 && smallOneBox >= 100)
+        let prepared = loaded.smallPolygonSummaries
+        #expect(prepared.count == smallOneBox && prepared.values.filter { $0 != PolygonRaster.unsettled }.count >= smallOneBox / 2)
+        #expect(lazy.smallPolygonSummaries.values.allSatisfy { $0 == PolygonRaster.unsettled })
         #expect(try await compare(lazy, sql, queries, label: "loaded, not prepared") == 0)
         #expect(await lazy.warm(batchSize: 50) == pending)
         #expect(lazy.pendingCount == 0)
+        let warmed = lazy.smallPolygonSummaries
+        #expect(warmed.count == prepared.count && warmed.allSatisfy { id, s in prepared[id].map { $0 == s } ?? false })
         #expect(try await compare(lazy, sql, queries, label: "loaded, then prepared") == 0)
 
         // Updates (new perimeter, lifetime, tags, visibility) and deletes.
