@@ -299,6 +299,9 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             throw error
         }
         let t = ContinuousClock.now
+        // The last batches' temporaries go back before the grid's lists are built beside its
+        // staged entries (the load's largest moment).
+        releaseFreedMemory()
         lock.write { grid.endStaging() }
         report.value.installSeconds += Self.seconds(ContinuousClock.now - t)
         report.value.seconds = Self.seconds(ContinuousClock.now - started)
@@ -368,6 +371,12 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                     }
                 }
                 report?.value.installSeconds += Self.seconds(ContinuousClock.now - t1)
+                // The rows, beacons and prepared values of the batches installed so far go back to
+                // the system every few batches: glibc keeps what is freed, and a load of 1M beacons
+                // grew to 2.3 GiB resident before its trim at the end (1.95 GiB now, at no
+                // measurable cost: a trim takes about 0.1 s).
+                loading.value.batches += 1
+                if loading.value.batches % 8 == 0 { releaseFreedMemory() }
             }
         }
         do {
@@ -435,7 +444,11 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     }
 
     /// Ids seen by a load (written only under the write lock).
-    final class LoadProgress { var seen = Set<BeaconID>() }
+    final class LoadProgress {
+        var seen = Set<BeaconID>()
+        /// Batches installed.
+        var batches = 0
+    }
 
     /// A load's timings (written only by the loading task).
     final class ReportBox: @unchecked Sendable { var value = LoadReport() }
