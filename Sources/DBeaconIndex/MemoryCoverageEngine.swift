@@ -443,8 +443,9 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         if loadsInProgress == 0 { touchedDuringLoad = nil }
     }
 
-    /// Ids seen by a load (written only under the write lock).
+    /// What a load has done (written only on its installer's queue).
     final class LoadProgress {
+        /// Ids seen (a resync's).
         var seen = Set<BeaconID>()
         /// Batches installed.
         var batches = 0
@@ -610,9 +611,9 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
                 donePass = 0
                 continue
             }
-            let rasters = UnsafeMutableBufferPointer<Warmed>.allocate(capacity: batch.count)
-            rasters.initialize(repeating: Warmed())
-            let output = UncheckedSendable(rasters.baseAddress!)
+            let warmed = UnsafeMutableBufferPointer<Warmed>.allocate(capacity: batch.count)
+            warmed.initialize(repeating: Warmed())
+            let output = UncheckedSendable(warmed.baseAddress!)
             let colds = batch.map(\.1)
             // On every core, off the event loops (a batch takes a while at 1M).
             await offEventLoops {
@@ -639,26 +640,21 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             }
             lock.write {
                 for (i, (slot, c)) in batch.enumerated() where cold[Int(slot)] === c {
-                    let (r, finished, summary) = (rasters[i].raster, rasters[i].finished, rasters[i].summary)
-                    if let summary, let flat = c.flat, var hot = grid.record(of: slot, box: c.box) {
-                        hot.test = .small(UnsafePointer(flat.base), coarse: summary)
-                        reinstall(slot, c.with(summaryPending: false), hot: hot)
-                        done += 1
-                        donePass += 1
-                        continue
-                    }
-                    guard r != nil || finished != nil, var hot = grid.record(of: slot, box: c.box) else { continue }
+                    let w = warmed[i]
+                    guard w.raster != nil || w.finished != nil || w.summary != nil,
+                          var hot = grid.record(of: slot, box: c.box) else { continue }
                     var number: Int32?
-                    if let r {
+                    if let r = w.raster {
                         number = storeRaster(r)
                         hot.test = .large(raster: number!, coarse: r.coarse)
                     }
-                    reinstall(slot, c.with(raster: number, compact: finished), hot: hot)
+                    if let summary = w.summary, let flat = c.flat { hot.test = .small(UnsafePointer(flat.base), coarse: summary) }
+                    reinstall(slot, c.with(raster: number, compact: w.finished, summaryPending: w.summary == nil ? nil : false), hot: hot)
                     done += 1
                     donePass += 1
                 }
             }
-            rasters.deinitialize().deallocate()
+            warmed.deinitialize().deallocate()
             await Task.yield()
         }
     }
