@@ -50,8 +50,11 @@ let package = Package(
         ),
         // Header-only: cache prefetch hints (Swift has no intrinsic for them).
         .systemLibrary(name: "CPrefetch"),
+        // Header-only: sixteen decimal digits at once (SSE2 on x86-64, a loop elsewhere).
+        .systemLibrary(name: "CDigits"),
         .target(
             name: "DBeaconCore",
+            dependencies: ["CDigits"],
             swiftSettings: settings
         ),
         .target(

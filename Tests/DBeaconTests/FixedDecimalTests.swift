@@ -1,3 +1,4 @@
+import CDigits
 import DBeaconCore
 import DBeaconGeo
 import Foundation
@@ -53,6 +54,48 @@ import Testing
         #expect(hinted > values.count * 9 / 10)
         // A wrong hint gives other digits (rounded from the exact binary value): the hint is what makes the text exact.
         #expect(Self.fast(13.405, 2) == Array("13.40".utf8) && Self.fast(13.405, 5) == Array("13.40500".utf8)) // 13.405 is 13.40499… in binary
+    }
+
+    /// The vector conversion of two 8-digit halves against decimal text: every value below
+    /// 100,000 and a million random ones, in both halves.
+    @Test func sixteenDigitsAreTheDecimalText() {
+        var rng = SystemRandomNumberGenerator()
+        func text(_ v: UInt32) -> [UInt8] {
+            var digits = [UInt8](repeating: UInt8(ascii: "0"), count: 8), v = v
+            for i in stride(from: 7, through: 0, by: -1) {
+                digits[i] = UInt8(ascii: "0") + UInt8(v % 10)
+                v /= 10
+            }
+            return digits
+        }
+        var out = [UInt8](repeating: 0, count: 16)
+        var wrong = 0
+        let values = Array(0..<100_000) + (0..<1_000_000).map { _ in UInt32.random(in: 0..<100_000_000, using: &rng) } + [99_999_999]
+        for (i, v) in values.enumerated() {
+            let other = values[values.count - 1 - i]
+            out.withUnsafeMutableBufferPointer { dbeacon_sixteen_digits(v, other, $0.baseAddress!) }
+            if out != text(v) + text(other) { wrong += 1 }
+        }
+        #expect(wrong == 0)
+    }
+
+    /// Every digit in every one of the sixteen fraction places (the vector conversion handles
+    /// each place in its own lane), behind whole parts of one, two and three digits.
+    @Test func everyDigitInEveryPlaceIsWritten() {
+        var checked = 0
+        for whole in ["0", "7", "48", "179", "-9", "-123"] {
+            for length in 1...16 {
+                for offset in 0..<10 {
+                    let digits = (0..<length).map { String(($0 * 7 + offset) % 10) }.joined()
+                    guard let v = Double("\(whole).\(digits)") else { continue }
+                    let hint = FixedDecimal.hint(for: v)
+                    guard let fast = Self.fast(v, hint) else { continue }
+                    #expect(fast == Self.standard(v), "\(v): \(String(decoding: fast, as: UTF8.self))")
+                    checked += 1
+                }
+            }
+        }
+        #expect(checked > 800)
     }
 
     @Test func ringsFromHintsAreTheCodecsText() throws {

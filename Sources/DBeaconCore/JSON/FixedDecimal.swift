@@ -1,3 +1,5 @@
+import CDigits
+
 /// Writes a Double in fixed notation with a known number of fraction digits, fast: one 128-bit
 /// multiplication and integer digits, instead of the standard library's shortest-digits search.
 ///
@@ -63,8 +65,8 @@ package enum FixedDecimal {
     /// subnormal, 1,000 or more in magnitude, or `k` over 16).
     ///
     /// Everything happens in registers: the whole part (under 1,000) from a table, the fraction
-    /// `round(fraction · 10^k)` from one 128-bit product, its digits eight at a time by SIMD
-    /// within a register, stored as whole words (no per-digit stores, no copies).
+    /// `round(fraction · 10^k)` from one 128-bit product, its sixteen digits at once in one vector
+    /// register (`dbeacon_sixteen_digits`), stored as one 16-byte word (no per-digit stores).
     @inline(__always)
     package static func write(_ v: Double, fractionDigits k: Int, to out: UnsafeMutablePointer<UInt8>) -> Int? {
         write(v, fractionDigits: k, to: out, powersOfTen: powersOfTen, pairs: pairs)
@@ -123,22 +125,9 @@ package enum FixedDecimal {
         out[o] = UInt8(ascii: ".")
         // The k digits, left-aligned in 16 (the rest is overwritten by what follows).
         let g = fraction * powersOfTen[maxFractionDigits - k]
-        to.storeBytes(of: eightDigits(UInt32(truncatingIfNeeded: g / 100_000_000)), toByteOffset: o + 1, as: UInt64.self)
-        to.storeBytes(of: eightDigits(UInt32(truncatingIfNeeded: g % 100_000_000)), toByteOffset: o + 9, as: UInt64.self)
+        dbeacon_sixteen_digits(UInt32(truncatingIfNeeded: g / 100_000_000), UInt32(truncatingIfNeeded: g % 100_000_000),
+                               out + o + 1)
         return o + 1 + k
-    }
-
-    /// `u` (< 10^8) as eight ASCII digits, most significant in the lowest byte (the word to
-    /// store on a little-endian machine): 4-digit halves in 32-bit lanes, then 2-digit quarters
-    /// in 16-bit lanes, then digits in bytes, each step a multiply-shift per lane at once.
-    @inline(__always)
-    static func eightDigits(_ u: UInt32) -> UInt64 {
-        let x = UInt64(u / 10_000) | UInt64(u % 10_000) << 32
-        let hundreds = ((x &* 10_486) >> 20) & 0x0000_007F_0000_007F // lane / 100 (exact below 43,690)
-        let y = hundreds | (x &- hundreds &* 100) << 16
-        let tens = ((y &* 103) >> 10) & 0x000F_000F_000F_000F // lane / 10 (exact below 179)
-        let z = tens | (y &- tens &* 10) << 8
-        return (z | 0x3030_3030_3030_3030).littleEndian
     }
 }
 
