@@ -13,6 +13,24 @@ package enum NearbyEncoding {
     /// Without `includePerimeters`, `properties.perimeter` is left out.
     package static func collection(_ results: [NearbyResult], includePerimeters: Bool = true,
                                    cache: PerimeterJSONCache = .shared) -> [UInt8] {
+        collection(results, includePerimeters: includePerimeters, cache: cache) { count, fill in
+            var ok = false
+            let bytes = [UInt8](unsafeUninitializedCapacity: count) { out, written in
+                ok = fill(UnsafeMutableRawBufferPointer(out))
+                written = ok ? count : 0
+            }
+            return ok ? bytes : nil
+        }
+    }
+
+    /// `collection`, written once into storage of the answer's final size that `output` makes:
+    /// `output(count, fill)` allocates `count` bytes, calls `fill` on them and returns the
+    /// storage, or nil when `fill` returned false (a formatted perimeter could not be read). The
+    /// HTTP layer makes the response's buffer, so a large answer is not copied again after it is
+    /// written.
+    package static func collection<Output>(_ results: [NearbyResult], includePerimeters: Bool = true,
+                                           cache: PerimeterJSONCache = .shared,
+                                           output: (Int, (UnsafeMutableRawBufferPointer) -> Bool) -> Output?) -> Output {
         var w = JSONWriter(capacity: 1024 + (includePerimeters ? 2048 : 768) * results.count)
         // Formatted perimeters are copied in at the end, each at its place in the other bytes,
         // straight into an answer of the final size.
@@ -23,8 +41,9 @@ package enum NearbyEncoding {
             writeFeature(r, includePerimeter: includePerimeters, cache: cache, into: &w, splices: &splices)
         }
         w.appendASCII("]}")
-        guard !splices.isEmpty else { return w.bytes }
-        if let answer = splice(w.bytes, splices) { return answer }
+        let text = w.bytes
+        let total = text.count + splices.reduce(0) { $0 + $1.perimeter.jsonByteCount }
+        if let answer = output(total, { splice(text, splices, into: $0) }) { return answer }
         // A text could not be read (its file failed): every perimeter formatted instead.
         return collection(results.map { r in
             guard let p = r.formattedPerimeter else { return r }
@@ -32,37 +51,30 @@ package enum NearbyEncoding {
             plain.beacon = r.beacon.withPerimeter(p.perimeter)
             plain.formattedPerimeter = nil
             return plain
-        }, includePerimeters: includePerimeters, cache: cache)
+        }, includePerimeters: includePerimeters, cache: cache, output: output)
     }
 
-    /// `text` with each splice's perimeter inserted at its offset; nil when one cannot be read.
-    static func splice(_ text: [UInt8], _ splices: [(at: Int, perimeter: any FormattedPerimeter)]) -> [UInt8]? {
-        let total = text.count + splices.reduce(0) { $0 + $1.perimeter.jsonByteCount }
-        var ok = true
-        let answer = [UInt8](unsafeUninitializedCapacity: total) { out, count in
-            let out = UnsafeMutableRawBufferPointer(out)
-            text.withUnsafeBytes { text in
-                var from = 0, to = 0
-                func copy(upTo end: Int) {
-                    UnsafeMutableRawBufferPointer(rebasing: out[to..<(to + end - from)])
-                        .copyMemory(from: UnsafeRawBufferPointer(rebasing: text[from..<end]))
-                    to += end - from
-                    from = end
-                }
-                for s in splices {
-                    copy(upTo: s.at)
-                    let n = s.perimeter.jsonByteCount
-                    guard s.perimeter.writeJSON(to: UnsafeMutableRawBufferPointer(rebasing: out[to..<(to + n)])) else {
-                        ok = false
-                        return
-                    }
-                    to += n
-                }
-                copy(upTo: text.count)
+    /// Writes `text` with each splice's perimeter inserted at its offset into `out` (exactly the
+    /// total's size); false when one cannot be read.
+    static func splice(_ text: [UInt8], _ splices: [(at: Int, perimeter: any FormattedPerimeter)],
+                       into out: UnsafeMutableRawBufferPointer) -> Bool {
+        text.withUnsafeBytes { text in
+            var from = 0, to = 0
+            func copy(upTo end: Int) {
+                UnsafeMutableRawBufferPointer(rebasing: out[to..<(to + end - from)])
+                    .copyMemory(from: UnsafeRawBufferPointer(rebasing: text[from..<end]))
+                to += end - from
+                from = end
             }
-            count = ok ? total : 0
+            for s in splices {
+                copy(upTo: s.at)
+                let n = s.perimeter.jsonByteCount
+                guard s.perimeter.writeJSON(to: UnsafeMutableRawBufferPointer(rebasing: out[to..<(to + n)])) else { return false }
+                to += n
+            }
+            copy(upTo: text.count)
+            return to == out.count
         }
-        return ok ? answer : nil
     }
 
     /// One feature, written straight to bytes: the bytes of `BeaconFeatureCodec`'s Feature with

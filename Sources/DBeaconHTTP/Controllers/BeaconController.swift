@@ -129,7 +129,7 @@ struct BeaconController {
         let results = try await beacons.nearby(point: point, tags: try q.tags(), at: try q.timestamp("at"),
                                                limit: try q.limit(), perimeters: includePerimeters, formattedPerimeters: true,
                                                by: context.principal)
-        return .json(bytes: NearbyEncoding.collection(results, includePerimeters: includePerimeters))
+        return .nearby(results, includePerimeters: includePerimeters)
     }
 
     @Sendable func follow(_ request: Request, context: AuthenticatedContext) async throws -> Response {

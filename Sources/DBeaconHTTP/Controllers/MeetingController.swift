@@ -67,7 +67,7 @@ struct MeetingController {
         let q = QueryReader(request)
         let results = try await meetings.nearby(point: try q.position(), at: try q.timestamp("at"), limit: try q.limit(),
                                                 by: context.principal)
-        return .json(bytes: NearbyEncoding.collection(results))
+        return .nearby(results)
     }
 
     @Sendable func mine(_ request: Request, context: AuthenticatedContext) async throws -> Response {

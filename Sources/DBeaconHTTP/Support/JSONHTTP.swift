@@ -19,6 +19,21 @@ extension Response {
         return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
+    /// A nearby answer (`NearbyEncoding.collection`), written straight into the response's
+    /// buffer: full Features at 1M beacons average 275 KiB, which an array would be copied from.
+    package static func nearby(_ results: [NearbyResult], includePerimeters: Bool = true) -> Response {
+        let body: ByteBuffer = NearbyEncoding.collection(results, includePerimeters: includePerimeters) { count, fill in
+            var buffer = ByteBufferAllocator().buffer(capacity: count)
+            var ok = false
+            buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { raw in
+                ok = fill(UnsafeMutableRawBufferPointer(rebasing: raw.prefix(count)))
+                return ok ? count : 0
+            }
+            return ok ? buffer : nil
+        }
+        return Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: body))
+    }
+
     /// A Feature with its `ETag`.
     package static func feature(_ beacon: VisibleBeacon, status: HTTPResponse.Status = .ok) -> Response {
         json(BeaconFeatureCodec.encode(beacon), status: status, headers: [.eTag: "\"\(beacon.version)\""])
