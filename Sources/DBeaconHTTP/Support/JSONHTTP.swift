@@ -14,9 +14,14 @@ extension Response {
 
     /// A response of already-serialised JSON.
     package static func json(bytes: [UInt8], status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
+        json(buffer: ByteBuffer(bytes: bytes), status: status, headers: headers)
+    }
+
+    /// A response of JSON already in a buffer.
+    package static func json(buffer: ByteBuffer, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
         var fields = headers
         fields[.contentType] = "application/json"
-        return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+        return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: buffer))
     }
 
     /// A nearby answer (`NearbyEncoding.collection`), written straight into the response's
@@ -31,7 +36,7 @@ extension Response {
             }
             return ok ? buffer : nil
         }
-        return Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: body))
+        return json(buffer: body)
     }
 
     /// A Feature with its `ETag`.
