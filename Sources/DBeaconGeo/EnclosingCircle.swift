@@ -52,12 +52,51 @@ package enum EnclosingCircle {
     /// smallest circle's centre, and the largest geodesic distance from it to every vertex and to
     /// points along every edge at most `step` metres apart, plus 5 cm and 1e-6 of itself. Holds
     /// at any latitude and across ±180° (edges are followed the short way round).
-    package static func verified(_ rings: [[Position]], origin: Position, step: Double = 100) -> (center: Position, radiusM: Double) {
+    ///
+    /// The largest distance is the exact one, but only points that can be the farthest are
+    /// measured exactly: within 20 km of a centre below 80° of latitude, the flat-earth estimate
+    /// is within 1e-4 (+1 cm) of the geodesic (`Geodesy.circleContains` relies on the same
+    /// bound, tested), so a point whose estimate is clearly below another's cannot be the
+    /// farthest. A polygon of 1,000 vertices took 1,000 geodesics; now a few. `allExact`
+    /// measures every point (for tests).
+    package static func verified(_ rings: [[Position]], origin: Position, step: Double = 100,
+                                 allExact: Bool = false) -> (center: Position, radiusM: Double) {
         let (center, _) = of(rings.flatMap { $0 }, origin: origin, marginM: 0)
+        var points: [Position] = []
+        forEachPoint(of: rings, step: step) { points.append($0) }
+        let radius = allExact ? exactlyFarthest(points, from: center) : farthest(points, from: center)
+        return (center, radius + 0.05 + radius * 1e-6)
+    }
+
+    /// The largest geodesic distance from `center` to `points`, measuring exactly only the
+    /// points the flat-earth estimate cannot rule out.
+    static func farthest(_ points: [Position], from center: Position) -> Double {
+        guard abs(center.lat) < 80, !points.isEmpty else { return exactlyFarthest(points, from: center) }
+        let estimates = points.map { Geodesy.approximateDistance(center, $0) }
+        let largest = estimates.max()!
+        guard largest <= Geodesy.fastPathMaxRadius else { return exactlyFarthest(points, from: center) }
+        // Every estimate is within 1e-4 of the distance, plus 1 cm: the farthest point is at
+        // least `floor` away, and a point whose estimate is below `cut` is nearer than that.
+        let relative = 1e-4, absolute = 0.01
+        let floor = (largest - absolute) / (1 + relative)
+        let cut = floor * (1 - relative) - absolute
         var radius = 0.0
+        for (p, estimate) in zip(points, estimates) where estimate >= cut {
+            radius = max(radius, Geodesy.distance(center, p))
+        }
+        return radius
+    }
+
+    package static func exactlyFarthest(_ points: [Position], from center: Position) -> Double {
+        points.reduce(0.0) { max($0, Geodesy.distance(center, $1)) }
+    }
+
+    /// Every vertex of `rings` and points along every edge at most `step` metres apart (at most
+    /// 255 between two vertices), each edge the short way round ±180°.
+    package static func forEachPoint(of rings: [[Position]], step: Double, _ body: (Position) -> Void) {
         for ring in rings {
             guard var previous = ring.first else { continue }
-            radius = max(radius, Geodesy.distance(center, previous))
+            body(previous)
             for p in ring.dropFirst() {
                 var dLon = p.lon - previous.lon
                 if dLon > 180 { dLon -= 360 } else if dLon < -180 { dLon += 360 }
@@ -68,13 +107,12 @@ package enum EnclosingCircle {
                         let t = Double(k) / Double(parts)
                         var lon = previous.lon + t * dLon
                         if lon > 180 { lon -= 360 } else if lon < -180 { lon += 360 }
-                        radius = max(radius, Geodesy.distance(center, Position(lon: lon, lat: previous.lat + t * (p.lat - previous.lat))))
+                        body(Position(lon: lon, lat: previous.lat + t * (p.lat - previous.lat)))
                     }
                 }
-                radius = max(radius, Geodesy.distance(center, p))
+                body(p)
                 previous = p
             }
         }
-        return (center, radius + 0.05 + radius * 1e-6)
     }
 }

@@ -136,6 +136,44 @@ import Testing
         #expect(maxRelativeError < 2e-5)
     }
 
+    /// A polygon's verified circle measures exactly only the points that can be the farthest,
+    /// and gets the same radius as measuring every point. Nearly round rings are the hard case:
+    /// many vertices at almost the same distance, where the flat-earth estimate's farthest is
+    /// often not the geodesic's.
+    @Test func verifiedCircleMeasuresOnlyWhatCanBeFarthest() {
+        var rng = SeededGenerator(seed: 11)
+        var differentFarthest = 0
+        for n in 0..<600 {
+            let origin = Position(lon: .random(in: -180...180, using: &rng),
+                                  lat: n % 10 == 0 ? .random(in: -89...89, using: &rng) : .random(in: -79.9...79.9, using: &rng))
+            // Up to 30 km across: some beyond the estimate's 20 km, which are measured exactly.
+            let radius = n % 3 == 0 ? Double.random(in: 1...200, using: &rng) : .random(in: 200...30_000, using: &rng)
+            let count = Int.random(in: 3...400, using: &rng)
+            let jitter = n % 2 == 0 ? 0 : Double.random(in: 0...0.01, using: &rng)
+            var ring = (0..<count).map { i -> Position in
+                let angle = Double(i) / Double(count) * 2 * .pi
+                let r = radius * (1 + .random(in: -jitter...jitter, using: &rng)) / 111_320
+                var lon = origin.lon + r * sin(angle) / max(0.01, cos(origin.lat * .pi / 180))
+                if lon > 180 { lon -= 360 } else if lon < -180 { lon += 360 }
+                return Position(lon: lon, lat: min(90, max(-90, origin.lat + r * cos(angle))))
+            }
+            ring.append(ring[0])
+            let fast = EnclosingCircle.verified([ring], origin: origin)
+            let exact = EnclosingCircle.verified([ring], origin: origin, allExact: true)
+            #expect(fast.radiusM == exact.radiusM && fast.center == exact.center, "\(origin) \(radius) m, \(count) vertices")
+            // How often the estimate alone would have picked another point than the farthest.
+            var points: [Position] = []
+            EnclosingCircle.forEachPoint(of: [ring], step: 100) { points.append($0) }
+            let byEstimate = points.max { Geodesy.approximateDistance(exact.center, $0) < Geodesy.approximateDistance(exact.center, $1) }!
+            if Geodesy.distance(exact.center, byEstimate) != EnclosingCircle.exactlyFarthest(points, from: exact.center) {
+                differentFarthest += 1
+            }
+        }
+        // The cases exercise the band: taking the estimate's farthest point alone would be wrong
+        // in some of them (5 of these 600).
+        #expect(differentFarthest > 0, "\(differentFarthest)")
+    }
+
     @Test func circleBoxesContainTheCircle() {
         var rng = SeededGenerator(seed: 9)
         for _ in 0..<2000 {
