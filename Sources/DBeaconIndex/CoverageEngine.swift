@@ -18,6 +18,10 @@ package protocol CoverageEngine: Sendable {
     func coveringFormatted(_ query: CoverQuery) async throws -> [(beacon: Beacon, perimeter: (any FormattedPerimeter)?)]
     /// The beacons among `ids` that exist (no visibility filter).
     func beacons(ids: [BeaconID]) async throws -> [Beacon]
+    /// `beacons(ids:)` for a caller that reads no perimeter (a visibility decision, a location):
+    /// without `perimeters` a polygon's may be left empty, which spares reading and decoding it
+    /// (a large polygon's vertices come from the coordinate file).
+    func beacons(ids: [BeaconID], perimeters: Bool) async throws -> [Beacon]
     /// The moving beacons of `owner`.
     func trackingBeacons(owner: UserID) async throws -> [Beacon]
     /// Beacons whose perimeter's box meets one of `boxes` (each a box of the spatial index's
@@ -57,6 +61,10 @@ extension CoverageEngine {
 
     package func coveringFormatted(_ query: CoverQuery) async throws -> [(beacon: Beacon, perimeter: (any FormattedPerimeter)?)] {
         try await covering(query).map { ($0, nil) }
+    }
+
+    package func beacons(ids: [BeaconID], perimeters: Bool) async throws -> [Beacon] {
+        try await beacons(ids: ids)
     }
 }
 

@@ -1131,7 +1131,11 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     }
 
     package func beacons(ids: [BeaconID]) async throws -> [Beacon] {
-        lock.read { beacons(of: ids.compactMap { slots[$0] }) }
+        try await beacons(ids: ids, perimeters: true)
+    }
+
+    package func beacons(ids: [BeaconID], perimeters: Bool) async throws -> [Beacon] {
+        lock.read { beacons(of: ids.compactMap { slots[$0] }, perimeter: perimeters) }
     }
 
     package func trackingBeacons(owner: UserID) async throws -> [Beacon] {

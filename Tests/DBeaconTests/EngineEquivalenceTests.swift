@@ -118,6 +118,19 @@ import Testing
         }
         #expect(try await compare(memory, sql, queries, label: "after insert") == 0)
 
+        // Without perimeters (the visibility gate's decisions): the same beacons field for field,
+        // a circle's radius kept, a polygon's left empty; with them, the store's.
+        let ids = beacons.map(\.id) + [BeaconID(uncheckedRawValue: "bcn_missing")]
+        let bare = try await memory.beacons(ids: ids, perimeters: false)
+        let full = try await memory.beacons(ids: ids, perimeters: true)
+        let stored = try await sql.beacons(ids: ids).sorted { $0.id < $1.id }
+        #expect(bare.map(\.id) == beacons.map(\.id) && full.sorted { $0.id < $1.id } == stored)
+        for (b, f) in zip(bare, full) {
+            var expected = f
+            if case .circle = f.perimeter {} else { expected.perimeter = .multiPolygon([]) }
+            #expect(b == expected, "\(b.id)")
+        }
+
         // A fresh engine bulk-loaded from the store agrees too; it keeps large polygons' GeoJSON
         // as the text itself (`--perimeter-text formatted`), the others as hints.
         let loaded = MemoryCoverageEngine(store: h.store)
