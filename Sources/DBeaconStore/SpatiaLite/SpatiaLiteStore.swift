@@ -34,6 +34,10 @@ package final class SpatiaLiteStore: SQLStore {
         }
         writer = try SQLiteConnection(path: path, readOnly: false, synchronousFull: synchronousFull)
         try Self.migrate(writer)
+        // The statement journals and temporary tables of the writer's transactions stay in memory
+        // (after the migrations, whose index builds may sort large tables).
+        try writer.execute("PRAGMA temp_store = MEMORY")
+        try writer.execute("PRAGMA cache_size = -65536")
         checkpointer = try WALCheckpointer(path: path, synchronousFull: synchronousFull, requestFrames: checkpointFrames)
         writer.reportCommits(to: checkpointer)
         var readers: [SQLiteConnection] = []
