@@ -60,6 +60,36 @@ private func north(_ m: Double) -> Double { center.lat + m / 111_200 }
         #expect(try await h.events(ann).map(\.type) == [.entered, .exited, .entered])
     }
 
+    /// The engine reads a beacon's perimeter only for what a fix may leave: a polygon entered
+    /// and then left within one batch, or left by a later fix, is judged on its cushion, never
+    /// on a perimeter left out when it was entered.
+    @Test(arguments: Backend.all) func polygonExitsAreJudgedOnTheirPerimeter(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend) { $0.fences.exitCushionM = 25 }
+        let (owner, _) = try await h.user("owner")
+        // A square of about 220 m, its north edge at north(110).
+        let (w, e) = (center.lon - 0.0015, center.lon + 0.0015)
+        let square = try await h.beacon(feature(name: "square", lat: center.lat, lon: center.lon,
+                                                perimeter: polygon([box(w, north(-110), e, north(110))])), owner: owner)
+        let (ann, _) = try await h.user("ann")
+        func fixes(_ metres: [Double]) async throws -> FixReport {
+            let start = h.clock.now()
+            let batch = metres.enumerated().map { i, m in
+                LocationFix(position: Position(lon: center.lon, lat: north(m)), accuracyM: 5, timestamp: start.adding(seconds: Double(i)))
+            }
+            h.clock.advance(seconds: Double(metres.count) + 5)
+            return try await h.fences.report(user: ann, fixes: batch)
+        }
+        // In, then 10 m beyond the edge: within the cushion, so inside still.
+        let batch = try await fixes([50, 120])
+        #expect(batch.events.map(\.type) == [.entered] && batch.inside == [square.id])
+        // Later fixes: 15 m beyond (inside still), then 60 m beyond (out).
+        #expect(try await fixes([125]).events.isEmpty)
+        let gone = try await fixes([170])
+        #expect(gone.events.map(\.type) == [.exited] && gone.inside.isEmpty)
+        // Both in one batch: in, within the cushion, beyond it.
+        #expect(try await fixes([0, 130, 180]).events.map(\.type) == [.entered, .exited])
+    }
+
     @Test(arguments: Backend.all) func dwellsAfterTheDwellTime(_ backend: Backend) async throws {
         let (h, ann, _) = try await setUp(backend, dwell: 60)
         try await h.fix(ann, lat: north(10), lon: center.lon)

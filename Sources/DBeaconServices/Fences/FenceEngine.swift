@@ -113,14 +113,30 @@ package actor FenceEngine {
         }
         var known: [BeaconID: Beacon] = [:]
         for b in tracking { known[b.id] = b }
-        // Whole beacons only for what the fixes may enter or leave (`beaconsNeeded`). A state
-        // added while suspended may need one more round; ids still unknown after a fetch were deleted.
+        // Whole beacons only for what the fixes may enter or leave (`beaconsNeeded`), and their
+        // perimeters only for what they may leave (`perimetersNeeded`). A state added while
+        // suspended may need one more round; ids still unknown after a fetch were deleted.
         var attempted = Set<BeaconID>()
+        var bare = Set<BeaconID>()
         for _ in 0..<3 {
             let missing = evaluator.beaconsNeeded(user: user, fixes: sorted, coverage: coverage, known: known).subtracting(attempted)
-            if missing.isEmpty { break }
+            let perimeters = evaluator.perimetersNeeded(user: user, coverage: coverage)
+            let completed = perimeters.intersection(bare)
+            if missing.isEmpty && completed.isEmpty { break }
             attempted.formUnion(missing)
-            for b in try await engine.beacons(ids: Array(missing)) { known[b.id] = b }
+            let whole = missing.intersection(perimeters).union(completed), rest = missing.subtracting(perimeters)
+            if !whole.isEmpty {
+                for b in try await engine.beacons(ids: Array(whole), perimeters: true) {
+                    known[b.id] = b
+                    bare.remove(b.id)
+                }
+            }
+            if !rest.isEmpty {
+                for b in try await engine.beacons(ids: Array(rest), perimeters: false) {
+                    known[b.id] = b
+                    bare.insert(b.id)
+                }
+            }
         }
 
         // The decision: no suspension from here to the enqueue.
@@ -158,7 +174,10 @@ package actor FenceEngine {
         let (outcome, decided) = try await decideShared(lock: [user], near: boxes, inside: tracking.map(\.id)) { evaluator in
             var known = known0
             let missing = evaluator.beaconsNeeded(user: user, fixes: sorted, coverage: covering, known: known)
-            if !missing.isEmpty { for b in try await engine.beacons(ids: Array(missing)) { known[b.id] = b } }
+            let perimeters = evaluator.perimetersNeeded(user: user, coverage: covering)
+            for (ids, whole) in [(missing.intersection(perimeters), true), (missing.subtracting(perimeters), false)] where !ids.isEmpty {
+                for b in try await engine.beacons(ids: Array(ids), perimeters: whole) { known[b.id] = b }
+            }
             let outcome = evaluator.applyFixes(user: user, fixes: sorted, coverage: covering, known: known, tracking: tracking,
                                                now: clock.now())
             return (outcome.update, outcome)

@@ -112,6 +112,23 @@ package struct FenceEvaluator: Sendable {
         return missing
     }
 
+    /// The beacons among those a batch of fixes needs whose perimeters it reads: those it may
+    /// leave (an exit is judged on the perimeter's cushion). A beacon it enters or names in a
+    /// dwell event is read for its visibility and name only. With more than one fix, a beacon
+    /// covered by some fixes but not all may be entered and then left within the batch.
+    package func perimetersNeeded(user: UserID, coverage: [[BeaconID]]) -> Set<BeaconID> {
+        var needed = Set<BeaconID>()
+        let states = inside[user] ?? UserStates()
+        for list in coverage {
+            for i in states.uncovered(by: list, outside: { _ in }) { needed.insert(states.states[i].beacon) }
+        }
+        if coverage.count > 1 {
+            let everywhere = coverage.dropFirst().reduce(Set(coverage[0])) { $0.intersection($1) }
+            for list in coverage { for id in list where !everywhere.contains(id) { needed.insert(id) } }
+        }
+        return needed
+    }
+
     /// The beacons `tick(now:beacons:)` will need: dwell events due and sightings lapsed.
     package func beaconsDueForTick(now: Timestamp) -> Set<BeaconID> {
         var ids = Set<BeaconID>()
