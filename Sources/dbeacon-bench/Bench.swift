@@ -27,8 +27,9 @@ struct BenchCommand: AsyncParsableCommand {
               • in-process lookups (in-memory engine) on 1 and 2 threads, with p50/p99 latency;
               • the same lookups on the SQL path (SpatiaLite R*Tree + ST_Covers);
               • location fixes per second through the fence engine, each acknowledged once durable;
-              • a `dbeacon serve` child process: start-up time, resident memory, and GET /v1/nearby
-                and GET /v1/regions under load from wrk (Debian package `wrk`; skipped with a note when missing);
+              • a `dbeacon serve` child process: start-up time, resident memory, and GET /v1/nearby,
+                GET /v1/regions and POST /v1/me/location (durable fixes, rate limits off) under load from wrk
+                (Debian package `wrk`; skipped with a note when missing);
               • --streams idle event streams on that server: its CPU at rest and with them, and nearby beside them.
             Build with `swift build -c release` first: debug builds are many times slower.
             """
@@ -93,6 +94,7 @@ struct BenchResult {
     var http: Double?, httpP50ms: Double?, httpP99ms: Double?, httpBytesPerResponse: Double?
     var httpLean: Double?, httpLeanP99ms: Double?, httpLeanBytesPerResponse: Double?
     var regions: Double?, regionsP50ms: Double?, regionsP99ms: Double?
+    var httpFixes: Double?, httpFixesP99ms: Double?
     var startupSec: Double?
     /// Exec to healthy without a snapshot (every beacon read from the database).
     var startupColdSec: Double?
@@ -120,6 +122,7 @@ struct BenchResult {
             ("http_no_perimeter_requests_per_sec", n(httpLean)), ("http_no_perimeter_p99_ms", n(httpLeanP99ms)),
             ("http_no_perimeter_bytes_per_response", n(httpLeanBytesPerResponse)),
             ("http_regions_requests_per_sec", n(regions)), ("http_regions_p50_ms", n(regionsP50ms)), ("http_regions_p99_ms", n(regionsP99ms)),
+            ("http_fixes_per_sec", n(httpFixes)), ("http_fix_p99_ms", n(httpFixesP99ms)),
             ("fixes_per_sec", n(fixes)), ("fix_events_per_sec", n(fixEvents)), ("fix_p99_ms", n(fixP99ms)),
             ("startup_sec", n(startupSec)), ("startup_from_database_sec", n(startupColdSec)), ("index_ready_sec", n(indexReadySec)), ("index_load_sec", n(loadSec)), ("rss_bytes", i(rssBytes)),
             ("generate_sec", n(generateSec)), ("db_bytes", i(dbBytes)),
@@ -163,6 +166,8 @@ struct BenchResult {
             ("  p99 (ms), response (KiB)", { "\(f($0.httpLeanP99ms, 2)) / \(f($0.httpLeanBytesPerResponse.map { $0 / 1024 }, 1))" }),
             ("HTTP regions (max 20) req/s", { count($0.regions) }),
             ("  p50 / p99 (ms)", { "\(f($0.regionsP50ms, 2)) / \(f($0.regionsP99ms, 2))" }),
+            ("HTTP fixes/s (durable)", { count($0.httpFixes) }),
+            ("  p99 (ms)", { f($0.httpFixesP99ms, 1) }),
             ("idle event streams open", { $0.streams.map { "\($0)" } ?? "—" }),
             ("  server CPU, none / with (%)", { "\(f($0.idleCPUPercent, 1)) / \(f($0.streamsCPUPercent, 1))" }),
             ("  nearby beside them req/s", { count($0.httpWithStreams) }),
@@ -380,17 +385,21 @@ struct BenchRun {
         return (Double(parts.reduce(0) { $0 + $1.0 }) / elapsed, lat)
     }
 
-    /// Location fixes from many users at once (random walks through the region); each call
-    /// returns once its fix, state changes and events are committed with synchronous=FULL.
-    func fixes(store: SpatiaLiteStore, engine: MemoryCoverageEngine, into result: inout BenchResult) async throws {
-        // Every run starts from the same state: the events, states and locations of earlier runs
-        // (millions after a few) would make each run insert into larger indexes than the last.
+    /// Every fixes measurement starts from the same state: the events, states and locations of
+    /// earlier runs (millions after a few) would make each run insert into larger indexes than the last.
+    func clearFences(_ store: SpatiaLiteStore) async throws {
         let cleared = try await store.write { db, _ in
             let events = try await db.rows("SELECT count(*) AS n FROM events").first?.int("n") ?? 0
             for table in ["outbox", "events", "fence_states", "user_locations"] { _ = try await db.rows("DELETE FROM \(table)") }
             return events
         }
         if cleared > 0 { log("fixes: cleared \(cleared) events of earlier runs") }
+    }
+
+    /// Location fixes from many users at once (random walks through the region); each call
+    /// returns once its fix, state changes and events are committed with synchronous=FULL.
+    func fixes(store: SpatiaLiteStore, engine: MemoryCoverageEngine, into result: inout BenchResult) async throws {
+        try await clearFences(store)
         let fences = FenceEngine(store: store, engine: engine, committer: GroupCommitter(store: store), clock: SystemClock(),
                                  config: FenceConfig())
         try await fences.reload()
@@ -474,7 +483,9 @@ struct BenchRun {
         process.arguments = ["serve", "--db", path, "--port", "\(command.port)", "--admin-token", "bench-admin-token",
                              "--log-level", "warning", "--perimeter-text", command.perimeterText,
                              // The idle streams and wrk all come from 127.0.0.1.
-                             "--max-connections", "\(command.streams + 2_000)", "--max-connections-per-client", "0"]
+                             "--max-connections", "\(command.streams + 2_000)", "--max-connections-per-client", "0",
+                             // POST /v1/me/location as fast as wrk sends them.
+                             "--location-rate", "0", "--fixes-per-minute", "0", "--write-rate", "0"]
         let started = monotonicNanos()
         try process.run()
         let base = "http://127.0.0.1:\(command.port)"
@@ -494,6 +505,8 @@ struct BenchRun {
         // rasters, then writes its snapshot; then stopped and started again from the snapshot,
         // as a restart is. HTTP and memory are measured on the second.
         try? FileManager.default.removeItem(atPath: snapshotFolder)
+        // The fixes through HTTP start from no events, states or locations, as those in process.
+        if !command.skipFixes { try await clearFences(try SpatiaLiteStore(path: path, synchronousFull: false)) }
         // Measured with the database in the page cache, as a restarted server finds it (on a
         // machine that pages idle files out, a database idle for a minute is read from disk).
         let (warmed, warmSeconds0) = Self.readThrough([path])
@@ -585,7 +598,44 @@ struct BenchRun {
         if regions.errors > 0 { log("wrk reported \(regions.errors) non-2xx or socket errors on regions:\n\(regionsOutput)") }
         log(String(format: "HTTP regions: %.0f req/s, p50 %.2f ms, p99 %.2f ms", regions.rate ?? 0, regions.p50 ?? 0, regions.p99 ?? 0))
 
+        // POST /v1/me/location: the 1,000 users' random walks (8 m a fix, as in process), each
+        // answered once durable, from the state the server started with (cleared before it).
+        if !command.skipFixes {
+            let fixesScript = "\(command.workdir)/fixes.lua"
+            try Self.fixesScript(seed: command.seed).write(toFile: fixesScript, atomically: true, encoding: .utf8)
+            let fixesOutput = try Self.capture(wrk, ["-t\(command.wrkThreads)", "-c\(command.wrkConnections)",
+                                                     "-d\(Int(command.duration.rounded(.up)))s", "--latency", "-s", fixesScript, base])
+            let fixes = Self.parseWrk(fixesOutput)
+            result.httpFixes = fixes.rate
+            result.httpFixesP99ms = fixes.p99
+            if fixes.errors > 0 { log("wrk reported \(fixes.errors) non-2xx or socket errors on fixes:\n\(fixesOutput)") }
+            log(String(format: "HTTP fixes: %.0f/s, p99 %.2f ms", fixes.rate ?? 0, fixes.p99 ?? 0))
+        }
+
         try await streams(server: process, base: base, wrk: wrk, script: script, into: &result)
+    }
+
+    /// Random walks of the city's users, 8 m a fix, each with their own token.
+    static func fixesScript(seed: UInt64) -> String {
+        let c = BenchCity.center, m = BenchCity.metersPerDegreeLat
+        return """
+            math.randomseed(\(seed % 1_000_000))
+            local pos = {}
+            request = function()
+              local u = math.random(0, \(BenchCity.userCount - 1))
+              local p = pos[u]
+              if p == nil then
+                p = {\(c.lat) + (math.random() * 2 - 1) * \(BenchCity.halfLat), \(c.lon) + (math.random() * 2 - 1) * \(BenchCity.halfLon)}
+                pos[u] = p
+              end
+              local a = math.random() * 2 * math.pi
+              p[1] = p[1] + 8 / \(m) * math.sin(a)
+              p[2] = p[2] + 8 / \(m * cos(c.lat * .pi / 180)) * math.cos(a)
+              local body = string.format('{"lat":%.7f,"lon":%.7f,"accuracy_m":10}', p[1], p[2])
+              return wrk.format("POST", "/v1/me/location",
+                {["Authorization"] = "Bearer bench-token-" .. u, ["Content-Type"] = "application/json"}, body)
+            end
+            """
     }
 
     /// Random points in the region, 50 users' tokens, one tag filter in five.
