@@ -126,10 +126,10 @@ package actor FenceEngine {
             attempted.formUnion(missing)
             let whole = missing.intersection(perimeters).union(completed), rest = missing.subtracting(perimeters)
             if !whole.isEmpty {
-                for b in try await engine.beacons(ids: Array(whole), perimeters: true) {
-                    known[b.id] = b
-                    bare.remove(b.id)
-                }
+                let found = try await engine.beacons(ids: Array(whole), perimeters: true)
+                for id in completed { known[id] = nil } // deleted meanwhile, unless found again
+                for b in found { known[b.id] = b }
+                bare.subtract(whole)
             }
             if !rest.isEmpty {
                 for b in try await engine.beacons(ids: Array(rest), perimeters: false) {
