@@ -55,9 +55,7 @@ extension BenchRun {
         result.streamsCPUPercent = try await cpuPercent(pid: pid, seconds: command.duration)
         log(String(format: "server with %d idle streams: %.1f %% of a core", open, result.streamsCPUPercent ?? 0))
 
-        let output = try Self.capture(wrk, ["-t\(command.wrkThreads)", "-c\(command.wrkConnections)",
-                                            "-d\(Int(command.duration.rounded(.up)))s", "--latency", "-s", script, base])
-        let parsed = Self.parseWrk(output)
+        let (output, parsed) = try load(wrk, script, base)
         result.httpWithStreams = parsed.rate
         result.httpWithStreamsP99ms = parsed.p99
         if parsed.errors > 0 { log("wrk reported \(parsed.errors) errors beside the streams:\n\(output)") }

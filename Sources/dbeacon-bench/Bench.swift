@@ -565,10 +565,8 @@ struct BenchRun {
         let script = "\(command.workdir)/nearby.lua"
         try Self.luaScript(seed: command.seed).write(toFile: script, atomically: true, encoding: .utf8)
         _ = try Self.capture(wrk, ["-t1", "-c8", "-d2s", "-s", script, base]) // warm-up
-        let output = try Self.capture(wrk, ["-t\(command.wrkThreads)", "-c\(command.wrkConnections)",
-                                            "-d\(Int(command.duration.rounded(.up)))s", "--latency", "-s", script, base])
+        let (output, parsed) = try load(wrk, script, base)
         result.rssBytes = residentBytes(pid: process.processIdentifier)
-        let parsed = Self.parseWrk(output)
         result.http = parsed.rate
         result.httpP50ms = parsed.p50
         result.httpP99ms = parsed.p99
@@ -578,9 +576,7 @@ struct BenchRun {
 
         let leanScript = "\(command.workdir)/nearby-no-perimeter.lua"
         try Self.luaScript(seed: command.seed, extra: "&limit=20&perimeter=none").write(toFile: leanScript, atomically: true, encoding: .utf8)
-        let leanOutput = try Self.capture(wrk, ["-t\(command.wrkThreads)", "-c\(command.wrkConnections)",
-                                                "-d\(Int(command.duration.rounded(.up)))s", "--latency", "-s", leanScript, base])
-        let lean = Self.parseWrk(leanOutput)
+        let (_, lean) = try load(wrk, leanScript, base)
         result.httpLean = lean.rate
         result.httpLeanP99ms = lean.p99
         if let rate = lean.rate, let transfer = lean.transfer, rate > 0 { result.httpLeanBytesPerResponse = transfer / rate }
@@ -589,9 +585,7 @@ struct BenchRun {
         // GET /v1/regions: the 20 regions a phone monitors, from the same random points.
         let regionsScript = "\(command.workdir)/regions.lua"
         try Self.luaScript(seed: command.seed, path: "/v1/regions", extra: "&max=20").write(toFile: regionsScript, atomically: true, encoding: .utf8)
-        let regionsOutput = try Self.capture(wrk, ["-t\(command.wrkThreads)", "-c\(command.wrkConnections)",
-                                                   "-d\(Int(command.duration.rounded(.up)))s", "--latency", "-s", regionsScript, base])
-        let regions = Self.parseWrk(regionsOutput)
+        let (regionsOutput, regions) = try load(wrk, regionsScript, base)
         result.regions = regions.rate
         result.regionsP50ms = regions.p50
         result.regionsP99ms = regions.p99
@@ -603,9 +597,7 @@ struct BenchRun {
         if !command.skipFixes {
             let fixesScript = "\(command.workdir)/fixes.lua"
             try Self.fixesScript(seed: command.seed).write(toFile: fixesScript, atomically: true, encoding: .utf8)
-            let fixesOutput = try Self.capture(wrk, ["-t\(command.wrkThreads)", "-c\(command.wrkConnections)",
-                                                     "-d\(Int(command.duration.rounded(.up)))s", "--latency", "-s", fixesScript, base])
-            let fixes = Self.parseWrk(fixesOutput)
+            let (fixesOutput, fixes) = try load(wrk, fixesScript, base)
             result.httpFixes = fixes.rate
             result.httpFixesP99ms = fixes.p99
             if fixes.errors > 0 { log("wrk reported \(fixes.errors) non-2xx or socket errors on fixes:\n\(fixesOutput)") }
@@ -614,6 +606,16 @@ struct BenchRun {
 
         try await streams(server: process, base: base, wrk: wrk, script: script, into: &result)
     }
+
+    /// One measured wrk run of `script` against `base` (the bench's threads, connections and
+    /// duration): its output and what `parseWrk` reads in it.
+    func load(_ wrk: String, _ script: String, _ base: String) throws -> (output: String, parsed: WrkFigures) {
+        let output = try Self.capture(wrk, ["-t\(command.wrkThreads)", "-c\(command.wrkConnections)",
+                                            "-d\(Int(command.duration.rounded(.up)))s", "--latency", "-s", script, base])
+        return (output, Self.parseWrk(output))
+    }
+
+    typealias WrkFigures = (rate: Double?, p50: Double?, p99: Double?, transfer: Double?, errors: Int)
 
     /// Random walks of the city's users, 8 m a fix, each with their own token.
     static func fixesScript(seed: UInt64) -> String {
@@ -655,7 +657,7 @@ struct BenchRun {
             """
     }
 
-    static func parseWrk(_ text: String) -> (rate: Double?, p50: Double?, p99: Double?, transfer: Double?, errors: Int) {
+    static func parseWrk(_ text: String) -> WrkFigures {
         func ms(_ s: Substring) -> Double? {
             let units: [(String, Double)] = [("us", 0.001), ("ms", 1), ("s", 1000)]
             for (u, f) in units where s.hasSuffix(u) { return Double(s.dropLast(u.count)).map { $0 * f } }
