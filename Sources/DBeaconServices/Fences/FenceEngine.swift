@@ -113,29 +113,23 @@ package actor FenceEngine {
         }
         var known: [BeaconID: Beacon] = [:]
         for b in tracking { known[b.id] = b }
-        // Whole beacons only for what the fixes may enter or leave (`beaconsNeeded`), and their
-        // perimeters only for what they may leave (`perimetersNeeded`). A state added while
-        // suspended may need one more round; ids still unknown after a fetch were deleted.
+        // Beacons only for what the fixes may enter or leave, and their perimeters only for what
+        // they may leave (`needs`). A state added while suspended may need one more round (and a
+        // beacon read bare its perimeter); ids still unknown after a fetch were deleted.
         var attempted = Set<BeaconID>()
         var bare = Set<BeaconID>()
         for _ in 0..<3 {
-            let missing = evaluator.beaconsNeeded(user: user, fixes: sorted, coverage: coverage, known: known).subtracting(attempted)
-            let perimeters = evaluator.perimetersNeeded(user: user, coverage: coverage)
-            let completed = perimeters.intersection(bare)
+            let needs = evaluator.needs(user: user, fixes: sorted, coverage: coverage, known: known)
+            let missing = needs.beacons.subtracting(attempted), completed = needs.perimeters.intersection(bare)
             if missing.isEmpty && completed.isEmpty { break }
             attempted.formUnion(missing)
-            let whole = missing.intersection(perimeters).union(completed), rest = missing.subtracting(perimeters)
-            if !whole.isEmpty {
-                let found = try await engine.beacons(ids: Array(whole), perimeters: true)
-                for id in completed { known[id] = nil } // deleted meanwhile, unless found again
-                for b in found { known[b.id] = b }
-                bare.subtract(whole)
-            }
-            if !rest.isEmpty {
-                for b in try await engine.beacons(ids: Array(rest), perimeters: false) {
-                    known[b.id] = b
-                    bare.insert(b.id)
-                }
+            for id in completed { known[id] = nil } // deleted meanwhile, unless read again
+            bare.subtract(completed)
+            let read = try await Self.read(missing.union(completed), perimeters: needs.perimeters, from: engine)
+            for b in read.whole { known[b.id] = b }
+            for b in read.bare {
+                known[b.id] = b
+                bare.insert(b.id)
             }
         }
 
@@ -144,6 +138,15 @@ package actor FenceEngine {
                                            now: clock.now())
         let ticket = outcome.update.isEmpty ? nil : committer.enqueue(outcome.update)
         return .decided(Decision(outcome: outcome, inside: evaluator.insideBeacons(of: user), listeners: listeners, ticket: ticket))
+    }
+
+    /// The beacons among `ids`, whole where the decision reads their perimeters and bare (without
+    /// them, which spares reading a large polygon's vertices) otherwise.
+    private static func read(_ ids: Set<BeaconID>, perimeters: Set<BeaconID>,
+                             from engine: any CoverageEngine) async throws -> (whole: [Beacon], bare: [Beacon]) {
+        let whole = ids.intersection(perimeters), bare = ids.subtracting(perimeters)
+        return (whole.isEmpty ? [] : try await engine.beacons(ids: Array(whole), perimeters: true),
+                bare.isEmpty ? [] : try await engine.beacons(ids: Array(bare), perimeters: false))
     }
 
     /// Tells the listeners about an accepted fix; the report for the caller.
@@ -173,11 +176,9 @@ package actor FenceEngine {
         let (engine, clock, known0, covering) = (self.engine, self.clock, known, coverage)
         let (outcome, decided) = try await decideShared(lock: [user], near: boxes, inside: tracking.map(\.id)) { evaluator in
             var known = known0
-            let missing = evaluator.beaconsNeeded(user: user, fixes: sorted, coverage: covering, known: known)
-            let perimeters = evaluator.perimetersNeeded(user: user, coverage: covering)
-            for (ids, whole) in [(missing.intersection(perimeters), true), (missing.subtracting(perimeters), false)] where !ids.isEmpty {
-                for b in try await engine.beacons(ids: Array(ids), perimeters: whole) { known[b.id] = b }
-            }
+            let needs = evaluator.needs(user: user, fixes: sorted, coverage: covering, known: known)
+            let read = try await Self.read(needs.beacons, perimeters: needs.perimeters, from: engine)
+            for b in read.whole + read.bare { known[b.id] = b }
             let outcome = evaluator.applyFixes(user: user, fixes: sorted, coverage: covering, known: known, tracking: tracking,
                                                now: clock.now())
             return (outcome.update, outcome)

@@ -86,47 +86,46 @@ package struct FenceEvaluator: Sendable {
         return t > last.fixAt
     }
 
-    /// The beacons `applyFixes(fixes, coverage)` needs whole that are not among `known`: those
-    /// a fix covers and the user is not inside yet (entries), those the user is inside and a
-    /// fix does not cover (exit cushions), and those whose dwell event falls due (their names).
-    /// Beacons the user stays inside need only their ids: at 1M beacons a user is inside about
-    /// twenty, and copying them all for every fix was most of a fix's cost.
+    /// The beacons `applyFixes(fixes, coverage)` needs that are not among `known`: those a fix
+    /// covers and the user is not inside yet (entries), those the user is inside and a fix does
+    /// not cover (exit cushions), and those whose dwell event falls due (their names). Beacons
+    /// the user stays inside need only their ids: at 1M beacons a user is inside about twenty,
+    /// and copying them all for every fix was most of a fix's cost.
     package func beaconsNeeded<Known>(user: UserID, fixes: [LocationFix], coverage: [[BeaconID]],
                                       known: [BeaconID: Known]) -> Set<BeaconID> {
-        var missing = Set<BeaconID>()
+        needs(user: user, fixes: fixes, coverage: coverage, known: known).beacons
+    }
+
+    /// `beaconsNeeded`, and the beacons whose perimeters the batch reads, known or not: those it
+    /// may leave (an exit is judged on the perimeter's cushion), and, with more than one fix,
+    /// those covered by some fixes but not all (entered, then left within the batch). A beacon
+    /// it enters or names in a dwell event is read for its visibility and name only. One pass
+    /// over the user's states.
+    package func needs<Known>(user: UserID, fixes: [LocationFix], coverage: [[BeaconID]],
+                              known: [BeaconID: Known]) -> (beacons: Set<BeaconID>, perimeters: Set<BeaconID>) {
+        var missing = Set<BeaconID>(), perimeters = Set<BeaconID>()
         let states = inside[user] ?? UserStates()
-        guard let last = fixes.map(\.timestamp).max() else { return missing }
+        guard let last = fixes.map(\.timestamp).max() else { return (missing, perimeters) }
+        func unknown(_ id: BeaconID) -> Bool { known.isEmpty || known.index(forKey: id) == nil }
         for list in coverage {
             let uncovered = states.uncovered(by: list) { id in
-                if known.isEmpty || known.index(forKey: id) == nil { missing.insert(id) }
+                if unknown(id) { missing.insert(id) }
             }
             for i in uncovered { // exit cushions
                 let id = states.states[i].beacon
-                if known.isEmpty || known.index(forKey: id) == nil { missing.insert(id) }
+                perimeters.insert(id)
+                if unknown(id) { missing.insert(id) }
             }
-        }
-        for state in states.states where !state.dwelled && last.seconds(since: state.enteredAt) >= config.dwellSeconds
-            && (known.isEmpty || known.index(forKey: state.beacon) == nil) {
-            missing.insert(state.beacon)
-        }
-        return missing
-    }
-
-    /// The beacons among those a batch of fixes needs whose perimeters it reads: those it may
-    /// leave (an exit is judged on the perimeter's cushion). A beacon it enters or names in a
-    /// dwell event is read for its visibility and name only. With more than one fix, a beacon
-    /// covered by some fixes but not all may be entered and then left within the batch.
-    package func perimetersNeeded(user: UserID, coverage: [[BeaconID]]) -> Set<BeaconID> {
-        var needed = Set<BeaconID>()
-        let states = inside[user] ?? UserStates()
-        for list in coverage {
-            for i in states.uncovered(by: list, outside: { _ in }) { needed.insert(states.states[i].beacon) }
         }
         if coverage.count > 1 {
             let everywhere = coverage.dropFirst().reduce(Set(coverage[0])) { $0.intersection($1) }
-            for list in coverage { for id in list where !everywhere.contains(id) { needed.insert(id) } }
+            for list in coverage { for id in list where !everywhere.contains(id) { perimeters.insert(id) } }
         }
-        return needed
+        for state in states.states where !state.dwelled && last.seconds(since: state.enteredAt) >= config.dwellSeconds
+            && unknown(state.beacon) {
+            missing.insert(state.beacon)
+        }
+        return (missing, perimeters)
     }
 
     /// The beacons `tick(now:beacons:)` will need: dwell events due and sightings lapsed.
