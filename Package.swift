@@ -66,6 +66,7 @@ let package = Package(
             name: "DBeaconStore",
             dependencies: [
                 "DBeaconCore", "DBeaconGeo", "CSQLite",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],

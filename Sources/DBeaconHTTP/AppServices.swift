@@ -17,6 +17,8 @@ package struct AppServices: Sendable {
     package let engine: any CoverageEngine
     package let clock: any WallClock
     package let auth: AuthService
+    /// The account lifecycle: token rotation, the admin's user management, export, erasure.
+    package let accounts: AccountService
     package let beacons: BeaconService
     package let fences: FenceEngine
     package let webhooks: WebhookService
@@ -137,8 +139,16 @@ package struct AppServices: Sendable {
         ticker.meetingReminderSeconds = config.services.meetingReminderSeconds
         let registry = RegistryService(store: store, beacons: beacons)
         let feed = EventFeed(store: store, beacons: beacons)
+        // After an erasure that deleted beacons, a snapshot of the index without them, on a new
+        // coordinate file (the old one, append-only, still held their perimeters).
+        let compaction: (@Sendable (ErasureReport) async -> Void)? = { [snapshots] _ in
+            guard let snapshots, snapshots.writable, let memory = engine as? MemoryCoverageEngine else { return }
+            await Self.writeSnapshot(memory, to: snapshots, logger: logger, force: true, compactCoordinates: true)
+        }
+        let accounts = AccountService(store: store, auth: auth, beacons: beacons, fences: fences, feed: feed, clock: clock,
+                                      afterErasure: compaction)
         let services = AppServices(
-            config: config, store: store, engine: engine, clock: clock, auth: auth, beacons: beacons, fences: fences,
+            config: config, store: store, engine: engine, clock: clock, auth: auth, accounts: accounts, beacons: beacons, fences: fences,
             webhooks: WebhookService(store: store, ssrf: ssrf, clock: clock, wake: wake),
             deliverer: WebhookDeliverer(feed: feed, ssrf: ssrf, clock: clock, schedule: config.webhookRetrySchedule,
                                         wake: wake, logger: logger),
@@ -195,7 +205,7 @@ package struct AppServices: Sendable {
     /// Writes the index's snapshot unless the one in the folder is current, logging the outcome
     /// (failures are logged, not thrown: the next start loads from the database).
     static func writeSnapshot(_ memory: MemoryCoverageEngine, to snapshots: IndexSnapshots, logger: Logger,
-                              force: Bool = false) async {
+                              force: Bool = false, compactCoordinates: Bool? = nil) async {
         do {
             if !force, let current = snapshots.current, try await memory.store.changeStamp() == current { return }
             // A snapshot is a cache: never written into the space the database's writes need.
@@ -204,7 +214,7 @@ package struct AppServices: Sendable {
                 logger.warning("index snapshot skipped: too little free disk space", metadata: ["needs_bytes": "\(estimate)"])
                 return
             }
-            guard let report = try await memory.writeSnapshot(to: snapshots) else { return }
+            guard let report = try await memory.writeSnapshot(to: snapshots, compactCoordinates: compactCoordinates) else { return }
             logger.info("index snapshot written", metadata: [
                 "beacons": "\(report.beacons)", "bytes": "\(report.bytes)", "seconds": rounded(report.seconds),
                 "capture_s": rounded(report.captureSeconds),

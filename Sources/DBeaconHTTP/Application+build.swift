@@ -58,13 +58,13 @@ package func buildRouter(_ services: AppServices, metrics: AppMetrics = AppMetri
         .group(context: AuthenticatedContext.self)
         .add(middleware: RateLimitMiddleware(limiter: limiter))
     let maxBody = services.config.maxBodyBytes
-    UserController(auth: services.auth, maxBodyBytes: maxBody).addRoutes(to: v1)
+    UserController(auth: services.auth, accounts: services.accounts, maxBodyBytes: maxBody).addRoutes(to: v1)
     TagController(beacons: services.beacons, maxBodyBytes: maxBody).addRoutes(to: v1)
     BeaconController(beacons: services.beacons, maxBodyBytes: maxBody, maxImportBytes: services.config.maxImportBytes).addRoutes(to: v1)
     let regions = RegionService(beacons: services.beacons, registry: services.store)
     LiveController(fences: services.fences, regions: regions, feed: services.feed, clock: services.clock, limiter: limiter,
                    maxBodyBytes: maxBody).addRoutes(to: v1)
-    EventStreamController(feed: services.feed, notifier: services.notifier,
+    EventStreamController(feed: services.feed, auth: services.auth, notifier: services.notifier,
                           heartbeat: .seconds(services.config.eventStreamHeartbeatSeconds),
                           maxDuration: .seconds(services.config.eventStreamMaxSeconds)).addRoutes(to: v1)
     RegionController(regions: regions).addRoutes(to: v1)

@@ -119,6 +119,11 @@ tags:
     description: Health, metrics and this document (no authentication).
   - name: users
     description: Users and tokens.
+  - name: accounts
+    description: >-
+      The account lifecycle: a user rotates their token, exports everything the service holds
+      about them and erases their account; the admin lists, shows, renames, disables, enables and
+      erases users and rotates their tokens. See the README, "Your users' data".
   - name: beacons
     description: Digital beacons as GeoJSON Features.
   - name: nearby
@@ -387,6 +392,222 @@ paths:
           $ref: '#/components/responses/PayloadTooLarge'
         '422':
           $ref: '#/components/responses/UnprocessableEntity'
+    get:
+      tags: [accounts]
+      operationId: listUsers
+      summary: List users (admin token only)
+      description: >-
+        Users in creation order, a page at a time, with `name_prefix` those whose name starts
+        with it (ASCII letters in any case). 403 `admin_only` for any other token.
+      parameters:
+        - name: name_prefix
+          in: query
+          schema:
+            type: string
+            minLength: 1
+            maxLength: 100
+        - $ref: '#/components/parameters/Limit'
+        - $ref: '#/components/parameters/Cursor'
+      responses:
+        '200':
+          description: One page of users.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/UserList'
+              example: {"users": [{"id": "usr_7QpX2mR9vK4sT1wY6zB3cD", "name": "ann", "created_at": "2026-11-21T12:00:00.000Z", "disabled": false, "disabled_at": null, "token_rotated_at": null}], "next_cursor": null}
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+
+  /v1/users/{user}:
+    get:
+      tags: [accounts]
+      operationId: getUser
+      summary: One user (admin token only)
+      description: The user with how many beacons and active devices they have.
+      parameters:
+        - name: user
+          in: path
+          required: true
+          description: A user id (anything else is simply not found, after the admin check).
+          schema:
+            $ref: '#/components/schemas/UserId'
+      responses:
+        '200':
+          description: The user.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/UserSummary'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+    patch:
+      tags: [accounts]
+      operationId: updateUser
+      summary: Rename, disable or enable a user (admin token only)
+      description: >-
+        `disabled: true` refuses the user's token and every device token of theirs (401, on every
+        node, the phone endpoints included), ends their open event streams, and holds their
+        webhooks' deliveries; `disabled: false` restores all of it, and the deliveries held
+        meanwhile go out. Nothing is deleted.
+      parameters:
+        - name: user
+          in: path
+          required: true
+          description: A user id (anything else is simply not found, after the admin check).
+          schema:
+            $ref: '#/components/schemas/UserId'
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              additionalProperties: false
+              properties:
+                name:
+                  type: string
+                  minLength: 1
+                  maxLength: 100
+                  pattern: '\S'
+                disabled:
+                  type: boolean
+            example: {"disabled": true}
+      responses:
+        '200':
+          description: The user as it is now.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/UserSummary'
+        '413':
+          $ref: '#/components/responses/PayloadTooLarge'
+        '415':
+          $ref: '#/components/responses/UnsupportedMediaType'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+    delete:
+      tags: [accounts]
+      operationId: deleteUser
+      summary: Erase a user (admin token only)
+      description: >-
+        The same erasure as `DELETE /v1/me`: the user and everything that is theirs, in one
+        transaction. Erasing again changes nothing and is 404, as for an id that never was a
+        user: no answer tells an erased user from one who never existed (the id is never issued
+        again).
+      parameters:
+        - name: user
+          in: path
+          required: true
+          description: A user id (anything else is simply not found, after the admin check).
+          schema:
+            $ref: '#/components/schemas/UserId'
+      responses:
+        '200':
+          description: What was removed.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/Erasure'
+              example: {"id": "usr_7QpX2mR9vK4sT1wY6zB3cD", "erased": true, "beacons": 2, "rows": {"beacons": 2, "events": 41, "user_locations": 1, "users": 1}, "notices": 3}
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+
+  /v1/users/{user}/token:
+    post:
+      tags: [accounts]
+      operationId: rotateUserToken
+      summary: Give a user a new token (admin token only)
+      description: The new token is shown only this once; the old one is refused at once, on every node. Devices keep theirs.
+      parameters:
+        - name: user
+          in: path
+          required: true
+          description: A user id (anything else is simply not found, after the admin check).
+          schema:
+            $ref: '#/components/schemas/UserId'
+      responses:
+        '200':
+          description: The user and their new token.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/TokenRotated'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+
+  /v1/users/{user}/export:
+    get:
+      tags: [accounts]
+      operationId: exportUser
+      summary: Everything the service holds about a user (admin token only)
+      description: The document of `GET /v1/me/export`, for the operator answering a request made to them.
+      parameters:
+        - name: user
+          in: path
+          required: true
+          description: A user id (anything else is simply not found, after the admin check).
+          schema:
+            $ref: '#/components/schemas/UserId'
+      responses:
+        '200':
+          description: The export document (streamed).
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/AccountExport'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '404':
+          $ref: '#/components/responses/NotFound'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
 
   /v1/me:
     get:
@@ -413,6 +634,118 @@ paths:
                   value: {"id": null, "admin": true}
         '401':
           $ref: '#/components/responses/Unauthorized'
+
+    delete:
+      tags: [accounts]
+      operationId: deleteMe
+      summary: Erase the caller's account
+      description: >-
+        Removes the user and everything that is theirs, in one transaction (see the README, "Your
+        users' data"): their token and devices (refused at once on every node), beacons (their
+        followers get `beacon.deleted` as for any deletion), content and media on others' beacons,
+        follows, interests, saved items, ratings and feedback, group memberships (the group gets
+        `group.member_left` without the member), meeting invitations and attendance, locations,
+        fence states, visits, sightings, registry entries, webhooks and their deliveries, and every
+        event addressed to them or naming them. `confirm` must repeat the caller's own user id
+        (422 naming `confirm` otherwise); the user's own token only (403 for a device token or the
+        admin token). The id is never issued again.
+      parameters:
+        - name: confirm
+          in: query
+          description: The caller's own user id, as a guard against an accidental call.
+          schema:
+            type: string
+            maxLength: 100
+          example: usr_7QpX2mR9vK4sT1wY6zB3cD
+      responses:
+        '200':
+          description: >-
+            Done. (How many rows went is the admin's to see: counts would include rows about
+            beacons the caller may no longer see.)
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [id, erased]
+                properties:
+                  id:
+                    $ref: '#/components/schemas/UserId'
+                  erased:
+                    type: boolean
+                    const: true
+              example: {"id": "usr_7QpX2mR9vK4sT1wY6zB3cD", "erased": true}
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '422':
+          $ref: '#/components/responses/UnprocessableEntity'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+
+  /v1/me/token:
+    post:
+      tags: [accounts]
+      operationId: rotateOwnToken
+      summary: Rotate the caller's token
+      description: >-
+        A new token for the caller, shown only this once; the old one is refused from now on,
+        on every node, and the caller's open event streams on it are closed. Device tokens are
+        unaffected (revoke them with `DELETE /v1/me/devices/{device}`). The user's own token
+        only: 403 for a device token or the admin token.
+      responses:
+        '200':
+          description: The new token.
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/TokenRotated'
+              example: {"id": "usr_7QpX2mR9vK4sT1wY6zB3cD", "name": "ann", "token": "dbt_Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2H1g0F9e", "token_rotated_at": "2026-11-21T12:00:00.000Z"}
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
+
+  /v1/me/export:
+    get:
+      tags: [accounts]
+      operationId: exportMe
+      summary: Everything the service holds about the caller
+      description: >-
+        One JSON document, streamed section by section (a user with 100k events is never held
+        in memory): profile, devices (no token hashes), the beacons they own as a
+        FeatureCollection, content and media they added to others' beacons, follows and followed
+        categories, interests, saved, rated and commented promotions and their interactions,
+        group memberships, meeting invitations and attendance, shared private beacons, tour
+        progress, their last location and fence states, phone states, sighting batches,
+        registry entries, visits, the events addressed to them and their webhooks (no secrets).
+        Rows about a beacon the caller may no longer see are left out, as from every answer. The
+        user's own token only (403 for a device token; the admin uses `GET /v1/users/{user}/export`).
+      responses:
+        '200':
+          description: The export document.
+          headers:
+            Content-Disposition:
+              schema:
+                type: string
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/AccountExport'
+        '400':
+          $ref: '#/components/responses/BadRequest'
+        '401':
+          $ref: '#/components/responses/Unauthorized'
+        '403':
+          $ref: '#/components/responses/Forbidden'
+        '429':
+          $ref: '#/components/responses/TooManyRequests'
 
   /v1/me/devices:
     post:
@@ -5153,6 +5486,222 @@ components:
           description: The caller's user id; null for the admin token.
         admin:
           type: boolean
+        beacon_id_prefix:
+          type: string
+          description: The prefix of the beacon ids the user may choose.
+        name:
+          type: string
+        created_at:
+          $ref: '#/components/schemas/Timestamp'
+        token_rotated_at:
+          type: [string, 'null']
+          format: date-time
+          description: When the user's token was last rotated; null for the token issued at creation.
+        device:
+          type: string
+          pattern: '^dev_'
+          description: The device whose token made the call, if it was a device token.
+    UserAccount:
+      type: object
+      required: [id, name, created_at, disabled, disabled_at, token_rotated_at]
+      properties:
+        id:
+          $ref: '#/components/schemas/UserId'
+        name:
+          type: string
+        created_at:
+          $ref: '#/components/schemas/Timestamp'
+        disabled:
+          type: boolean
+        disabled_at:
+          type: [string, 'null']
+          format: date-time
+        token_rotated_at:
+          type: [string, 'null']
+          format: date-time
+    UserSummary:
+      description: A user as the admin sees them.
+      allOf:
+        - $ref: '#/components/schemas/UserAccount'
+        - type: object
+          required: [beacons, devices]
+          properties:
+            beacons:
+              type: integer
+              minimum: 0
+              description: Beacons the user owns.
+            devices:
+              type: integer
+              minimum: 0
+              description: Devices not revoked.
+    UserList:
+      type: object
+      required: [users, next_cursor]
+      properties:
+        users:
+          type: array
+          items:
+            $ref: '#/components/schemas/UserAccount'
+        next_cursor:
+          type: ['string', 'null']
+    TokenRotated:
+      type: object
+      required: [id, name, token, token_rotated_at]
+      properties:
+        id:
+          $ref: '#/components/schemas/UserId'
+        name:
+          type: string
+        token:
+          type: string
+          pattern: '^dbt_'
+          description: The new bearer token, shown only this once.
+        token_rotated_at:
+          $ref: '#/components/schemas/Timestamp'
+    Erasure:
+      type: object
+      required: [id, erased, beacons, rows, notices]
+      properties:
+        id:
+          $ref: '#/components/schemas/UserId'
+        erased:
+          type: boolean
+          const: true
+        beacons:
+          type: integer
+          minimum: 0
+          description: The user's beacons deleted.
+        rows:
+          type: object
+          description: Rows deleted or changed, by table.
+          additionalProperties:
+            type: integer
+            minimum: 0
+        notices:
+          type: integer
+          minimum: 0
+          description: Notices written to others (beacon deletions to followers, groups left).
+    AccountExport:
+      type: object
+      description: >-
+        Everything the service holds about one user (`format` `dbeacon-export/1`). Every section
+        is present, empty when there is nothing; times are RFC 3339.
+      required: [format, exported_at, profile, beacons, devices, content, media, follows, tag_follows, interests, saved,
+                 ratings, feedback, interactions, groups, invitations, attending, memberships, tours, tour_visits,
+                 location, fence_states, phone_states, sighting_batches, registry, visits, events, webhooks]
+      properties:
+        format:
+          type: string
+          const: dbeacon-export/1
+        exported_at:
+          $ref: '#/components/schemas/Timestamp'
+        profile:
+          type: object
+          required: [id, name, created_at]
+          properties:
+            id:
+              $ref: '#/components/schemas/UserId'
+            name:
+              type: string
+            created_at:
+              $ref: '#/components/schemas/Timestamp'
+        beacons:
+          $ref: '#/components/schemas/FeatureCollection'
+        devices:
+          type: array
+          items:
+            type: object
+        content:
+          type: array
+          description: Content the user added to others' beacons.
+          items:
+            type: object
+        media:
+          type: array
+          items:
+            type: object
+        follows:
+          type: array
+          items:
+            type: object
+        tag_follows:
+          type: array
+          items:
+            type: object
+        interests:
+          type: array
+          items:
+            type: object
+        saved:
+          type: array
+          items:
+            type: object
+        ratings:
+          type: array
+          items:
+            type: object
+        feedback:
+          type: array
+          items:
+            type: object
+        interactions:
+          type: array
+          items:
+            type: object
+        groups:
+          type: array
+          items:
+            type: object
+        invitations:
+          type: array
+          items:
+            type: object
+        attending:
+          type: array
+          items:
+            type: object
+        memberships:
+          type: array
+          items:
+            type: object
+        tours:
+          type: array
+          items:
+            type: object
+        tour_visits:
+          type: array
+          items:
+            type: object
+        location:
+          type: [object, 'null']
+        fence_states:
+          type: array
+          items:
+            type: object
+        phone_states:
+          type: array
+          items:
+            type: object
+        sighting_batches:
+          type: array
+          items:
+            type: object
+        registry:
+          type: array
+          items:
+            type: object
+        visits:
+          type: array
+          items:
+            type: object
+        events:
+          type: array
+          items:
+            $ref: '#/components/schemas/Event'
+        webhooks:
+          type: array
+          items:
+            type: object
     Follower:
       type: object
       required: [id, name, since]

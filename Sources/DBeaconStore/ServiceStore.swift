@@ -97,4 +97,4 @@ package protocol ServiceStore: Sendable {
 }
 
 /// Everything the services layer needs from one store.
-package typealias ServiceBackingStore = DBeaconStore & ServiceStore & DeviceStore
+package typealias ServiceBackingStore = DBeaconStore & ServiceStore & DeviceStore & AccountStore

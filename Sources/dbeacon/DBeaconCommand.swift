@@ -15,7 +15,7 @@ struct DBeaconCommand: AsyncParsableCommand {
         subcommands: [ServeCommand.self, UserCommand.self, ImportCommand.self, NearbyCommand.self, BeaconCommand.self,
                       LocationCommand.self, EventsCommand.self, WebhookCommand.self, MeetingCommand.self, GroupCommand.self,
                       TourCommand.self, PromoCommand.self, RegistryCommand.self, SightingCommand.self, BenchForwarder.self,
-                      MigrateCommand.self, TagCommand.self, RegionsCommand.self]
+                      MigrateCommand.self, TagCommand.self, RegionsCommand.self, ExportCommand.self]
     )
 
     /// Runs the command line; with `$DBEACON_PARSE_ONLY` set it only checks that the line parses

@@ -36,6 +36,8 @@ import Testing
         var token: Bool = true
         var headers: [String: String] = [:]
         var save: [String: @Sendable (JSONValue) -> String?] = [:]
+        /// The bearer token is the value saved under this name (a token the script rotated).
+        var tokenVar: String? = nil
     }
 
     enum World: String, CaseIterable { case plain, hidden }
@@ -48,7 +50,7 @@ import Testing
         let plain = transcripts[.plain] ?? [], hidden = transcripts[.hidden] ?? []
         #expect(plain.count == hidden.count)
         for (a, b) in zip(plain, hidden) where a.1 != b.1 {
-            Issue.record("\(a.0) answers differently when hidden objects exist:\n plain:  \(a.1.prefix(1500))\n hidden: \(b.1.prefix(1500))")
+            Issue.record("\(a.0) answers differently when hidden objects exist:\n\(Self.difference(a.1, b.1, "plain", "hidden"))")
         }
         // Every operation of the document has a step.
         let operations = try Self.documentedOperations()
@@ -69,11 +71,11 @@ import Testing
     static func runSeeded(_ world: World, backend: Backend) async throws -> [(String, String)] {
         let hiddenIDs = SeededIDs(seed: 2026)
         let h = try await TestHarness.make(backend: backend) { $0.allowPrivateWebhooks = true }
-        let (_, olga) = try await h.user("olga")
+        let (olgaID, olga) = try await h.user("olga")
         let (hider, hiderToken) = try await h.user("hider")
         let (stranger, strangerToken) = try await h.user("stranger")
         let (ex, exToken) = try await h.user("ex")
-        let initial: [String: String] = ["me": stranger.rawValue, "mine": BeaconID.namespace(of: stranger) + "x",
+        let initial: [String: String] = ["me": stranger.rawValue, "mine": BeaconID.namespace(of: stranger) + "x", "someone": olgaID.rawValue,
                                       "secret": BeaconID.namespace(of: hider) + "secret",
                                       "future": BeaconID.namespace(of: hider) + "future",
                                       "ended": BeaconID.namespace(of: hider) + "ended",
@@ -176,7 +178,8 @@ import Testing
             vars["me"] = viewer.rawValue
             vars["mine"] = BeaconID.namespace(of: viewer) + "x"
             for step in Self.script() {
-                let r = try await Self.call(client, step, token: step.token ? token : nil, vars: &vars)
+                let bearer = step.tokenVar.flatMap { vars[$0] } ?? (step.token ? token : nil)
+                let r = try await Self.call(client, step, token: bearer, vars: &vars)
                 var answer = "\(r.status.code)"
                 for header in [HTTPField.Name.eTag, .location, .retryAfter, .allow] {
                     if let v = r.headers[header] { answer += " \(header.rawName)=\(v)" }
@@ -206,6 +209,14 @@ import Testing
         return r
     }
 
+    /// Two answers from where they first differ (with a little before), for the report.
+    static func difference(_ a: String, _ b: String, _ nameA: String, _ nameB: String) -> String {
+        let common = zip(a, b).prefix { $0 == $1 }.count
+        let from = max(0, common - 200)
+        func window(_ s: String) -> Substring { s.dropFirst(from).prefix(1200) }
+        return " \(nameA): …\(window(a))\n \(nameB): …\(window(b))"
+    }
+
     /// The answer with the loss notices addressed to `recipient` left out of its `events`.
     static func withoutLossNotices(_ json: JSONValue?, text: String, recipient: UserID) -> String {
         guard var o = json?.objectValue, let events = o["events"]?.arrayValue else { return text }
@@ -221,7 +232,7 @@ import Testing
     /// Generated ids, secrets and sealed cursors replaced by placeholders numbered in order of
     /// first appearance in each answer (an extra id shifts the rest of that answer).
     static func normalised(_ transcript: [(String, String)]) -> [(String, String)] {
-        let pattern = try! NSRegularExpression(pattern: #"(bcn|usr|whk|reg|grp|med|evt|dev|dbd)_[A-Za-z0-9_]+|whsec_[A-Za-z0-9+/=]+|"e[A-Za-z0-9_-]{40,}""#)
+        let pattern = try! NSRegularExpression(pattern: #"(bcn|usr|whk|reg|grp|med|evt|dev|dbd|dbt)_[A-Za-z0-9_]+|whsec_[A-Za-z0-9+/=]+|"e[A-Za-z0-9_-]{40,}""#)
         return transcript.map { label, text in
             var names: [String: String] = [:]
             let ns = text as NSString
@@ -363,6 +374,16 @@ import Testing
             delete("/v1/registry/{hiddenEntry}"), delete("/v1/registry/{entry}"),
             // What reached the stranger, last.
             delete("/v1/beacons/{mine}"), get("/v1/events?limit=500"), get("/v1/events?limit=2"), get("/v1/events/stream?limit=500"),
+            // Accounts: the admin's operations (403 for anyone else, whatever the id), the caller's
+            // export, then a new token and the erasure of the caller's account.
+            get("/v1/users"), get("/v1/users?name_prefix=o&limit=2"), get("/v1/users/{someone}"),
+            patch("/v1/users/{someone}", ["disabled": true]), post("/v1/users/{someone}/token"),
+            get("/v1/users/{someone}/export"), delete("/v1/users/{someone}"), get("/v1/me/export"),
+            delete("/v1/me"), delete("/v1/me?confirm=usr_nobody"),
+            post("/v1/me/token", save: ["newToken": { $0["token"]?.stringValue }]), get("/v1/me"),
+            Step(method: .get, path: "/v1/me", tokenVar: "newToken"), Step(method: .get, path: "/v1/me/export", tokenVar: "newToken"),
+            Step(method: .delete, path: "/v1/me?confirm={me}", tokenVar: "newToken"),
+            Step(method: .get, path: "/v1/me", tokenVar: "newToken"),
         ]
     }
 

@@ -22,6 +22,9 @@ import Synchronization
 /// waits for the close reconnects at once.
 struct EventStreamController {
     let feed: EventFeed
+    /// Ends a stream whose credential stops standing for its caller (a token rotated, a device
+    /// revoked, the user disabled or erased; here or on another node).
+    let auth: AuthService
     let notifier: EventNotifier
     let streams = StreamCounter()
     /// A comment line this long after the last write keeps proxies from closing the stream.
@@ -89,13 +92,18 @@ struct EventStreamController {
         let feed = self.feed, streams = self.streams, notifier = self.notifier
         let heartbeat = self.heartbeat, maxDuration = self.maxDuration
         let handle = notifier.handle()
+        let auth = self.auth
+        let watch = context.tokenHash == nil ? nil : auth.watch(context.caller) { notifier.interrupt(handle) }
         let channel = context.channel
         // The client going away (its input closing, or the connection) ends the stream now.
         try? await channel.pipeline.addHandler(PeerWatcher { notifier.interrupt(handle) }, position: .first).get()
         // Close the connection once the response ends (`Connection: close` is sent too).
         channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
         let body = ResponseBody { writer in
-            defer { streams.release(key) }
+            defer {
+                streams.release(key)
+                if let watch { auth.unwatch(watch) }
+            }
             var cursor = from
             var notified = from
             let clock = ContinuousClock()

@@ -22,7 +22,7 @@ struct AuthMiddleware: RouterMiddleware {
             return try await next(request, context)
         }
         try limiter.check(.authFailures, key: context.clientAddress)
-        let caller: (principal: Principal, device: DeviceID?)
+        let caller: AuthService.Caller
         do {
             caller = try await authenticate(request)
         } catch let error as DBeaconError where error.kind == .unauthorized {
@@ -32,6 +32,7 @@ struct AuthMiddleware: RouterMiddleware {
         var context = context
         context.principal = caller.principal
         context.device = caller.device
+        context.tokenHash = caller.tokenHash
         context.cursors = auth.cursors
         context.logger[metadataKey: "principal"] = "\(caller.principal.userID?.rawValue ?? "admin")"
         return try await next(request, context)
@@ -41,7 +42,7 @@ struct AuthMiddleware: RouterMiddleware {
     ///
     /// `Bearer <token>`, or HTTP Basic (as phone apps such as OwnTracks send it): the password
     /// is the token, and the user name must be the user's id or name.
-    private func authenticate(_ request: Request) async throws -> (principal: Principal, device: DeviceID?) {
+    private func authenticate(_ request: Request) async throws -> AuthService.Caller {
         guard let header = request.headers[.authorization] else {
             throw DBeaconError.unauthorized("an Authorization: Bearer <token> header is required")
         }

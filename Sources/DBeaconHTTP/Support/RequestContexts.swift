@@ -10,6 +10,9 @@ package struct AppRequestContext: RequestContext {
     package var principal: Principal?
     /// The device whose token authenticated the request (`dbd_…`), if it was one.
     package var device: DeviceID?
+    /// The SHA-256 of the token presented (an open event stream checks it again when the
+    /// account changes); nil for a context made in process.
+    package var tokenHash: [UInt8]?
     /// Seals and opens page cursors (set with the principal).
     package var cursors: PageCursor?
     /// The client's IP address (no port), for limits per client; "unknown" in router tests.
@@ -22,6 +25,7 @@ package struct AppRequestContext: RequestContext {
         channel = source.channel
         principal = nil
         device = nil
+        tokenHash = nil
         cursors = nil
         clientAddress = source.channel.remoteAddress?.ipAddress ?? "unknown"
     }
@@ -34,6 +38,8 @@ package struct AuthenticatedContext: ChildRequestContext {
     package let principal: Principal
     /// The device whose token authenticated the request, if it was a device token.
     package let device: DeviceID?
+    /// The SHA-256 of the token presented (nil in process).
+    package let tokenHash: [UInt8]?
     package let clientAddress: String
     package let channel: any Channel
     let cursors: PageCursor
@@ -43,6 +49,7 @@ package struct AuthenticatedContext: ChildRequestContext {
         self.coreContext = context.coreContext
         self.principal = principal
         self.device = context.device
+        self.tokenHash = context.tokenHash
         self.cursors = cursors
         self.clientAddress = context.clientAddress
         self.channel = context.channel
@@ -50,6 +57,9 @@ package struct AuthenticatedContext: ChildRequestContext {
 }
 
 extension AuthenticatedContext {
+    /// The caller as `AuthService` knows it (to watch an open stream's credential).
+    var caller: AuthService.Caller { AuthService.Caller(principal: principal, device: device, tokenHash: tokenHash) }
+
     /// The `next_cursor` of a page, sealed for this caller (opaque: no position shows).
     func cursor(after position: Int64?) async throws -> String? {
         try await cursors.seal(position, for: principal)

@@ -5,21 +5,61 @@ import Synchronization
 
 /// Issues and checks bearer tokens. Only SHA-256 hashes of tokens are stored; the admin
 /// token's hash lives in the settings table.
+///
+/// **Credentials end at once.** A user's token is cached (hash → user) only where the store
+/// says every change of it reaches this process before its next request (`cachesCredentials`:
+/// SpatiaLite, one server process); on PostgreSQL every request reads it (concurrent requests
+/// share one statement), so a token rotated, a user disabled or erased on one node is refused
+/// by every node from the commit on. Device tokens are read every time. The cache is emptied
+/// for a user when the store reports their account changed, and an entry read before such a
+/// change is never cached after it (`CredentialCache.generation`).
+///
+/// Open event streams register their credential (`watch`): when an account changes (here or
+/// on another node), the streams of that user check their credential again and end if it no
+/// longer stands for the same caller.
 package final class AuthService: Sendable {
-    private let store: any BeaconStore & DeviceStore
+    private let store: any BeaconStore & DeviceStore & AccountStore
     /// Seals the page cursors of every list for their reader (one key per database).
     package let cursors: PageCursor
     private let clock: any WallClock
     private let adminHash: Mutex<[UInt8]?> = Mutex(nil)
-    /// Token hash → principal, so the hot path does not hit the database.
-    private let cache: Mutex<[[UInt8]: UserID]> = Mutex([:])
+    /// Token hash → user, so the hot path does not hit the database (SpatiaLite only).
+    private let cache = Mutex(CredentialCache())
+    private let watchers = Mutex(Watchers())
 
     package static let adminHashSetting = "admin_token_sha256"
 
-    package init(store: any BeaconStore & DeviceStore, clock: any WallClock = SystemClock()) {
+    /// The authenticated caller of a request: who, with which device token (if one), and the
+    /// hash of the token presented (nil for a caller made in process, such as the CLI).
+    package struct Caller: Sendable {
+        package var principal: Principal
+        package var device: DeviceID?
+        package var tokenHash: [UInt8]?
+
+        package init(principal: Principal, device: DeviceID? = nil, tokenHash: [UInt8]? = nil) {
+            self.principal = principal
+            self.device = device
+            self.tokenHash = tokenHash
+        }
+    }
+
+    struct CredentialCache {
+        var users: [[UInt8]: UserID] = [:]
+        /// Bumped by every account change: a credential read before it is not cached after it.
+        var generation: UInt64 = 0
+    }
+
+    struct Watchers {
+        var next: UInt64 = 0
+        var open: [UInt64: (caller: Caller, revoked: @Sendable () -> Void)] = [:]
+    }
+
+    package init(store: any BeaconStore & DeviceStore & AccountStore, clock: any WallClock = SystemClock()) {
         self.store = store
         self.cursors = PageCursor(store: store)
         self.clock = clock
+        // Weakly: the store keeps its observers, and this service holds the store.
+        store.observeAccountChanges { [weak self] user in self?.accountChanged(user) }
     }
 
     /// SHA-256 of a token.
@@ -30,6 +70,44 @@ package final class AuthService: Sendable {
     /// A new random bearer token (256 bits of entropy).
     package static func makeToken() -> String {
         "dbt_" + RandomToken.base62(count: 43)
+    }
+
+    /// An account changed (nil: some account): its cached tokens are forgotten at once, and
+    /// the streams of its user check their credential again.
+    private func accountChanged(_ user: UserID?) {
+        cache.withLock { c in
+            c.generation &+= 1
+            if let user { c.users = c.users.filter { $0.value != user } } else { c.users.removeAll() }
+        }
+        let affected = watchers.withLock { w in w.open.filter { user == nil || $0.value.caller.principal.userID == user } }
+        guard !affected.isEmpty else { return }
+        Task {
+            for (id, watcher) in affected {
+                guard let hash = watcher.caller.tokenHash else { continue }
+                let current: Caller?
+                do { current = try await self.verify(tokenHash: hash, device: watcher.caller.device != nil) } catch {
+                    continue  // a database fault keeps the stream (it is checked again at the next change)
+                }
+                if current?.principal != watcher.caller.principal || current?.device != watcher.caller.device {
+                    self.unwatch(id)
+                    watcher.revoked()
+                }
+            }
+        }
+    }
+
+    /// Registers an open stream's caller: `revoked` is called (once) when its credential stops
+    /// standing for it. Returns the id to `unwatch` with when the stream ends.
+    package func watch(_ caller: Caller, revoked: @escaping @Sendable () -> Void) -> UInt64 {
+        watchers.withLock { w in
+            w.next += 1
+            w.open[w.next] = (caller, revoked)
+            return w.next
+        }
+    }
+
+    package func unwatch(_ id: UInt64) {
+        _ = watchers.withLock { $0.open.removeValue(forKey: id) }
     }
 
     /// Sets up the admin token: a given token replaces the stored hash; without one the stored
@@ -61,18 +139,42 @@ package final class AuthService: Sendable {
     /// Active (not revoked) devices a user may have at once.
     package static let maxDevicesPerUser = 20
 
-    /// The principal a token stands for, and the device when it is a device token (`dbd_…`).
-    /// Device tokens are looked up every time, not cached, so a revocation holds at once on
-    /// every node; their `last_seen_at` is updated at most once a minute.
-    package func authenticateCaller(token: String) async throws -> (principal: Principal, device: DeviceID?)? {
-        guard token.hasPrefix("dbd_") else { return try await authenticate(token: token).map { ($0, nil) } }
-        guard token.utf8.count <= 200, let device = try await store.device(tokenHash: Self.hash(token)),
-              device.revokedAt == nil else { return nil }
-        let now = clock.now()
-        if device.lastSeenAt.map({ now.seconds(since: $0) >= 60 }) ?? true {
-            try await store.touchDevice(device.id, at: now)
+    /// The caller a token stands for (with its device for a device token, `dbd_…`), or nil.
+    /// Device tokens are read every time, not cached, so a revocation holds at once on every
+    /// node; their `last_seen_at` is updated at most once a minute.
+    package func authenticateCaller(token: String) async throws -> Caller? {
+        guard !token.isEmpty, token.utf8.count <= 200 else { return nil }
+        let h = Self.hash(token)
+        if let admin = adminHash.withLock({ $0 }), constantTimeEqual(admin, h) { return Caller(principal: .admin, tokenHash: h) }
+        let isDevice = token.hasPrefix("dbd_")
+        if !isDevice, store.cachesCredentials, let cached = cache.withLock({ $0.users[h] }) {
+            return Caller(principal: .user(cached), tokenHash: h)
         }
-        return (.user(device.user), device.id)
+        return try await verify(tokenHash: h, device: isDevice)
+    }
+
+    /// What a token hash stands for now, read from the store (the user's token is cached
+    /// where the store allows it).
+    private func verify(tokenHash h: [UInt8], device isDevice: Bool) async throws -> Caller? {
+        let generation = cache.withLock { $0.generation }
+        guard let credential = try await store.credential(tokenHash: h, device: isDevice) else { return nil }
+        switch credential {
+        case .user(let user):
+            if store.cachesCredentials {
+                cache.withLock { c in
+                    guard c.generation == generation else { return }
+                    if c.users.count > 100_000 { c.users.removeAll() }
+                    c.users[h] = user
+                }
+            }
+            return Caller(principal: .user(user), tokenHash: h)
+        case .device(let device, let user, let lastSeenAt):
+            let now = clock.now()
+            if lastSeenAt.map({ now.seconds(since: $0) >= 60 }) ?? true {
+                try await store.touchDevice(device, at: now)
+            }
+            return Caller(principal: .user(user), device: device, tokenHash: h)
+        }
     }
 
     /// Issues a device token for the caller (shown only this once). Devices are managed with
@@ -114,16 +216,17 @@ package final class AuthService: Sendable {
 
     /// The principal a bearer token stands for, or nil.
     package func authenticate(token: String) async throws -> Principal? {
-        guard !token.isEmpty, token.utf8.count <= 200 else { return nil }
-        let h = Self.hash(token)
-        if let admin = adminHash.withLock({ $0 }), constantTimeEqual(admin, h) { return .admin }
-        if let cached = cache.withLock({ $0[h] }) { return .user(cached) }
-        guard let user = try await store.user(tokenHash: h) else { return nil }
-        cache.withLock {
-            if $0.count > 100_000 { $0.removeAll() }
-            $0[h] = user.id
+        try await authenticateCaller(token: token)?.principal
+    }
+
+    /// Gives the user a new token (shown only this once): the old one is refused from the
+    /// commit on, on every node; devices keep theirs. 404 when there is no such user.
+    package func replaceToken(of user: UserID) async throws -> (User, String) {
+        let token = Self.makeToken()
+        guard let updated = try await store.replaceToken(of: user, tokenHash: Self.hash(token), at: clock.now()) else {
+            throw DBeaconError.notFound("user \(user)")
         }
-        return .user(user.id)
+        return (updated, token)
     }
 
     /// Whether `name` names `user`: their id, or their name.
@@ -145,9 +248,16 @@ package final class AuthService: Sendable {
             throw DBeaconError.invalid("name", "name must be 1–100 characters", code: "invalid_name")
         }
         let token = Self.makeToken()
-        let user = User(id: .generate(), name: trimmed, createdAt: clock.now())
-        try await store.createUser(user, tokenHash: Self.hash(token))
-        return (user, token)
+        for _ in 0..<3 {
+            let user = User(id: .generate(), name: trimmed, createdAt: clock.now())
+            do {
+                try await store.createUser(user, tokenHash: Self.hash(token))
+                return (user, token)
+            } catch let error as DBeaconError where error.code == "user_id_retired" {
+                continue  // an erased user's id (astronomically rare): draw another
+            }
+        }
+        throw DBeaconError.internalError("no fresh user id")
     }
 
     private func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {

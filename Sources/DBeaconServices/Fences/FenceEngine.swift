@@ -27,6 +27,8 @@ package actor FenceEngine {
     private var needsReload = true
     /// Services told about accepted fixes (group range alerts, tour progress).
     private var listeners: [any LocationListener] = []
+    /// Users whose accounts are being or were erased in this process: their fixes are refused.
+    private var erased = Set<UserID>()
 
     package init(store: any DBeaconStore, engine: any CoverageEngine, committer: GroupCommitter, clock: any WallClock,
                  config: FenceConfig = FenceConfig()) {
@@ -49,6 +51,25 @@ package actor FenceEngine {
     /// wrote fence states or locations).
     package func invalidate() {
         needsReload = true
+    }
+
+    /// Forgets a user whose account is about to be erased, and refuses their fixes from now on;
+    /// returns once every update decided before is committed (so none of theirs lands after
+    /// the erasure). `restore` undoes the refusal if the erasure did not happen.
+    package func forget(_ user: UserID) async throws {
+        erased.insert(user)
+        evaluator.forget(user)
+        try await awaitCommit(committer.enqueue(FenceUpdate()))
+    }
+
+    /// Accepts a user's fixes again after an erasure that failed (their state is reloaded).
+    package func restore(_ user: UserID) {
+        erased.remove(user)
+        needsReload = true
+    }
+
+    private func checkNotErased(_ user: UserID) throws {
+        if erased.contains(user) { throw DBeaconError.unauthorized("the account no longer exists") }
     }
 
     /// The beacons a user is inside now.
@@ -107,6 +128,7 @@ package actor FenceEngine {
     }
 
     private func decide(user: UserID, fixes sorted: [LocationFix], coverage: [[BeaconID]], tracking: [Beacon]) async throws -> DecideResult {
+        try checkNotErased(user)
         if needsReload { try await reload() }
         if store.sharedFenceState {
             return .reported(try await reportShared(user: user, fixes: sorted, coverage: coverage, tracking: tracking))
@@ -134,6 +156,7 @@ package actor FenceEngine {
         }
 
         // The decision: no suspension from here to the enqueue.
+        try checkNotErased(user)  // (checked again after the reads above suspended)
         let outcome = evaluator.applyFixes(user: user, fixes: sorted, coverage: coverage, known: known, tracking: tracking,
                                            now: clock.now())
         let ticket = outcome.update.isEmpty ? nil : committer.enqueue(outcome.update)
@@ -266,6 +289,7 @@ package actor FenceEngine {
     /// events once durable. How presence ends is `FenceEvaluator`'s rule.
     package func reportPresence(user: UserID, sightings: [PresenceSighting]) async throws -> [Event] {
         if needsReload { try await reload() }
+        try checkNotErased(user)
         if store.sharedFenceState {
             let now = clock.now()
             return try await decideShared(lock: [user], near: [], inside: []) { evaluator in
@@ -283,6 +307,7 @@ package actor FenceEngine {
     /// returns the events once durable, and the beacons the user is inside.
     package func reportRegions(user: UserID, crossings: [RegionCrossing]) async throws -> (events: [Event], inside: [BeaconID]) {
         if needsReload { try await reload() }
+        try checkNotErased(user)
         let now = clock.now()
         if store.sharedFenceState {
             let events = try await decideShared(lock: [user], near: [], inside: []) { evaluator in

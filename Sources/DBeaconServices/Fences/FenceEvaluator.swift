@@ -262,6 +262,14 @@ package struct FenceEvaluator: Sendable {
     }
 
     /// Forgets a deleted beacon (the store's cascade already removed its states).
+    /// Forgets everything about a user (an erased account): location, states, pending dwells
+    /// and sightings. Nothing is written: the erasure deleted their rows.
+    package mutating func forget(_ user: UserID) {
+        for state in inside[user]?.states ?? [] { removeState(user, state.beacon) }
+        locations[user] = nil
+        grid.remove(user)
+    }
+
     package mutating func beaconDeleted(_ id: BeaconID) {
         for user in holders[id] ?? [] { removeState(user, id) }
         holders[id] = nil

@@ -23,6 +23,13 @@ package struct UserGrid {
         cellOf[user] = k
     }
 
+    /// Takes the user out of the grid (an erased account).
+    package mutating func remove(_ user: UserID) {
+        guard let old = cellOf.removeValue(forKey: user) else { return }
+        cells[old]?.remove(user)
+        if cells[old]?.isEmpty == true { cells[old] = nil }
+    }
+
     package func users(in box: BoundingBox) -> Set<UserID> {
         let la0 = Self.index(box.south), la1 = Self.index(box.north)
         let lo0 = Self.index(box.west), lo1 = Self.index(box.east)

@@ -122,22 +122,34 @@ final class PostgresObservers: Sendable {
     let resync = LockedFunction<@Sendable () async throws -> Void>()
     /// Whether a listener was connected before (so the next connection is a reconnection).
     let listenedBefore = Mutex(false)
+    /// Told of account changes (this node's and, through NOTIFY, other nodes').
+    let accounts = AccountObservers()
 }
 
-/// The NOTIFY payload of one beacon change: `node kind id` (the location of a move is re-read).
+/// The NOTIFY payload of one change: `node kind id`, a beacon's (the location of a move is
+/// re-read) or, for `a`, a user's whose account changed (a token, disabled, erased).
 struct ChangeNotice {
-    enum Kind: String { case upsert = "u", delete = "d", move = "m" }
+    enum Kind: String { case upsert = "u", delete = "d", move = "m", account = "a" }
     var node: String
     var kind: Kind
-    var beacon: BeaconID
+    /// The beacon's id, or the user's for `account`.
+    var id: String
+
+    var beacon: BeaconID { BeaconID(uncheckedRawValue: id) }
 
     init(_ change: BeaconChange, node: String) {
         self.node = node
         switch change {
-        case .upsert(let b): kind = .upsert; beacon = b.id
-        case .delete(let id): kind = .delete; beacon = id
-        case .move(let id, _): kind = .move; beacon = id
+        case .upsert(let b): kind = .upsert; id = b.id.rawValue
+        case .delete(let b): kind = .delete; id = b.rawValue
+        case .move(let b, _): kind = .move; id = b.rawValue
         }
+    }
+
+    init(account user: UserID, node: String) {
+        self.node = node
+        kind = .account
+        id = user.rawValue
     }
 
     init?(payload: String) {
@@ -145,10 +157,10 @@ struct ChangeNotice {
         guard parts.count == 3, let kind = Kind(rawValue: String(parts[1])) else { return nil }
         node = String(parts[0])
         self.kind = kind
-        beacon = BeaconID(uncheckedRawValue: String(parts[2]))
+        id = String(parts[2])
     }
 
-    var payload: String { "\(node) \(kind.rawValue) \(beacon.rawValue)" }
+    var payload: String { "\(node) \(kind.rawValue) \(id)" }
 }
 
 extension PostgresStore {
@@ -212,6 +224,11 @@ extension PostgresStore {
                                 }
                                 feed.catchingUp(false)
                                 for await notice in queue {
+                                    if notice.kind == .account {
+                                        observers.accounts.notify([UserID(uncheckedRawValue: notice.id)])
+                                        feed.applied()
+                                        continue
+                                    }
                                     guard let observer = observers.remote.observer else { feed.applied(); continue }
                                     if notice.kind == .delete {
                                         observer(.delete(notice.beacon))

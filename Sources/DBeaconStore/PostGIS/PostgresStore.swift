@@ -30,6 +30,8 @@ package final class PostgresStore: SQLStore {
     /// Identifies this process in notifications (its own are ignored) and outbox claims.
     let node: NodeIdentity
     let observers: PostgresObservers
+    /// Told of account changes: this node's after commit, other nodes' through NOTIFY.
+    package var accountObservers: AccountObservers { observers.accounts }
     /// How long a transaction may wait for PostgreSQL (`--db-timeout`).
     let deadline: DatabaseDeadline
     /// The change feed's state, for readiness and metrics.
@@ -193,7 +195,7 @@ package final class PostgresStore: SQLStore {
     /// reports them to the local observer after commit.
     package func write<T: Sendable>(_ body: @escaping @Sendable (any SQLSession, inout SQLWriteLog) async throws -> T) async throws -> T {
         let observers = observers, channel = channel, node = node
-        let (result, changes): (T, [BeaconChange]) = try await transaction("BEGIN") { plain in
+        let (result, changes, accounts): (T, [BeaconChange], [UserID]) = try await transaction("BEGIN") { plain in
             let deferred = DeferredEvents()
             var tx = plain
             tx.deferredEvents = deferred
@@ -204,13 +206,16 @@ package final class PostgresStore: SQLStore {
             try await Self.writeDeferredEvents(plain, deferred.take())
             // One round trip for all of the transaction's notices, in order (a bulk insert of
             // thousands of beacons used to pay one per beacon).
-            if !log.changes.isEmpty {
+            let notices = log.changes.map { ChangeNotice($0, node: node.id).payload }
+                + log.accountsChanged.map { ChangeNotice(account: $0, node: node.id).payload }
+            if !notices.isEmpty {
                 _ = try await tx.rows("SELECT pg_notify($1, n.payload) FROM unnest($2::text[]) WITH ORDINALITY AS n(payload, i) ORDER BY n.i",
-                                      [channel, log.changes.map { ChangeNotice($0, node: node.id).payload }])
+                                      [channel, notices])
             }
-            return (result, log.changes)
+            return (result, log.changes, log.accountsChanged)
         }
         if let notify = observers.local.observer { for change in changes { notify(change) } }
+        if !accounts.isEmpty { observers.accounts.notify(accounts) }
         observers.local.outboxWaker?()
         return result
     }

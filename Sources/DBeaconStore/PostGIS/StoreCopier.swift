@@ -25,7 +25,7 @@ package enum StoreCopier {
         "relationships", "followers", "user_locations",
         "fence_states", "events", "webhooks", "outbox", "delivery_attempts", "meeting_attendees", "tracked_groups",
         "group_members", "tour_followers", "tour_visits", "place_media", "user_interests", "promotion_interactions",
-        "tag_follows", "promotion_saves", "promotion_ratings", "promotion_feedback",
+        "tag_follows", "promotion_saves", "promotion_ratings", "promotion_feedback", "devices", "phone_states", "retired_users",
     ]
 
     /// A normalised cell: the same value on both sides for the same stored value.

@@ -114,6 +114,11 @@ package final class FenceDecisionBatcher: Sendable {
             locked.formUnion(others)
         }
         let ids = locked.sorted().map(\.rawValue)
+        // Under their locks, the users still exist: one erased meanwhile (erasure takes the same
+        // lock) fails its own decision, not the batch (its rows would break foreign keys).
+        let asked = Set(batch.flatMap(\.users)).sorted().map(\.rawValue)
+        let existing = Set(try await db.rows("SELECT id FROM users WHERE \(db.dialect.contains("id", "$1"))", [asked])
+            .map { UserID(uncheckedRawValue: try $0.string("id")) })
         var locations: [UserID: UserLocation] = [:]
         for row in try await db.rows("SELECT * FROM user_locations WHERE \(db.dialect.contains("user_id", "$1"))", [ids]) {
             let l = try Store.location(from: row)
@@ -126,6 +131,10 @@ package final class FenceDecisionBatcher: Sendable {
         var updates: [FenceUpdate] = []
         var results: [Result<any Sendable, any Error>] = []
         for request in batch {
+            guard request.users.allSatisfy(existing.contains) else {
+                results.append(.failure(DBeaconError.unauthorized("the account no longer exists")))
+                continue
+            }
             // A decision about moving beacons sees every user near any of the batch's (a
             // superset of its own: all locked, the others simply not covered).
             var users = Set(request.users)

@@ -31,6 +31,22 @@ package enum SQLDialect: Sendable {
         }
     }
 
+    /// `text` with its ASCII letters in lower case (and nothing else changed), the same on both.
+    package func asciiLower(_ text: String) -> String {
+        switch self {
+        case .sqlite: "lower(\(text))"
+        case .postgres: "lower(\(text) COLLATE \"C\")"
+        }
+    }
+
+    /// Whether the text `column` contains the text `param` anywhere (a scan: for rare work only).
+    package func containsText(_ column: String, _ param: String) -> String {
+        switch self {
+        case .sqlite: "instr(\(column), \(param)) > 0"
+        case .postgres: "strpos(\(column), CAST(\(param) AS TEXT)) > 0"
+        }
+    }
+
     /// A FROM item `alias(value)` over the elements of a JSON array of strings stored in `column`.
     package func jsonStrings(_ column: String, as alias: String) -> String {
         switch self {

@@ -32,12 +32,13 @@ extension SQLStore {
     }
 
     package func revokeDevice(_ id: DeviceID, user: UserID, at: Timestamp) async throws -> Bool {
-        try await write { db, _ in
+        try await write { db, log in
             guard try await db.row("SELECT id FROM devices WHERE id = $1 AND user_id = $2", [id.rawValue, user.rawValue]) != nil else {
                 return false
             }
             try await db.rows("UPDATE devices SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL", [at.millis, id.rawValue])
             try await db.rows("DELETE FROM phone_states WHERE user_id = $1 AND client = $2", [user.rawValue, id.rawValue])
+            log.accountsChanged.append(user)  // the device's open streams end
             return true
         }
     }

@@ -91,8 +91,11 @@ extension SQLStore {
         """
     }
 
-    /// An event for each follower of `beacon` who may see it, decided in the transaction.
-    static func fanOutToFollowers(_ db: any SQLSession, beacon: BeaconID, _ fanOut: FollowerFanOut) async throws {
+    /// An event for each follower of `beacon` who may see it (but `excluding`), decided in the
+    /// transaction; returns how many.
+    @discardableResult
+    static func fanOutToFollowers(_ db: any SQLSession, beacon: BeaconID, _ fanOut: FollowerFanOut,
+                                  excluding: UserID? = nil) async throws -> Int {
         // The policy's clause with the follower as the viewer: those who may see the beacon now
         // (`requireAlive`), or, for notices of losing it, those it is shared with.
         var s = SQLStatement()
@@ -115,10 +118,11 @@ extension SQLStore {
                 if !following.contains(user) { recipients.append(user) }
             }
         }
-        let events = recipients.map {
+        let events = recipients.filter { $0 != excluding }.map {
             Event(type: fanOut.type, createdAt: fanOut.at, recipient: $0, beacon: beacon, data: fanOut.data)
         }
         try await insertEvents(db, events)
+        return events.count
     }
 
     package func appendEvents(_ events: [Event]) async throws {

@@ -88,6 +88,12 @@ extension SQLStore {
                  createdAt: try row.timestamp("o_created"))
     }
 
+    /// Webhooks of a disabled user wait: their deliveries stay pending, and go out once the
+    /// user is enabled again (nothing is lost meanwhile). The operator's endpoints have no owner.
+    static func ownerEnabled(_ webhook: String) -> String {
+        "NOT EXISTS (SELECT 1 FROM users u WHERE u.id = \(webhook).owner AND u.disabled_at IS NOT NULL)"
+    }
+
     package func claimDueDeliveries(now: Timestamp, limit: Int) async throws -> [Delivery] {
         let claimant = deliveryClaimant
         return try await write { db, _ in
@@ -95,7 +101,7 @@ extension SQLStore {
                 UPDATE outbox SET status = 'in_flight', updated_at = $1, claimed_by = $3
                 WHERE seq IN (
                     SELECT o.seq FROM outbox o JOIN webhooks w ON w.id = o.webhook_id
-                    WHERE o.status = 'pending' AND o.next_attempt_at <= $1 AND w.status = 'active'
+                    WHERE o.status = 'pending' AND o.next_attempt_at <= $1 AND w.status = 'active' AND \(Self.ownerEnabled("w"))
                     ORDER BY o.next_attempt_at, o.seq LIMIT $2\(db.dialect.lockSkippingLocked("o")))
                 RETURNING seq
                 """, [now.millis, limit, claimant])
@@ -159,7 +165,7 @@ extension SQLStore {
         try await read { db in
             try await db.row("""
                 SELECT min(o.next_attempt_at) AS due FROM outbox o JOIN webhooks w ON w.id = o.webhook_id
-                WHERE o.status = 'pending' AND w.status = 'active'
+                WHERE o.status = 'pending' AND w.status = 'active' AND \(Self.ownerEnabled("w"))
                 """)?.optionalTimestamp("due")
         }
     }

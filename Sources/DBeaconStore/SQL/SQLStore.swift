@@ -6,6 +6,9 @@ package struct SQLWriteLog: Sendable {
     package var changes: [BeaconChange] = []
     /// Fence states or user locations were written (another process's fence engine reloads).
     package var fencesChanged = false
+    /// Accounts whose credentials changed (a token replaced, disabled or enabled, erased): told
+    /// to this process's and other processes' observers after commit (`AccountStore`).
+    package var accountsChanged: [UserID] = []
     /// Beacons whose stored fields changed without an upsert of their own (a follower count, a
     /// relationship removed with its deleted target), with the number of changes logged when
     /// they were touched: `settleTouched` reads them again as upserts before the transaction
@@ -56,6 +59,8 @@ extension SQLStore {
 ///   (`SQLDialect.forUpdate`), changes are announced with NOTIFY.
 package protocol SQLStore: ServiceBackingStore, RegistryStore, AnyObject {
     var dialect: SQLDialect { get }
+    /// Who is told of account changes (`observeAccountChanges`).
+    var accountObservers: AccountObservers { get }
     /// Runs `body` in a read-only snapshot, so multi-query reads see one state.
     func read<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) async throws -> T) async throws -> T
     /// Runs one read-only statement (`query` builds it for the dialect): a single statement
@@ -82,6 +87,9 @@ package final class FixReadCoalescers: Sendable {
     let groups = ReadCoalescer<UserID, [TrackedGroup]>()
     /// The user's followed tours through given places (`followedTours(user:containing:)`).
     let tours = ReadCoalescer<FollowedToursRequest, [FollowedTourStop]>()
+    /// The credential of every request's token (`credential(tokenHash:device:)`): not a fix's
+    /// read, but as frequent, and coalesced the same way.
+    let credentials = ReadCoalescer<CredentialRequest, StoredCredential?>()
 
     package init() {}
 

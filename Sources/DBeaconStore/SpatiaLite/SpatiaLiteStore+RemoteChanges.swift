@@ -14,7 +14,7 @@ extension SpatiaLiteStore: BeaconChangeFeed {
 
     /// Logs the transaction's beacon changes (and fence writes) for other processes.
     func logChanges(_ log: SQLWriteLog, on db: SQLiteConnection) throws {
-        guard !log.changes.isEmpty || log.fencesChanged else { return }
+        guard !log.changes.isEmpty || log.fencesChanged || !log.accountsChanged.isEmpty else { return }
         let now = Timestamp.now().millis
         let insert = "INSERT INTO beacon_changes(beacon_id, kind, writer, created_at) VALUES ($1, $2, $3, $4)"
         for change in log.changes {
@@ -26,6 +26,10 @@ extension SpatiaLiteStore: BeaconChangeFeed {
         }
         if log.fencesChanged {
             _ = try db.rows(insert, [String?.none, "fences", writerID, now])
+        }
+        if !log.accountsChanged.isEmpty {
+            // Whose account is not said: the log keeps no user id (a server clears its token cache).
+            _ = try db.rows(insert, [String?.none, "accounts", writerID, now])
         }
         // The change counter of index snapshots counts transactions that changed beacons (not
         // fence writes: a fix does not make a snapshot stale).
@@ -112,7 +116,7 @@ extension SpatiaLiteStore: BeaconChangeFeed {
         }
         guard version != cursor.dataVersion || force else { return 0 }
         cursor.dataVersion = version
-        var fences = false
+        var fences = false, accounts = false
         try db.execute("BEGIN")
         let changes: [BeaconChange]
         let counter: Int64
@@ -125,7 +129,7 @@ extension SpatiaLiteStore: BeaconChangeFeed {
                 cursor.lastSeq = try row.int64("seq")
                 guard try row.string("writer") != me else { continue }
                 guard let id = try row.optionalString("beacon_id") else {
-                    fences = true
+                    if try row.string("kind") == "accounts" { accounts = true } else { fences = true }
                     continue
                 }
                 if seen.insert(id).inserted { ids.append(id) }
@@ -144,6 +148,7 @@ extension SpatiaLiteStore: BeaconChangeFeed {
         }
         if let observer = cursor.observer { for change in changes { observer(change) } }
         if fences { cursor.fenceWrites?() }
+        if accounts { accountObservers.notify([nil]) }
         return counter
 }
 }

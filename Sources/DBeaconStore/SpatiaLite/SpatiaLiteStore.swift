@@ -18,6 +18,8 @@ package final class SpatiaLiteStore: SQLStore {
     private let readPermits: AsyncSemaphore
     /// Called after each commit that changed beacons, in commit order.
     private let changeObserver = ChangeObserverBox()
+    /// Told of account changes: this process's after commit, other processes' when polled.
+    package let accountObservers = AccountObservers()
     /// This instance's tag in `beacon_changes`: its own rows are skipped when polling.
     let writerID = UUID().uuidString
     /// Where polling of other processes' changes stands (used under the write lock only).
@@ -109,6 +111,7 @@ package final class SpatiaLiteStore: SQLStore {
             throw error
         }
         if let notify = changeObserver.observer { for change in log.changes { notify(change) } }
+        if !log.accountsChanged.isEmpty { accountObservers.notify(log.accountsChanged) }
         if writer.totalChanges != before { changeObserver.outboxWaker?() }
         return result
     }

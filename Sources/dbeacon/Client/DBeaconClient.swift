@@ -22,6 +22,49 @@ struct DBeaconClient: Sendable {
         try await call(.POST, "/v1/users", body: ["name": .string(name)])
     }
 
+    // MARK: Accounts
+
+    func me() async throws -> JSONValue {
+        try await call(.GET, "/v1/me")
+    }
+
+    func users(namePrefix: String?, limit: Int, cursor: String?) async throws -> JSONValue {
+        var query = [("limit", String(limit))]
+        if let namePrefix { query.append(("name_prefix", namePrefix)) }
+        if let cursor { query.append(("cursor", cursor)) }
+        return try await call(.GET, "/v1/users", query: query)
+    }
+
+    func user(_ id: String) async throws -> JSONValue {
+        try await call(.GET, "/v1/users/\(segment(id))")
+    }
+
+    func updateUser(_ id: String, name: String? = nil, disabled: Bool? = nil) async throws -> JSONValue {
+        var body = JSONObject()
+        if let name { body["name"] = .string(name) }
+        if let disabled { body["disabled"] = .bool(disabled) }
+        return try await call(.PATCH, "/v1/users/\(segment(id))", body: .object(body))
+    }
+
+    /// A new token: the user's own (`id` nil, their token), or any user's (the admin token).
+    func rotateToken(_ id: String?) async throws -> JSONValue {
+        try await call(.POST, id.map { "/v1/users/\(segment($0))/token" } ?? "/v1/me/token")
+    }
+
+    /// Erases a user (the admin token), or the caller's own account (`confirm`: their id).
+    func eraseUser(_ id: String) async throws -> JSONValue {
+        try await call(.DELETE, "/v1/users/\(segment(id))", bulk: true)
+    }
+
+    func eraseOwnAccount(confirm: String) async throws -> JSONValue {
+        try await call(.DELETE, "/v1/me", query: [("confirm", confirm)], bulk: true)
+    }
+
+    /// Everything the service holds about a user: the caller (`id` nil) or any (the admin token).
+    func export(_ id: String?) async throws -> JSONValue {
+        try await call(.GET, id.map { "/v1/users/\(segment($0))/export" } ?? "/v1/me/export", bulk: true)
+    }
+
     func importFeatures(_ document: JSONValue, owner: UserID?) async throws -> JSONValue {
         try await call(.POST, "/v1/beacons/import", query: owner.map { [("owner", $0.rawValue)] } ?? [], body: document, bulk: true)
     }
