@@ -141,8 +141,10 @@ package struct AppServices: Sendable {
         let feed = EventFeed(store: store, beacons: beacons)
         // After an erasure that deleted beacons, a snapshot of the index without them, on a new
         // coordinate file (the old one, append-only, still held their perimeters).
-        let compaction: (@Sendable (ErasureReport) async -> Void)? = { [snapshots] _ in
-            guard let snapshots, snapshots.writable, let memory = engine as? MemoryCoverageEngine else { return }
+        let compaction: (@Sendable (UserID, ErasureReport) async -> Void)? = { [snapshots] user, _ in
+            guard let memory = engine as? MemoryCoverageEngine else { return }
+            memory.scrub(erasing: user)
+            guard let snapshots, snapshots.writable else { return }
             await Self.writeSnapshot(memory, to: snapshots, logger: logger, force: true, compactCoordinates: true)
         }
         let accounts = AccountService(store: store, auth: auth, beacons: beacons, fences: fences, feed: feed, clock: clock,

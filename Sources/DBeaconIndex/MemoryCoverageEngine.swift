@@ -775,9 +775,22 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         freeSlots.append(slot)
     }
 
+    /// Scrubs what erased data left in memory, so that the next snapshot holds none of it (issue
+    /// 43): the records of deleted and replaced beacons still in the arena (compacted away), the
+    /// freed rasters' words (zeroed), and `user`'s id in the table that numbers users (replaced by
+    /// a placeholder: no beacon refers to that number any more, and it is never reused).
+    package func scrub(erasing user: UserID) {
+        lock.write {
+            compactRecords(without: nil)
+            let zeros = [UInt64](repeating: 0, count: PolygonRaster.wordCount)
+            for r in freeRasters { rasterWords.replaceSubrange(rasterRange(r), with: zeros) }
+            if let i = users.removeValue(forKey: user) { users[UserID(uncheckedRawValue: "~erased\(i)")] = i }
+        }
+    }
+
     /// Copies the records of the slots (but `dropped`) into a new arena, without the garbage.
     /// Must hold the write lock.
-    private func compactRecords(without dropped: Cold) {
+    private func compactRecords(without dropped: Cold?) {
         var fresh: [UInt8] = []
         fresh.reserveCapacity(records.count - recordGarbage)
         records.withUnsafeBufferPointer { old in

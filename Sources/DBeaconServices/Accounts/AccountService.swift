@@ -17,15 +17,15 @@ package final class AccountService: Sendable {
     package let fences: FenceEngine
     package let feed: EventFeed
     let clock: any WallClock
-    /// Run after each erasure that deleted beacons (the server compacts its index snapshot, so
-    /// no file keeps them); awaited by `settle`.
-    private let afterErasure: (@Sendable (ErasureReport) async -> Void)?
+    /// Run after each erasure (the server scrubs its index of the user and writes its snapshot
+    /// anew, on a compacted coordinate file, so no file keeps their beacons); awaited by `settle`.
+    private let afterErasure: (@Sendable (UserID, ErasureReport) async -> Void)?
     private let followUps = Mutex<[Task<Void, Never>]>([])
 
     package static let maxPageSize = 500
 
     package init(store: any ServiceBackingStore, auth: AuthService, beacons: BeaconService, fences: FenceEngine, feed: EventFeed,
-                 clock: any WallClock, afterErasure: (@Sendable (ErasureReport) async -> Void)? = nil) {
+                 clock: any WallClock, afterErasure: (@Sendable (UserID, ErasureReport) async -> Void)? = nil) {
         self.store = store
         self.auth = auth
         self.beacons = beacons
@@ -167,8 +167,8 @@ package final class AccountService: Sendable {
         }
         // Again, in case a reload read their state back while the transaction ran.
         try? await fences.forget(id)
-        if let report, let afterErasure, !report.beacons.isEmpty {
-            let task = Task { await afterErasure(report) }
+        if let report, let afterErasure {
+            let task = Task { await afterErasure(id, report) }
             followUps.withLock { $0.append(task) }
         }
         return report

@@ -212,6 +212,9 @@ package struct FenceEvaluator: Sendable {
             }
             leaving = uncovered.map { states.states[$0].beacon } // in id order
         }
+        // In id order, as exits: the index's own order depends on its history (which slots
+        // deleted beacons freed), and no answer may (noninterference; erasure).
+        entering.sort { $0.id < $1.id }
         for beacon in entering {
             setState(user, FenceState(beacon: beacon.id, enteredAt: fix.timestamp, dwelled: false))
             events.append(Self.fenceEvent(.entered, user: user, beacon: beacon, at: fix.timestamp, position: fix.position,

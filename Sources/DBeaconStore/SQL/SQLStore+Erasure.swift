@@ -3,8 +3,8 @@ import Foundation
 
 /// How erasing a user treats every table of the schema (issue 43), in the order the rules run.
 /// `schema/*/v13_accounts.sql` lists the same rules beside the tables' definitions; the erasure
-/// suite reads the tables from the database itself and fails for one that is in neither
-/// `rules` nor `exempt`, so a new table cannot ship without deciding what erasure does to it.
+/// suite reads the tables from the schema itself and fails for one that is in none of `rules`,
+/// `cascades` and `exempt`, so a new table cannot ship without deciding what erasure does to it.
 package enum ErasurePlan {
     /// One table's rule: what it does, and the statements that do it.
     package struct Rule: Sendable {
@@ -108,21 +108,25 @@ package enum ErasurePlan {
         Rule(table: "promotion_ratings", summary: "deleted") { r in try await r.deleteRows("promotion_ratings", "user_id") },
         Rule(table: "promotion_feedback", summary: "deleted") { r in try await r.deleteRows("promotion_feedback", "user_id") },
         Rule(table: "place_media", summary: "media the user shared at places: deleted") { r in try await r.deleteRows("place_media", "user_id") },
-        Rule(table: "tour_visits", summary: "deleted") { r in try await r.deleteRows("tour_visits", "user_id") },
         Rule(table: "tour_followers", summary: "deleted") { r in try await r.deleteRows("tour_followers", "user_id") },
-        Rule(table: "registry_entries", summary: "entries the user registered: deleted") { r in
-            try await r.deleteRows("registry_entries", "owner")
-        },
         Rule(table: "webhooks", summary: "the user's endpoints: deleted with their outbox rows and delivery attempts") { r in
             try await r.deleteRows("webhooks", "owner")
         },
-        Rule(table: "devices", summary: "deleted (their tokens stop at once)") { r in try await r.deleteRows("devices", "user_id") },
-        Rule(table: "phone_states", summary: "deleted") { r in try await r.deleteRows("phone_states", "user_id") },
         Rule(table: "users", summary: "the row: deleted; a SHA-256 of the id goes to retired_users") { r in
             try await r.deleteRows("users", "id")
             try await r.db.rows("INSERT INTO retired_users(id_hash) VALUES ($1) ON CONFLICT (id_hash) DO NOTHING",
                                 [SQLBlob(RetiredIDs.hash(r.user))])
         },
+    ]
+
+    /// Tables whose rows of the user go by a foreign key's `ON DELETE CASCADE` when a rule
+    /// deletes what they refer to (a rule of their own would change nothing: the erasure
+    /// suite's mutants must each be caught, and the sweep checks these rows are gone).
+    package static let cascades: [String: String] = [
+        "devices": "with the user's row (their tokens stop at once)",
+        "phone_states": "with the user's row",
+        "tour_visits": "with the user's tour_followers rows",
+        "registry_entries": "with the user's beacons (an entry's owner is its beacon's owner)",
     ]
 
     /// Tables that hold nothing of a user once the rules ran, and why.
