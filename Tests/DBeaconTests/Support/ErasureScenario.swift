@@ -55,7 +55,7 @@ struct ErasureScenario {
     ///
     /// `beforeErasure` runs just before the erasure (or its mirror); with `mutant`, the erasure
     /// runs in process without that table's rule (the suite's mutants).
-    static func build(_ kind: Kind, h: TestHarness, client: some TestClientProtocol, sweep: Bool = false,
+    static func build(_ kind: Kind, h: TestHarness, client: some TestClientProtocol, sweep: Bool = false, erase: Bool = true,
                       mutant: String? = nil, beforeErasure: () async throws -> Void = {}) async throws -> ErasureScenario {
         var scenario = ErasureScenario(kind: kind)
         let acted = kind == .erased
@@ -256,6 +256,7 @@ struct ErasureScenario {
         try await beforeErasure()
         scenario.erasedAt = h.clock.now()
         try await step {
+            if !erase { return }
             if acted, let mutant {
                 do { _ = try await h.services.accounts.erase(u, skipping: [mutant]) } catch {
                     scenario.erasureError = "\(error)"
