@@ -119,11 +119,12 @@ struct UserCommand: AsyncParsableCommand {
             commandName: "rotate-token",
             abstract: "Give a user a new token (printed once); the old one stops working at once.",
             discussion: """
-                Without a user, rotates the token given with --token (a user's own). Device tokens
-                are not affected (revoke them with DELETE /v1/me/devices/{id}).
+                Without a user, rotates the token given with --token (a user's own; the server from
+                --server or $DBEACON_SERVER). Device tokens are not affected (revoke them with
+                DELETE /v1/me/devices/{id}).
                 Examples:
                   dbeacon user rotate-token ann --db data/dbeacon.sqlite
-                  dbeacon user rotate-token --server http://127.0.0.1:8080 --token demo-token-anna
+                  dbeacon user rotate-token --token demo-token-anna
                 """
         )
 
@@ -152,7 +153,7 @@ struct UserCommand: AsyncParsableCommand {
                 `me` erases the account of the token given with --token. Prints what was removed.
                 Examples:
                   dbeacon user delete ann --yes --db data/dbeacon.sqlite
-                  dbeacon user delete me --yes --server http://127.0.0.1:8080 --token dbt_…
+                  dbeacon user delete me --yes --token demo-token-ben
                 """
         )
 
@@ -228,7 +229,7 @@ struct ExportCommand: AsyncParsableCommand {
         discussion: """
             Without --user, exports the account of the token given with --token.
             Examples:
-              dbeacon export --server http://127.0.0.1:8080 --token demo-token-anna --output anna.json
+              dbeacon export --token demo-token-anna --output anna.json
               dbeacon export --user ann --db data/dbeacon.sqlite
             """
     )

@@ -169,7 +169,8 @@ struct CapturedOutput {
         ["beacon", "get"], ["beacon", "delete"], ["location"], ["events"], ["webhook"], ["webhook", "add"], ["meeting"],
         ["meeting", "create"], ["meeting", "list"], ["meeting", "nearby"], ["group"], ["group", "status"], ["tour"], ["tour", "show"],
         ["promo"], ["promo", "pick"], ["registry"], ["registry", "add"], ["registry", "list"], ["registry", "resolve"], ["sighting"],
-        ["bench"], ["migrate"],
+        ["bench"], ["migrate"], ["user", "list"], ["user", "show"], ["user", "disable"], ["user", "enable"], ["user", "rotate-token"],
+        ["user", "delete"], ["export"],
     ]
 
     @Test func everyExampleCanBePasted() throws {
