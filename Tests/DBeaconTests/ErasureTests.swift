@@ -106,6 +106,26 @@ import Testing
         }
     }
 
+    /// What was decided before an erasure and lands after it leaves nothing: an event for the
+    /// erased user (a group alert computed from the members as they were) is dropped, their fix
+    /// is refused, and a delivery attempt for their vanished webhook is not recorded.
+    @Test(arguments: Backend.all) func lateWritesForAnErasedUserLeaveNothing(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
+        let (u, _) = try await h.user("ursula")
+        let (v, _) = try await h.user("vera")
+        _ = try await h.fix(u, lat: 48.7784, lon: 9.18)
+        #expect(try await h.services.accounts.erase(u) != nil)
+        let late = [u, v].map { Event(type: .memberOutOfRange, createdAt: h.clock.now(), recipient: $0, beacon: nil, data: ["member": "x"]) }
+        try await h.store.appendEvents(late)
+        #expect(try await h.events(u).isEmpty)
+        #expect(try await h.events(v).count == 1)
+        await #expect(throws: DBeaconError.self) { try await h.fix(u, lat: 48.7785, lon: 9.18) }
+        #expect(try await Self.leftovers(of: u, hashes: [], in: h) == [])
+        try await h.store.recordDeliveryAttempt(seq: 999_999, attempt: DeliveryAttempt(attempt: 1, startedAt: h.clock.now(), durationMs: 1,
+                                                                                       statusCode: 200, error: nil),
+                                                outcome: .delivered, disableWebhook: nil)
+    }
+
     // MARK: 2. Mutants
 
     @Test(arguments: Backend.all) func anErasureThatForgetsATableIsCaught(_ backend: Backend) async throws {

@@ -4,14 +4,17 @@
 -- wait), and rotate their token (`token_rotated_at`). An erased user's id is never issued
 -- again: `retired_users` keeps the SHA-256 of each erased id, and nothing else of them.
 --
--- Erasure rules (`ErasurePlan` in Sources/DBeaconStore/SQL/ErasurePlan.swift runs them, in
--- one transaction; `ErasureTests` fails for a table that has none):
+-- Erasure rules (`ErasurePlan` in Sources/DBeaconStore/SQL/SQLStore+Erasure.swift runs them, in
+-- one transaction; `ErasureTests` fails for a table of the schema that has none, and for a rule
+-- whose absence would go unnoticed):
 --   users                 the row is deleted; the SHA-256 of the id goes to retired_users
---   devices, phone_states, user_locations, fence_states, sighting_batches, tag_follows,
---   user_interests, promotion_interactions, promotion_saves, promotion_ratings,
---   promotion_feedback, place_media, meeting_attendees, group_members, tour_followers,
---   tour_visits, followers, webhooks (with their outbox rows and delivery attempts),
---   registry_entries                          the user's rows are deleted
+--   user_locations, fence_states, sighting_batches, tag_follows, user_interests,
+--   promotion_interactions, promotion_saves, promotion_ratings, promotion_feedback, place_media,
+--   meeting_attendees, group_members, tour_followers, webhooks (with their outbox rows and
+--   delivery attempts), followers (follower counts go down)   the user's rows are deleted
+--   devices, phone_states   go with the user's row (ON DELETE CASCADE)
+--   tour_visits           go with the user's tour_followers rows (cascade)
+--   registry_entries      go with the user's beacons (cascade; an entry's owner is its beacon's)
 --   beacons               the user's beacons are deleted with their children (tags, members,
 --                         relationships to and from them, followers, fence states, registry
 --                         entries, attendees, groups, tour progress, media, promotion rows);
@@ -28,7 +31,7 @@
 --   outbox, delivery_attempts   go with their webhook or event
 --   beacon_changes        holds beacon ids (never user ids) for ten minutes, so other
 --                         processes drop deleted beacons from memory; then pruned
---   settings, retired_users, relationships (see beacons)   hold nothing of a user
+--   settings, retired_users, beacon_tags, relationships   hold nothing of a user
 
 ALTER TABLE users ADD COLUMN seq INTEGER;
 UPDATE users SET seq = rowid;

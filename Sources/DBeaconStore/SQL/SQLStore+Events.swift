@@ -14,7 +14,20 @@ extension SQLStore {
             deferred.append(events)
             return
         }
-        try await writeEvents(db, events)
+        try await writeEvents(db, try await addressedToUsers(db, events))
+    }
+
+    /// The events whose recipients are users still. A decision read before a user was erased
+    /// may commit after (a group alert to every member); its events for the erased user are
+    /// dropped here, so none outlives the erasure. On PostgreSQL the recipients' rows are
+    /// locked against deletion (`FOR KEY SHARE`) until commit: an erasure either ran before
+    /// (its user is not found) or waits, and then deletes these events with the rest.
+    static func addressedToUsers(_ db: any SQLSession, _ events: [Event]) async throws -> [Event] {
+        let recipients = Set(events.map(\.recipient))
+        let found = Set(try await db.rows("""
+            SELECT id FROM users WHERE \(db.dialect.contains("id", "$1")) ORDER BY id\(db.dialect.forKeyShare)
+            """, [recipients.sorted().map(\.rawValue)]).map { UserID(uncheckedRawValue: try $0.string("id")) })
+        return found.count == recipients.count ? events : events.filter { found.contains($0.recipient) }
     }
 
     /// A PostgreSQL write transaction's events, last before its commit: the events lock (one
@@ -25,6 +38,10 @@ extension SQLStore {
     /// returned. The lock is in its own CTE, which the insert's rows are joined to: no row, so no
     /// seq, exists before it is held.
     static func writeDeferredEvents(_ db: any SQLSession, _ events: [Event]) async throws {
+        guard !events.isEmpty else { return }
+        // The recipients' rows before the events lock (an erasure holds a user's row and then
+        // takes that lock: taken the other way round, the two would deadlock).
+        let events = try await addressedToUsers(db, events)
         guard !events.isEmpty else { return }
         for chunk in events.chunkedInPowersOfTwo() {
             var s = SQLStatement()

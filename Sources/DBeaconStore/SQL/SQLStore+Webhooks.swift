@@ -120,6 +120,8 @@ extension SQLStore {
 
     package func recordDeliveryAttempt(seq: Int64, attempt: DeliveryAttempt, outcome: DeliveryOutcome, disableWebhook: String?) async throws {
         try await write { db, _ in
+            // The delivery may be gone meanwhile (its webhook or event erased with its user).
+            guard try await db.exists("SELECT 1 FROM outbox WHERE seq = $1\(db.dialect.forUpdate)", [seq]) else { return }
             try await db.rows("""
                 INSERT INTO delivery_attempts(outbox_seq, attempt, started_at, duration_ms, status_code, error)
                 VALUES ($1, $2, $3, $4, $5, $6)
