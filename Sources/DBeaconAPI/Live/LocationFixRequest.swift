@@ -6,6 +6,12 @@ package enum LocationFixRequest {
     /// The fixes, oldest first as sent; a missing timestamp is `now`.
     package static func decode(_ body: JSONValue, now: Timestamp, config: FenceConfig) throws(DBeaconError) -> [LocationFix] {
         let r = try ObjectReader(body)
+        // One fix or a batch, never both (the document's `oneOf`): a body with both is not
+        // applied half.
+        if r.has("fixes"), let single = ["lat", "lon", "accuracy_m", "timestamp"].first(where: r.has) {
+            throw DBeaconError.invalid("fixes", "send one fix (lat, lon, …) or a batch (fixes), not both (\(single) and fixes)",
+                                       code: "ambiguous_body")
+        }
         if let list = try r.optionalArray("fixes", maxCount: config.maxFixesPerRequest) {
             guard !list.isEmpty else { throw DBeaconError.invalid("fixes", "fixes must not be empty", code: "empty_value") }
             var fixes: [LocationFix] = []

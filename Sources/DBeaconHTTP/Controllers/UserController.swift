@@ -106,6 +106,9 @@ struct UserController {
         var request = request
         let body = try ObjectReader(try await request.jsonBody(limit: maxBodyBytes))
         try RequestReader.checkKnownMembers(body, ["name", "disabled"])
+        for key in ["name", "disabled"] where body.has(key) && body.value(key) == nil {
+            throw DBeaconError.invalid(key, "\(key) must not be null (leave it out to keep it)", code: "invalid_type")
+        }
         let name = try body.optionalString("name", maxLength: 100)
         let disabled = try body.optionalBool("disabled")
         let summary = try await accounts.update(id, name: name, disabled: disabled, by: context.principal)
