@@ -31,6 +31,7 @@ import Testing
         Area(name: "69N", center: Position(lon: 18.95, lat: 69.65), spread: 20_000),
         Area(name: "sparse", center: Position(lon: 10.20, lat: 48.40), spread: 15_000),
         Area(name: "antimeridian", center: Position(lon: 179.995, lat: -16.5), spread: 2_000),
+        Area(name: "tours", center: Position(lon: 9.30, lat: 48.60), spread: 1_200),
     ]
     static let answersPerArea = 8
     static let samplesPerAnswer = 25
@@ -98,6 +99,22 @@ import Testing
             let ring: Ring = [Position(lon: side, lat: lat - 0.003), Position(lon: edge, lat: lat - 0.003), Position(lon: edge, lat: lat + 0.003),
                               Position(lon: side, lat: lat + 0.003), Position(lon: side, lat: lat - 0.003)]
             add("dateline side \(i)", Position(lon: side, lat: lat), .polygon(Polygon(rings: [ring])))
+        }
+        // Tours, which cover with the circle around their own location but are shown to anyone
+        // but their owner at their first stop (issue 45: their regions must enclose what they
+        // cover, and their distance be to it).
+        var places: [BeaconID] = []
+        for i in 0..<6 {
+            add("place \(i)", Self.offset(&g, Self.areas[5].center, within: 900), .circle(radiusM: .random(in: 30...80, using: &g)))
+            places.append(beacons[beacons.count - 1].id)
+        }
+        for i in 0..<4 {
+            let t = h.clock.now()
+            let stops = (0..<3).map { places[(i + $0) % places.count] }
+            beacons.append(Beacon(id: .generate(), name: "tour \(i)", owner: owner, location: Self.offset(&g, Self.areas[5].center, within: 700),
+                                  perimeter: .circle(radiusM: .random(in: 400...900, using: &g)), tags: [ServiceKind.tour],
+                                  relationships: stops.enumerated().map { Relationship(type: ServiceKind.tourRelationship, target: $1, order: $0 + 1) },
+                                  service: ServiceKind.tour, createdAt: t, updatedAt: t))
         }
         // Hidden from the viewer, everywhere: private and ended twins of some of the above.
         for (i, b) in beacons.enumerated() where i % 9 == 0 {

@@ -67,7 +67,7 @@ package struct RegionService: Sendable {
     package func regions(at point: Position, max: Int, tags: [String], by principal: Principal) async throws -> RegionAnswer {
         let now = beacons.clock.now()
         let slots = max - 1
-        var ranked: [(beacon: VisibleBeacon, distance: Double)] = []
+        var ranked: [Candidate] = []
         var searched = Self.searchRadiiM[0]
         for radius in Self.searchRadiiM {
             searched = radius
@@ -93,8 +93,8 @@ package struct RegionService: Sendable {
             } while after != nil
         }
         var regions: [MonitoredRegion] = []
-        for (b, distance) in included {
-            regions.append(MonitoredRegion(kind: circles.circle(of: b), beacon: b, distanceM: distance))
+        for (b, covers, distance) in included {
+            regions.append(MonitoredRegion(kind: Self.enclosing(circles.circle(of: b), b, covering: covers), beacon: b, distanceM: distance))
             for entry in entriesByBeacon[b.id] ?? [] where spare > 0 {
                 regions.append(MonitoredRegion(kind: .iBeacon(entry: entry.id, identity: entry.identity), beacon: b, distanceM: distance))
                 spare -= 1
@@ -104,9 +104,25 @@ package struct RegionService: Sendable {
         return RegionAnswer(regions: regions, complete: complete)
     }
 
+    /// A candidate region: the beacon as the caller sees it, where it covers (its stored location
+    /// and perimeter), and the distance from the caller to that.
+    typealias Candidate = (beacon: VisibleBeacon, covers: (location: Position, perimeter: Perimeter), distance: Double)
+
+    /// The region of a beacon presented elsewhere than it covers (a tour, shown at the first of
+    /// its stops the caller sees, covers with the circle around its own location): a circle
+    /// around where it is shown, wide enough to enclose everything it covers, so a phone that
+    /// monitors it enters wherever nearby finds the beacon.
+    static func enclosing(_ kind: MonitoredRegion.Kind, _ b: VisibleBeacon,
+                          covering covers: (location: Position, perimeter: Perimeter)) -> MonitoredRegion.Kind {
+        guard case .circle(let r) = covers.perimeter, covers.location != b.location else { return kind }
+        let reach = Geodesy.distance(b.location, covers.location) + r
+        return .circle(center: b.location, radiusM: (reach * 10).rounded(.up) / 10 + 0.1, approximate: true)
+    }
+
     /// Every beacon the caller may see, alive now and not moving, whose perimeter lies within
     /// `radius` of `point`, nearest perimeter first (0 inside, then id), with their exact
-    /// distances: all of them, or at least the first `needed` (those left out are farther).
+    /// distances to what they cover: all of them, or at least the first `needed` (those left out
+    /// are farther).
     ///
     /// The configured engine lists the candidates whose perimeter's box meets the search
     /// circle's boxes (the memory engine's grid, or the store's spatial index), without reading
@@ -116,7 +132,7 @@ package struct RegionService: Sendable {
     /// and measured exactly, until `needed` are measured and the next bound is beyond the
     /// `needed`-th distance: no candidate left unread can be among the first `needed`.
     func candidates(near point: Position, radius: Double, tags: [String], by principal: Principal,
-                    now: Timestamp, needed: Int) async throws -> [(beacon: VisibleBeacon, distance: Double)] {
+                    now: Timestamp, needed: Int) async throws -> [Candidate] {
         let boxes = Geodesy.boundingBoxes(center: point, radiusM: radius)
         let query = CoverQuery(point: point, tags: tags, at: now, viewer: principal)
         let found = try await beacons.engine.meeting(boxes, query)
@@ -130,17 +146,21 @@ package struct RegionService: Sendable {
         }.filter { $0.bound <= radius }
         bounded.sort { ($0.bound, $0.candidate.id) < ($1.bound, $1.candidate.id) }
 
-        var measured: [(beacon: VisibleBeacon, distance: Double)] = []
+        var measured: [Candidate] = []
         var kth = Double.infinity  // the `needed`-th smallest measured distance
         var next = 0
         while next < bounded.count, measured.count < needed || bounded[next].bound <= kth {
             let batch = bounded[next..<Swift.min(bounded.count, next + Swift.max(16, needed - measured.count))]
             next = batch.endIndex
             let read = try await beacons.engine.beacons(ids: batch.map(\.candidate.id))
+            var stored: [BeaconID: Beacon] = [:]
+            for b in read { stored[b.id] = b }
             for b in try await beacons.gate.present(read, to: principal) where b.beacon.isAlive(at: now) && !b.tracksOwner {
+                // Measured to what it covers (its stored geometry), as the coverage lookup decides.
+                let covers = stored[b.id].map { ($0.location, $0.perimeter) } ?? (b.location, b.perimeter)
                 let d = covering.contains(b.id) ? 0
-                    : PerimeterDistance.outside(point, perimeter: b.perimeter, center: b.location, covered: false)
-                if d <= radius { measured.append((b, d)) }
+                    : PerimeterDistance.outside(point, perimeter: covers.1, center: covers.0, covered: false)
+                if d <= radius { measured.append((b, covers, d)) }
             }
             if measured.count >= needed {
                 measured.sort { ($0.distance, $0.beacon.id) < ($1.distance, $1.beacon.id) }
