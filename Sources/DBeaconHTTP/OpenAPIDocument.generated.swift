@@ -4778,9 +4778,10 @@ components:
       type: string
       format: date-time
       description: >-
-        RFC 3339; the server writes UTC with millisecond precision when not whole
-        seconds (`2026-11-21T12:00:00Z`, `2026-11-21T12:00:00.250Z`).
-      examples: ['2026-11-21T12:00:00Z']
+        RFC 3339. The server writes every timestamp in one form, UTC with milliseconds
+        (`2026-11-21T12:00:00.000Z`), so a client decodes them all with one setting; it accepts
+        any RFC 3339 form (with or without a fraction, any offset).
+      examples: ['2026-11-21T12:00:00.000Z']
     Tag:
       type: string
       description: >-

@@ -75,7 +75,7 @@ import Testing
             #expect(updates.first?["data"]?["values"]?["description"] == "Maultaschen at the fountain")
             #expect(updates.first?["data"]?["values"]?["location"]?["coordinates"] == [.number(moved.lon), .number(moved.lat)])
             #expect(updates.last?["data"]?["changed"] == ["lifetime"])
-            #expect(updates.last?["data"]?["values"]?["lifetime"]?["end"] == "2026-11-21T15:00:00Z")
+            #expect(updates.last?["data"]?["values"]?["lifetime"]?["end"] == "2026-11-21T15:00:00.000Z")
             #expect(try await client.eventTypes(carl).isEmpty, "only attendees are told")
             #expect(try await client.eventTypes(bob).allSatisfy { $0.hasPrefix("meeting.") }, "no duplicate beacon.updated")
 
@@ -158,7 +158,7 @@ import Testing
             try await h.services.ticker.tickOnce()  // a second tick (or node) sends nothing again
             let reminders = try await client.eventList(bob).filter { $0["type"] == "meeting.starting" }
             #expect(reminders.count == 1)
-            #expect(reminders.first?["data"]?["start"] == "2026-11-21T13:00:00Z" && reminders.first?["data"]?["starts_in_s"] == 900)
+            #expect(reminders.first?["data"]?["start"] == "2026-11-21T13:00:00.000Z" && reminders.first?["data"]?["starts_in_s"] == 900)
             #expect(try await client.eventTypes(cleo, prefix: "meeting.starting").isEmpty)
             #expect(try await client.eventTypes(carl).isEmpty)
             #expect(try await client.eventTypes(ann, prefix: "meeting.starting").isEmpty)

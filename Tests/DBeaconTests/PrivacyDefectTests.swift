@@ -76,7 +76,7 @@ import Testing
             #expect(patched.status == .ok, "\(patched.text)")
         }
         let uninvited = try #require(try await h.events(ben).first { $0.type == .meetingUninvited })
-        #expect(uninvited.data["name"] == "Planning" && uninvited.data["end"] == "2030-01-01T10:00:00Z")
+        #expect(uninvited.data["name"] == "Planning" && uninvited.data["end"] == "2030-01-01T10:00:00.000Z")
     }
 
     /// 5 and 6. A public tour whose first stop is private: located at its first visible stop,

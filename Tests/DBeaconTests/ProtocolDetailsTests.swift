@@ -20,4 +20,42 @@ import Testing
             #expect(try await client.call(.post, "/v1/me/location", token: token, json: ["fixes": [["lat": 48.7, "lon": 9.1]]]).status == .ok)
         }
     }
+
+    /// Every timestamp the service writes has one form, with milliseconds, so a client decodes
+    /// them all with one setting (here Foundation's ISO 8601 parser with fractional seconds);
+    /// input in any RFC 3339 form is accepted.
+    @Test(arguments: Backend.all) func everyTimestampHasOneForm(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
+        let (_, token) = try await h.user("ann")
+        try await h.app().test(.router) { client in
+            let created = try await client.call(.post, "/v1/beacons", token: token, json: feature(
+                name: "kiosk", perimeter: circle(100), lifetime: ("2026-11-21T11:00:00Z", "2026-11-21T15:30:00+01:00")))
+            #expect(created.status == .created)
+            let id = try #require(created.json?["id"]?.stringValue)
+            _ = try await client.call(.post, "/v1/beacons/\(id)/followers", token: token)
+            _ = try await client.call(.post, "/v1/me/location", token: token, json: ["lat": 48.7784, "lon": 9.18, "timestamp": "2026-11-21T11:59:59.5Z"])
+            _ = try await client.call(.post, "/v1/meetings", token: token, json: ["name": "m", "location": ["lat": 48.7784, "lon": 9.18],
+                                                                                  "start": "2026-11-21T13:00:00Z", "end": "2026-11-21T14:00:00Z"])
+            var stamps: [String] = []
+            func collect(_ v: JSONValue, key: String = "") {
+                switch v {
+                case .string(let s) where key.hasSuffix("_at") || ["start", "end", "at", "since", "exported_at"].contains(key): stamps.append(s)
+                case .object(let o): for (k, x) in o.members { collect(x, key: k) }
+                case .array(let a): for x in a { collect(x, key: key) }
+                default: break
+                }
+            }
+            for path in ["/v1/beacons/\(id)", "/v1/events", "/v1/meetings", "/v1/me", "/v1/me/devices", "/v1/me/export"] {
+                collect(try #require(try await client.call(.get, path, token: token).json))
+            }
+            #expect(stamps.count > 15)
+            let parser = ISO8601DateFormatter()
+            parser.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            for s in stamps {
+                #expect(s.range(of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$"#, options: .regularExpression) != nil, "\(s)")
+                #expect(parser.date(from: s) != nil, "\(s)")
+            }
+            #expect(stamps.contains("2026-11-21T14:30:00.000Z") && stamps.contains("2026-11-21T11:59:59.500Z"))
+        }
+    }
 }

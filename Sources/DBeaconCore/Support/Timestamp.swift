@@ -35,7 +35,8 @@ package struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertibl
 
     // MARK: Formatting
 
-    /// `2026-11-21T12:00:00Z`, with `.123` milliseconds only when they are not zero.
+    /// `2026-11-21T12:00:00.000Z`: always with milliseconds, the one form of every timestamp the
+    /// service writes (a client generated from the document decodes every one with one setting).
     package var rfc3339: String {
         if let fast = withRFC3339Bytes({ String(decoding: $0, as: UTF8.self) }) { return fast }
         return rfc3339General
@@ -74,7 +75,7 @@ package struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertibl
             }
             put(y, 4); put("-"); put(m, 2); put("-"); put(d, 2); put("T")
             put(rem / 3600, 2); put(":"); put(rem % 3600 / 60, 2); put(":"); put(rem % 60, 2)
-            if ms != 0 { put("."); put(ms, 3) }
+            put("."); put(ms, 3)
             put("Z")
             return body(UnsafeBufferPointer(rebasing: buf[0..<i]))
         }
@@ -87,7 +88,7 @@ package struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertibl
         out.reserveCapacity(24)
         out += Self.pad(y, 4) + "-" + Self.pad(m, 2) + "-" + Self.pad(d, 2)
         out += "T" + Self.pad(rem / 3600, 2) + ":" + Self.pad(rem % 3600 / 60, 2) + ":" + Self.pad(rem % 60, 2)
-        if ms != 0 { out += "." + Self.pad(ms, 3) }
+        out += "." + Self.pad(ms, 3)
         out += "Z"
         return out
     }
