@@ -36,7 +36,8 @@ package func buildApplication(_ config: AppConfig, logger: Logger) async throws 
 /// All routes: operations and the map console at the root, the API under `/v1` behind bearer
 /// authentication.
 package func buildRouter(_ services: AppServices, metrics: AppMetrics = AppMetrics()) -> Router<AppRequestContext> {
-    let router = Router(context: AppRequestContext.self)
+    // Every GET route answers HEAD too (RFC 9110 §9.3.2): the GET handler's status and headers, no body.
+    let router = Router(context: AppRequestContext.self, options: .autoGenerateHeadEndpoints)
     let limiter = RateLimiter(services.config.rateLimits, refused: { metrics.rateLimited($0) })
     let methods = RouteMethods()
     router.add(middleware: ErrorMiddleware(methods: methods))

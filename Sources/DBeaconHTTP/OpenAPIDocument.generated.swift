@@ -29,7 +29,9 @@ info:
       `followers_count`, `version`, `created_at`, `updated_at`.
 
     Coordinates are `[lon, lat]` inside GeoJSON objects and named `lat`/`lon` elsewhere
-    (query parameters, location fixes, directions). Timestamps are RFC 3339, written in UTC.
+    (query parameters, location fixes, directions). Timestamps are RFC 3339, written in UTC
+    with milliseconds, one form everywhere (`2026-11-21T12:00:00.000Z`); any RFC 3339 form is
+    accepted. Every `GET` operation also answers `HEAD` (the same status and headers, no body).
     Request bodies are JSON (`Content-Type: application/json` or another `…+json` type; 415
     otherwise). In a body, `null` for an optional member means the same as leaving it out (in
     a merge patch it removes the member). A query parameter that is present must not be empty

@@ -58,4 +58,31 @@ import Testing
             #expect(stamps.contains("2026-11-21T14:30:00.000Z") && stamps.contains("2026-11-21T11:59:59.500Z"))
         }
     }
+
+    /// Every GET route answers HEAD (RFC 9110 §9.3.2): the GET's status and headers, no body;
+    /// the console's files too; an event stream is not opened for it.
+    @Test(arguments: Backend.all) func everyGetRouteAnswersHead(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
+        let (_, token) = try await h.user("ann")
+        try await h.app().test(.live) { client in
+            let paths = ["/healthz", "/readyz", "/openapi.yaml", "/", "/console/app.js", "/console/leaflet/leaflet.css", "/v1/me",
+                         "/v1/nearby?lat=48.7784&lon=9.18", "/v1/beacons", "/v1/events", "/v1/me/export", "/v1/tags"]
+            for path in paths {
+                let get = try await client.call(.get, path, token: token)
+                let head = try await client.call(.head, path, token: token)
+                #expect(head.status == get.status, "HEAD \(path)")
+                #expect(head.text.isEmpty, "HEAD \(path) has a body")
+                #expect(head.headers[.contentType] == get.headers[.contentType], "HEAD \(path)")
+            }
+            #expect(try await client.call(.head, "/v1/nearby?lat=95&lon=9.18", token: token).status == .unprocessableContent)
+            #expect(try await client.call(.head, "/v1/me").status == .unauthorized)
+            // Streams: HEAD opens none (five HEADs, then five streams still fit).
+            for _ in 0..<6 {
+                let head = try await client.call(.head, "/v1/events/stream", token: token, headers: [.accept: "text/event-stream"])
+                #expect(head.status == .ok && head.headers[.contentType] == "text/event-stream")
+            }
+            let port = try #require(client.port)
+            for _ in 0..<5 { #expect(try await EventStreamTests.open(port, token: token).status == .ok) }
+        }
+    }
 }

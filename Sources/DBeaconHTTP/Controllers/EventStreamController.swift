@@ -70,6 +70,10 @@ struct EventStreamController {
         if let after = try q.string("after") { resume.append((after, "after")) }
         if let header = request.headers[HTTPField.Name("Last-Event-ID")!] { resume.append((header, "Last-Event-ID")) }
         for (raw, path) in resume { start = try await feed.resumePosition(raw, path: path, context: context) }
+        // HEAD (the GET route's, generated): what a stream would be, without opening one.
+        if request.method == .head && streaming {
+            return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"])
+        }
         guard streaming else {
             // Content negotiation: a client that does not accept a stream gets one page, as JSON.
             return .json(try await feed.pageJSON(try await feed.events(by: principal, after: start, limit: try q.limit()), context: context))
