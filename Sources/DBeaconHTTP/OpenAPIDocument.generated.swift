@@ -942,8 +942,10 @@ paths:
         The OsmAnd protocol as Traccar reads it; the URL to give Traccar Client as its server.
         `id` (or `deviceid`) is the device identifier: set it to a device token from
         `POST /v1/me/devices` (a user's token is refused). A fix goes through the fence engine;
-        one older than the fence engine takes, or a heartbeat without `lat`/`lon`, is accepted
-        and left alone. 200 with an empty body.
+        one older than the fence engine takes or stamped too far ahead, one marked `valid=false`,
+        or a heartbeat without `lat`/`lon`, is accepted and left alone (a phone would resend a
+        refused one forever; `POST /v1/me/location` answers 422 instead). Numbers are decimal; `+`
+        is a space, as in a form. 200 with an empty body.
       security: []
       parameters:
         - $ref: '#/components/parameters/OsmAndId'
@@ -952,6 +954,7 @@ paths:
         - $ref: '#/components/parameters/OsmAndLon'
         - $ref: '#/components/parameters/OsmAndTimestamp'
         - $ref: '#/components/parameters/OsmAndAccuracy'
+        - $ref: '#/components/parameters/OsmAndValid'
       responses:
         '200':
           description: Accepted (empty body).
@@ -4438,6 +4441,13 @@ components:
       schema:
         type: number
         maximum: 100000
+    OsmAndValid:
+      name: valid
+      in: query
+      description: '`false` (or `0`): the position is not a fix; the report is accepted and left alone.'
+      schema:
+        type: string
+        enum: ['true', 'false', '1', '0']
     Limit:
       name: limit
       in: query

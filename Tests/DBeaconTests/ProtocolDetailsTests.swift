@@ -85,4 +85,45 @@ import Testing
             for _ in 0..<5 { #expect(try await EventStreamTests.open(port, token: token).status == .ok) }
         }
     }
+
+    /// OsmAnd and OwnTracks input as the apps send it: `+` is a space in a query string (Traccar's
+    /// own test request), numbers are decimal, `valid=false` and a negative `acc` are no fix, and
+    /// a second OwnTracks fix of one second that moved is taken.
+    @Test(arguments: Backend.all) func phoneInputAsTheAppsSendIt(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend, start: Timestamp(rfc3339: "2014-06-04T09:12:00Z")!)
+        let (ann, token) = try await h.user("ann")
+        try await h.app().test(.router) { client in
+            let device = try #require(try await client.call(.post, "/v1/me/devices", token: token, json: ["name": "phone"]).json?["token"]?.stringValue)
+            func located() async throws -> UserLocation? { try await h.store.userLocations([ann]).first }
+            // Traccar's own request: `timestamp=2014-06-04+09%3A10%3A11`.
+            let traccar = try await client.call(.get, "/v1/osmand?id=\(device)&timestamp=2014-06-04+09%3A10%3A11&lat=60.0&lon=30.0&speed=0&bearing=0&altitude=0&accuracy=0&batt=0")
+            #expect(traccar.status == .ok, "\(traccar.text)")
+            #expect(try await located()?.fixAt == Timestamp(rfc3339: "2014-06-04T09:10:11Z"))
+            // Hexadecimal is not a number here (Swift's parser would read 16).
+            for bad in ["lat=0x10&lon=9", "lat=0x1p4&lon=9", "lat=48&lon=nan", "lat=48&lon=inf"] {
+                let r = try await client.call(.get, "/v1/osmand?id=\(device)&\(bad)")
+                #expect(r.status == .unprocessableContent, "\(bad): \(r.text)")
+            }
+            #expect(try await client.call(.get, "/v1/nearby?lat=0x10&lon=9.18", token: token).status == .badRequest)
+            // valid=false: accepted, not a fix.
+            let before = try await located()
+            #expect(try await client.call(.get, "/v1/osmand?id=\(device)&lat=48.7&lon=9.1&valid=false").status == .ok)
+            #expect(try await located() == before)
+            // OwnTracks: a negative acc is no fix; two fixes in one second, the second elsewhere.
+            let basic = PhoneProtocolTests.basic("ann", device)
+            let tst = Int(h.clock.now().millis / 1000)
+            _ = try await client.call(.post, "/v1/owntracks", json: ["_type": "location", "lat": 48.7, "lon": 9.1, "acc": -1, "tst": .int(tst)],
+                                      headers: basic)
+            #expect(try await located() == before)
+            for lat in [48.7784, 48.7790] {
+                let r = try await client.call(.post, "/v1/owntracks", json: ["_type": "location", "lat": .number(lat), "lon": 9.18, "acc": 5,
+                                                                            "tst": .int(tst)], headers: basic)
+                #expect(r.status == .ok)
+            }
+            #expect(try await located()?.position.lat == 48.7790, "the second fix of the same second was dropped")
+            // The very same fix again changes nothing.
+            let report = try await h.fix(ann, lat: 48.7790, lon: 9.18, at: Timestamp(millis: Int64(tst) * 1000))
+            #expect(report.accepted == 0)
+        }
+    }
 }

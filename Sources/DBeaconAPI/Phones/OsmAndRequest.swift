@@ -12,9 +12,10 @@ package struct OsmAndReport: Sendable {
 }
 
 /// The OsmAnd protocol as Traccar's decoder reads it: `id` (or `deviceid`), `lat` and `lon`
-/// (or `location=lat,lon`), `timestamp` (UNIX seconds below 2147483647, else milliseconds;
-/// or ISO 8601; or `yyyy-MM-dd HH:mm:ss` in UTC), `accuracy` (metres); other parameters
-/// (`speed`, `bearing`, `altitude`, `batt`, …) are accepted and not used. Or the Traccar
+/// (or `location=lat,lon`; decimal numbers), `timestamp` (UNIX seconds below 2147483647, else
+/// milliseconds; or ISO 8601; or `yyyy-MM-dd HH:mm:ss` in UTC, `+` standing for the space as in
+/// any query string), `accuracy` (metres), `valid` (`false`: not a fix, left alone); other
+/// parameters (`speed`, `bearing`, `altitude`, `batt`, …) are accepted and not used. Or the Traccar
 /// Client's JSON: `{"device_id", "location": {"timestamp", "coords": {"latitude",
 /// "longitude", "accuracy", …}, …}}`.
 package enum OsmAndRequest {
@@ -29,17 +30,20 @@ package enum OsmAndRequest {
         }
         var position: Position?
         if lat != nil || lon != nil {
-            guard let latText = lat, let la = Double(latText.trimmingCharacters(in: .whitespaces)) else {
-                throw DBeaconError.invalid("lat", "lat must be a number", code: "invalid_number")
+            guard let latText = lat, let la = Double(decimal: latText.trimmingCharacters(in: .whitespaces)) else {
+                throw DBeaconError.invalid("lat", "lat must be a decimal number", code: "invalid_number")
             }
-            guard let lonText = lon, let lo = Double(lonText.trimmingCharacters(in: .whitespaces)) else {
-                throw DBeaconError.invalid("lon", "lon must be a number", code: "invalid_number")
+            guard let lonText = lon, let lo = Double(decimal: lonText.trimmingCharacters(in: .whitespaces)) else {
+                throw DBeaconError.invalid("lon", "lon must be a decimal number", code: "invalid_number")
             }
             position = try Position.checked(lat: la, lon: lo, latPath: "lat", lonPath: "lon")
         }
+        // `valid=false`: the app says the position is not a fix (no satellite lock). Accepted and
+        // left alone, as a heartbeat.
+        if let valid = fields["valid"]?.lowercased(), valid == "false" || valid == "0" { position = nil }
         var accuracy = 0.0
         if let raw = fields["accuracy"] {
-            guard let a = Double(raw), a.isFinite, a <= 100_000 else {
+            guard let a = Double(decimal: raw.trimmingCharacters(in: .whitespaces)), a.isFinite, a <= 100_000 else {
                 throw DBeaconError.invalid("accuracy", "accuracy is metres, at most 100000", code: "out_of_range")
             }
             accuracy = max(0, a)

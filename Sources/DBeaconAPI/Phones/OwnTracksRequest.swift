@@ -39,6 +39,8 @@ package enum OwnTracksRequest {
         let type = try m.string("_type", maxLength: 40)
         switch type {
         case "location":
+            // A negative `acc` is how iOS marks a position that is not a fix: left alone.
+            if let acc = try m.optionalNumber("acc"), acc < 0 { return .ignored("location (not a fix: negative acc)") }
             let (position, accuracy) = try where_(m, required: true)
             guard let at = try time(m, "tst", now: now, config: config) else { return .ignored("location (timestamp out of range)") }
             return .location(LocationFix(position: position!, accuracyM: accuracy, timestamp: at))

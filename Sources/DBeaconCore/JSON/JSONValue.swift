@@ -140,3 +140,29 @@ extension JSONValue {
         return .object(result)
     }
 }
+
+extension Double {
+    /// A number written in decimal (`-12.5`, `4e-3`, `.5`): what a JSON number or a query
+    /// parameter holds. Swift's `Double(String)` also reads hexadecimal (`0x10`, `0x1p4`), `nan`
+    /// and `inf`, which no client means by a coordinate.
+    package init?(decimal text: some StringProtocol) {
+        let bytes = Array(text.utf8)
+        var i = 0, digits = 0
+        if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") { i += 1 }
+        while i < bytes.count, (48...57).contains(bytes[i]) { i += 1; digits += 1 }
+        if i < bytes.count, bytes[i] == UInt8(ascii: ".") {
+            i += 1
+            while i < bytes.count, (48...57).contains(bytes[i]) { i += 1; digits += 1 }
+        }
+        guard digits > 0 else { return nil }
+        if i < bytes.count, bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E") {
+            i += 1
+            if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") { i += 1 }
+            var exponent = 0
+            while i < bytes.count, (48...57).contains(bytes[i]) { i += 1; exponent += 1 }
+            guard exponent > 0 else { return nil }
+        }
+        guard i == bytes.count, let value = Double(String(decoding: bytes, as: UTF8.self)) else { return nil }
+        self = value
+    }
+}

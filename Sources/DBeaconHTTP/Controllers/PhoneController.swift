@@ -140,7 +140,8 @@ struct PhoneController {
         try limiter.check(.authFailures, key: context.clientAddress)
         var request = request
         var fields: [String: String] = [:]
-        for (k, v) in request.uri.queryParameters { fields[String(k)] = String(v) }
+        // Read as a form (`+` is a space, as Traccar's own clients send `2014-06-04+09:10:11`).
+        for (k, v) in Self.form(request.uri.query ?? "") { fields[k] = v }
         var json: ObjectReader?
         let type = request.headers[.contentType]?.lowercased() ?? ""
         if request.method == .post {

@@ -29,8 +29,8 @@ package struct QueryReader {
 
     package func double(_ key: String) throws -> Double? {
         guard let raw = try string(key) else { return nil }
-        guard let value = Double(raw) else {
-            throw DBeaconError(.badRequest, code: "invalid_parameter", message: "\(key) must be a number", path: key)
+        guard let value = Double(decimal: raw) else {
+            throw DBeaconError(.badRequest, code: "invalid_parameter", message: "\(key) must be a decimal number", path: key)
         }
         guard value.isFinite else {
             throw DBeaconError.invalid(key, "\(key) must be a finite number", code: "not_finite")

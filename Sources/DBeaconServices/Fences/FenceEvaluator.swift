@@ -80,10 +80,12 @@ package struct FenceEvaluator: Sendable {
         inside[user]?[beacon]
     }
 
-    /// Whether a fix at `t` is newer than the user's last one (older ones change nothing).
-    package func accepts(_ user: UserID, at t: Timestamp) -> Bool {
+    /// Whether a fix at `t` is newer than the user's last one (older ones change nothing), or
+    /// of the same instant but elsewhere: protocols that stamp whole seconds (OwnTracks' `tst`)
+    /// send two fixes of one second, and the later one moved.
+    package func accepts(_ user: UserID, at t: Timestamp, position: Position? = nil) -> Bool {
         guard let last = locations[user] else { return true }
-        return t > last.fixAt
+        return t > last.fixAt || (t == last.fixAt && position.map { $0 != last.position } ?? false)
     }
 
     /// The beacons `applyFixes(fixes, coverage)` needs that are not among `known`: those a fix
@@ -169,7 +171,7 @@ package struct FenceEvaluator: Sendable {
         var accepted = 0, ignored = 0
         var lastAccepted: LocationFix?
         for (i, fix) in fixes.enumerated() {
-            guard accepts(user, at: fix.timestamp) else {
+            guard accepts(user, at: fix.timestamp, position: fix.position) else {
                 ignored += 1
                 continue
             }
