@@ -39,7 +39,8 @@ info:
 
     ## Authentication
     Every `/v1` call needs `Authorization: Bearer <token>`; without a valid token the answer is
-    401 with `WWW-Authenticate: Bearer`. User tokens are issued once by `POST /v1/users`
+    401 with `WWW-Authenticate: Bearer` (`Basic realm="DBeacon"` on `/v1/owntracks`, which takes
+    HTTP Basic credentials, and to a request that sent them). User tokens are issued once by `POST /v1/users`
     (admin token only) or `dbeacon user add`. The admin token acts as the operator: it sees
     every beacon, may create users and delete any beacon, but cannot own or follow beacons.
     `/healthz` and `/openapi.yaml` need no token. `/metrics` (counts of every beacon, private
@@ -4352,10 +4353,12 @@ components:
         type: integer
         minimum: 0
     WWWAuthenticate:
-      description: Always `Bearer`.
+      description: >-
+        `Bearer`; `Basic realm="DBeacon", charset="UTF-8"` on `/v1/owntracks` (HTTP Basic) and to a
+        request that sent Basic credentials.
       schema:
         type: string
-        const: Bearer
+        enum: [Bearer, 'Basic realm="DBeacon", charset="UTF-8"']
 
   parameters:
     BeaconId:

@@ -126,4 +126,48 @@ import Testing
             #expect(report.accepted == 0)
         }
     }
+
+    /// A lock-out of an address (too many bad tokens) spares the tokens that authenticated
+    /// lately: a phone behind the same carrier NAT as an attacker keeps working; guessing at
+    /// one user's Basic password locks the name, not the user's working device. The challenge
+    /// of `/v1/owntracks` is Basic.
+    @Test(arguments: Backend.all) func lockOutsSpareGoodCredentials(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend) { $0.rateLimits.authFailuresPerSecond = 1 }
+        let (_, token) = try await h.user("ann")
+        let (_, bob) = try await h.user("bob")
+        try await h.app().test(.router) { client in
+            let device = try #require(try await client.call(.post, "/v1/me/devices", token: token, json: ["name": "phone"]).json?["token"]?.stringValue)
+            #expect(try await client.call(.get, "/v1/me", token: device).status == .ok)
+            #expect(try await client.call(.get, "/v1/osmand?id=\(device)&lat=48.7&lon=9.1").status == .ok)
+            // An attacker at the same address uses up its failures.
+            var locked = false
+            for i in 0..<40 where !locked {
+                locked = try await client.call(.get, "/v1/me", token: "dbt_guess\(i)").status == .tooManyRequests
+            }
+            #expect(locked, "the address was never locked out")
+            #expect(try await client.call(.get, "/v1/me", token: "dbt_another_guess").status == .tooManyRequests)
+            // Ann's tokens still work from there; a valid token not seen lately waits with the rest.
+            #expect(try await client.call(.get, "/v1/me", token: token).status == .ok)
+            #expect(try await client.call(.get, "/v1/me", token: device).status == .ok)
+            #expect(try await client.call(.get, "/v1/osmand?id=\(device)&lat=48.7&lon=9.1").status == .ok)
+            #expect(try await client.call(.get, "/v1/osmand?id=dbd_guess&lat=48.7&lon=9.1").status == .tooManyRequests)
+            #expect(try await client.call(.get, "/v1/me", token: bob).status == .tooManyRequests)
+            // OwnTracks answers a Basic challenge.
+            let basic = try await client.call(.post, "/v1/owntracks", json: ["_type": "location", "lat": 48.7, "lon": 9.1],
+                                              headers: PhoneProtocolTests.basic("ann", "wrong"))
+            #expect(basic.status == .unauthorized || basic.status == .tooManyRequests)
+            let unauthorized = try await client.call(.post, "/v1/owntracks", json: ["_type": "location", "lat": 48.7, "lon": 9.1],
+                                                     headers: PhoneProtocolTests.basic("ann", device))
+            #expect(unauthorized.status == .ok)
+        }
+        // The Basic challenge, from a fresh address limit.
+        let fresh = try await TestHarness.make(backend: backend)
+        try await fresh.app().test(.router) { client in
+            let r = try await client.call(.post, "/v1/owntracks", json: ["_type": "location", "lat": 48.7, "lon": 9.1],
+                                          headers: PhoneProtocolTests.basic("ann", "wrong"))
+            #expect(r.status == .unauthorized && r.headers[.wwwAuthenticate] == #"Basic realm="DBeacon", charset="UTF-8""#)
+            let bearer = try await client.call(.get, "/v1/me", token: "wrong")
+            #expect(bearer.headers[.wwwAuthenticate] == "Bearer")
+        }
+    }
 }

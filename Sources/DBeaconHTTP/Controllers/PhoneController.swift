@@ -137,7 +137,8 @@ struct PhoneController {
     /// JSON). 200 with an empty body; a fix too old for the fence engine, or a heartbeat without
     /// a position, is accepted and left alone (the client would otherwise resend it forever).
     @Sendable func osmAnd(_ request: Request, context: AppRequestContext) async throws -> Response {
-        try limiter.check(.authFailures, key: context.clientAddress)
+        let lockedOut: Bool
+        do { try limiter.check(.authFailures, key: context.clientAddress); lockedOut = false } catch { lockedOut = true }
         var request = request
         var fields: [String: String] = [:]
         // Read as a form (`+` is a space, as Traccar's own clients send `2014-06-04+09:10:11`).
@@ -154,6 +155,8 @@ struct PhoneController {
         }
         // The device first: its token is the identifier (`id`, `deviceid`, or `device_id`).
         let device = try json?.optionalString("device_id", maxLength: 200) ?? fields["id"] ?? fields["deviceid"] ?? ""
+        // Locked out (too many bad identifiers from this address): only a device seen lately goes on.
+        if lockedOut && !auth.seenValid(token: device) { try limiter.check(.authFailures, key: context.clientAddress) }
         guard !device.isEmpty, let caller = try await auth.authenticateCaller(token: device), caller.device != nil,
               let user = caller.principal.userID else {
             try limiter.consume(.authFailures, key: context.clientAddress)

@@ -5,9 +5,12 @@ import Hummingbird
 
 /// Resolves `Authorization: Bearer <token>` into a principal; 401 without a valid token.
 ///
-/// Failed attempts are limited per client address (`RateLimits.authFailuresPerSecond`):
-/// once a client has used up its failures it gets 429 before its token is even looked up, so a
-/// flood of bad tokens costs a dictionary lookup, not a database query.
+/// Failed attempts are limited per client address and, for Basic credentials, per user name
+/// (`RateLimits.authFailuresPerSecond`): once either has used up its failures, a request gets
+/// 429 before its token is even looked up, so a flood of bad tokens costs a dictionary lookup,
+/// not a database query. A token that authenticated lately on this process still goes through
+/// (`AuthService.seenValid`): one attacker behind a carrier's NAT does not lock out the phones
+/// behind it, and guessing at one user's password does not lock out that user's own phone.
 struct AuthMiddleware: RouterMiddleware {
     typealias Context = AppRequestContext
     let auth: AuthService
@@ -21,11 +24,18 @@ struct AuthMiddleware: RouterMiddleware {
             context.cursors = auth.cursors
             return try await next(request, context)
         }
-        try limiter.check(.authFailures, key: context.clientAddress)
+        let presented = Self.presented(request)
+        let keys = [context.clientAddress] + (presented.name.map { ["name:" + $0] } ?? [])
+        do {
+            for key in keys { try limiter.check(.authFailures, key: key) }
+        } catch {
+            guard let token = presented.token, auth.seenValid(token: token) else { throw error }
+        }
         let caller: AuthService.Caller
         do {
             caller = try await authenticate(request)
         } catch let error as DBeaconError where error.kind == .unauthorized {
+            for key in keys.dropFirst() { try? limiter.consume(.authFailures, key: key) }
             try limiter.consume(.authFailures, key: context.clientAddress)
             throw error
         }
@@ -36,6 +46,21 @@ struct AuthMiddleware: RouterMiddleware {
         context.cursors = auth.cursors
         context.logger[metadataKey: "principal"] = "\(caller.principal.userID?.rawValue ?? "admin")"
         return try await next(request, context)
+    }
+
+    /// The token and (for Basic) the user name a request presents, read without a check.
+    static func presented(_ request: Request) -> (token: String?, name: String?) {
+        guard let header = request.headers[.authorization] else { return (nil, nil) }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2 else { return (nil, nil) }
+        switch parts[0].lowercased() {
+        case "bearer": return (String(parts[1].trimmingSpaces), nil)
+        case "basic":
+            guard parts[1].utf8.count <= 400, let decoded = Data(base64Encoded: String(parts[1].trimmingSpaces)),
+                  let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":") else { return (nil, nil) }
+            return (String(text[text.index(after: colon)...]), String(text[..<colon].prefix(100)))
+        default: return (nil, nil)
+        }
     }
 
     /// The principal of a valid token (and its device, for a device token); 401 otherwise.

@@ -36,7 +36,13 @@ extension DBeaconError: HTTPResponseError {
 
     package func response(from request: Request, context: some RequestContext) throws -> Response {
         var headers: HTTPFields = [.contentType: "application/json"]
-        if kind == .unauthorized { headers[.wwwAuthenticate] = "Bearer" }
+        if kind == .unauthorized {
+            // The challenge of the scheme the endpoint takes: OwnTracks authenticates with HTTP
+            // Basic (user name and token), everything else with a bearer token.
+            let basic = request.uri.path.hasSuffix("/owntracks")
+                || request.headers[.authorization]?.lowercased().hasPrefix("basic ") == true
+            headers[.wwwAuthenticate] = basic ? "Basic realm=\"DBeacon\", charset=\"UTF-8\"" : "Bearer"
+        }
         // An unavailable database tells clients when to come back.
         if let seconds = retryAfterSeconds ?? (kind == .unavailable ? 2 : nil) { headers[.retryAfter] = String(seconds) }
         return Response(status: status, headers: headers,
