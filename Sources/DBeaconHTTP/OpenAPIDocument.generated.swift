@@ -5779,7 +5779,10 @@ components:
         Something that happened, addressed to one user; the body of webhook deliveries too.
         `data` depends on the type; beacon events carry `beacon` (its id) and `name`, e.g.
         `beacon.updated`: `{"beacon","name","version","changed":[fields],"values":{field: new value}}`;
-        `beacon.deleted`: `{"beacon","name"}`; group events carry `group` and `user`.
+        `beacon.deleted`: `{"beacon","name"}`; group events carry `group`, `beacon` and `name` (the
+        group's) and `member` and `member_name` (whom it is about; both null in the
+        `group.member_left` of an erased account, with `reason: account_deleted`), `reason` (`left`,
+        `removed`) and `at`; range alerts add `guide`, `distance_m`, `range_m` and `stale`.
       required: [id, type, created_at, recipient, data]
       properties:
         id:

@@ -183,6 +183,17 @@ import Testing
             #expect(!again.contains { $0["_type"] == "transition" }, "each alert once")
             let evesLater = try await client.call(.post, "/v1/owntracks", json: later, headers: Self.basic("eve", eve)).json?.arrayValue ?? []
             #expect(!evesLater.contains { $0["_type"] == "transition" })
+
+            // Bob leaves the group: ann's next post says so as his `leave`, with the tid he had, at
+            // the group's place (his own position is no longer shared), and no card of him.
+            let bobsTid = next.first { $0["_type"] == "card" }?["tid"]
+            #expect(try await client.call(.post, "/v1/groups/\(id)/leave", token: bob).status.code < 300)
+            h.clock.advance(seconds: 5)
+            let afterLeave = try await client.call(.post, "/v1/owntracks", json: later, headers: Self.basic("ann", ann)).json?.arrayValue ?? []
+            let left = try #require(afterLeave.first { $0["_type"] == "transition" }, "\(afterLeave)")
+            #expect(left["event"] == "leave" && left["desc"] == "Trip" && left["tid"] == bobsTid && left["rid"] == .string(id))
+            #expect(left["lat"] != 48.7829, "bob's position after leaving is not shown")
+            #expect(!afterLeave.contains { $0["_type"] == "card" || $0["_type"] == "location" })
         }
     }
 

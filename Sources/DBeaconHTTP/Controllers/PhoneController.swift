@@ -72,7 +72,7 @@ struct PhoneController {
         var used = Set<String>()
         var tids: [UserID: (tid: String, friend: PhoneFriend)] = [:]
         for f in answer.friends {
-            let tid = trackerID(f, taken: &used)
+            let tid = trackerID(user: f.user, name: f.name, taken: &used)
             tids[f.user] = (tid, f)
             out.append(.object(JSONObject([("_type", "card"), ("tid", .string(tid)), ("name", .string(f.name))])))
             out.append(.object(JSONObject([
@@ -82,16 +82,24 @@ struct PhoneController {
                 ("topic", .string("owntracks/\(f.user.rawValue)/dbeacon")),
             ])))
         }
-        // Group alerts as the friend's transition (the apps show "<friend> leaves <region>"),
-        // for members the caller sees on the map (their card and tid were just given).
+        // Group alerts as the friend's transition (the apps show "<friend> leaves <region>"): for
+        // members the caller sees on the map (their card and tid were just given) at their
+        // position; for a member who left the group (no longer shared), with the tid they had and
+        // at the group's place.
         for n in answer.notices {
-            guard let (tid, friend) = tids[n.member] else { continue }
+            let tid: String, position: Position, accuracy: Double
+            if let (known, friend) = tids[n.member] {
+                (tid, position, accuracy) = (known, friend.location.position, friend.location.accuracyM)
+            } else if !n.entered, let place = n.groupLocation {
+                (tid, position, accuracy) = (trackerID(user: n.member, name: n.memberName ?? n.member.rawValue, taken: &used), place, 0)
+            } else {
+                continue
+            }
             out.append(.object(JSONObject([
                 ("_type", "transition"), ("tid", .string(tid)), ("event", .string(n.entered ? "enter" : "leave")),
                 ("desc", .string(n.group)), ("t", "c"), ("tst", .int(Int(n.at.millis / 1000))),
                 ("wtst", .int(PhoneWaypoint.wtst(n.groupID))), ("rid", .string(n.groupID)),
-                ("lat", .number(friend.location.position.lat)), ("lon", .number(friend.location.position.lon)),
-                ("acc", .int(Int(friend.location.accuracyM.rounded()))),
+                ("lat", .number(position.lat)), ("lon", .number(position.lon)), ("acc", .int(Int(accuracy.rounded()))),
                 ("topic", .string("owntracks/\(n.member.rawValue)/dbeacon/event")),
             ])))
         }
@@ -118,11 +126,11 @@ struct PhoneController {
 
     /// Two characters the apps key a friend by (`tid`): the name's first letter and one derived
     /// from the user id, another when taken in this answer.
-    static func trackerID(_ f: PhoneFriend, taken: inout Set<String>) -> String {
+    static func trackerID(user: UserID, name: String, taken: inout Set<String>) -> String {
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-        let first = f.name.uppercased().first(where: { $0.isLetter && $0.isASCII }) ?? "X"
+        let first = name.uppercased().first(where: { $0.isLetter && $0.isASCII }) ?? "X"
         var h = 0
-        for b in f.user.rawValue.utf8 { h = (h &* 31 &+ Int(b)) & 0x7fff_ffff }
+        for b in user.rawValue.utf8 { h = (h &* 31 &+ Int(b)) & 0x7fff_ffff }
         for k in 0..<alphabet.count * alphabet.count {
             let a = k < alphabet.count ? first : alphabet[(k / alphabet.count) % alphabet.count]
             let tid = String([a, alphabet[(h + k) % alphabet.count]])

@@ -56,6 +56,10 @@ package struct PhoneNotice: Sendable, Hashable {
     package var groupID: String
     package var entered: Bool
     package var at: Timestamp
+    /// The member's name (for one no longer among the friends: a member who left).
+    package var memberName: String?
+    /// Where the group is now (for a member who left: their own position is no longer shared).
+    package var groupLocation: Position?
 }
 
 /// The phone apps' protocols (OwnTracks in HTTP mode, Traccar Client / OsmAnd) over the same
@@ -141,11 +145,17 @@ package struct PhoneService: Sendable {
         if let cursor = state.events {
             let page = try await feed.events(by: principal, after: cursor, limit: 50)
             for event in page.items {
+                // (An erased member is not named: nothing to show.)
                 guard let entered = Self.noticeTypes[event.type], let member = event.data["member"]?.stringValue,
-                      let groupID = event.data["group"]?.stringValue else { continue }
+                      member != user.rawValue, let groupID = event.data["group"]?.stringValue else { continue }
+                var groupLocation: Position?
+                if event.type == .memberLeft, let beacon = event.beacon {
+                    groupLocation = try await groups.beacons.gate.beacons([beacon], for: principal).first?.location
+                }
                 answer.notices.append(PhoneNotice(member: UserID(uncheckedRawValue: member),
                                                   group: event.data["name"]?.stringValue ?? groupID, groupID: groupID,
-                                                  entered: entered, at: event.createdAt))
+                                                  entered: entered, at: event.createdAt, memberName: event.data["member_name"]?.stringValue,
+                                                  groupLocation: groupLocation))
             }
             var next = cursor
             if let last = page.items.last { next = try await feed.position(after: last.id, by: principal) ?? next }
