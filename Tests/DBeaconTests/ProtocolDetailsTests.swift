@@ -170,4 +170,26 @@ import Testing
             #expect(bearer.headers[.wwwAuthenticate] == "Bearer")
         }
     }
+
+    /// A beacon the user stands in is made private: they get `beacon.exited` with reason
+    /// `unavailable`, carrying nothing else (not its new name), and their own log lists it.
+    @Test(arguments: Backend.all) func losingSightOfABeaconIsNoticedAsDocumented(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
+        let (owner, _) = try await h.user("owner")
+        let (ann, token) = try await h.user("ann")
+        let kiosk = try await h.beacon(feature(name: "kiosk", perimeter: circle(100)), owner: owner)
+        _ = try await h.fix(ann, lat: 48.7784, lon: 9.18)
+        let (hidden, _) = try await h.beacons.update(kiosk.id, patch: ["properties": ["name": "secret now", "visibility": ["members": []]]],
+                                                   ifMatch: nil, by: .user(owner))
+        try await h.fences.beaconChanged(hidden, reason: "updated")
+        try await h.app().test(.router) { client in
+            let log = try await client.call(.get, "/v1/events", token: token).json?["events"]?.arrayValue ?? []
+            // (Her entry is about a beacon she no longer sees: withheld, as every event about it.)
+            #expect(log.map { $0["type"] } == ["beacon.exited"])
+            let notice = try #require(log.last?["data"]?.objectValue)
+            #expect(notice["reason"] == "unavailable" && notice["beacon"] == .string(kiosk.id.rawValue))
+            #expect(notice.members.map(\.key).sorted() == ["at", "beacon", "reason"], "\(notice)")
+            #expect(!JSONWriter.string(.array(log)).contains("secret now"))
+        }
+    }
 }

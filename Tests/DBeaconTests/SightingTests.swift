@@ -219,7 +219,14 @@ func sighting(uuid: String = kontaktUUID, major: Int = 1, minor: Int, rssi: Int,
         try await h.fences.beaconChanged(hidden, reason: "updated")
         let events = try await h.events(ann)
         #expect(events.map(\.type) == [.entered, .exited])
-        #expect(events.last?.data["reason"] == "updated")
+        // She lost sight of it: the notice of that, and nothing else about it (issue 45), which her
+        // own log lists.
+        #expect(events.last?.data["reason"] == "unavailable")
+        #expect(events.last?.data.members.map(\.key).sorted() == ["at", "beacon", "reason"])
+        try await h.app().test(.router) { client in
+            let log = try await client.call(.get, "/v1/events", token: token).json?["events"]?.arrayValue ?? []
+            #expect(log.last?["type"] == "beacon.exited" && log.last?["data"]?["reason"] == "unavailable")
+        }
         try await h.app().test(.router) { client in
             // Now the shop is hidden from Ann: her sighting resolves to nothing.
             let r = try await client.call(.post, "/v1/sightings", token: token, json: ["sightings": [sighting(minor: 1, rssi: -70, at: h.clock.now())]])

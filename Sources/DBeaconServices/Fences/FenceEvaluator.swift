@@ -236,8 +236,10 @@ package struct FenceEvaluator: Sendable {
                 if PerimeterDistance.isWithin(cushion, of: beacon.perimeter, center: beacon.location, point: fix.position) { continue }
             }
             removeState(user, id)
-            events.append(Self.fenceEvent(.exited, user: user, beacon: beacon, at: fix.timestamp, position: fix.position,
-                                          accuracy: fix.accuracyM, reason: available ? nil : "unavailable", now: now))
+            events.append(Self.shared(beacon, with: user, at: fix.timestamp)
+                ? Self.fenceEvent(.exited, user: user, beacon: beacon, at: fix.timestamp, position: fix.position,
+                                  accuracy: fix.accuracyM, reason: available ? nil : "ended", now: now)
+                : Self.lossNotice(user: user, beacon: beacon.id, at: fix.timestamp, now: now))
         }
         events += dwellEvents(user: user, at: fix.timestamp, names: known, now: now)
         return events
@@ -292,8 +294,9 @@ package struct FenceEvaluator: Sendable {
                 if available { continue }
                 removeState(user, beacon.id)
                 update.removed.append((user, beacon.id))
-                update.events.append(Self.presenceEvent(.exited, user: user, beacon: beacon, at: t, data: ["reason": .string(reason)],
-                                                        now: now))
+                update.events.append(Self.shared(beacon, with: user, at: t)
+                    ? Self.presenceEvent(.exited, user: user, beacon: beacon, at: t, data: ["reason": .string(reason)], now: now)
+                    : Self.lossNotice(user: user, beacon: beacon.id, at: t, now: now))
                 continue
             }
             guard let location = locations[user] else { continue }
@@ -312,8 +315,10 @@ package struct FenceEvaluator: Sendable {
                 }
                 removeState(user, beacon.id)
                 update.removed.append((user, beacon.id))
-                update.events.append(Self.fenceEvent(.exited, user: user, beacon: beacon, at: t, position: location.position,
-                                                     accuracy: location.accuracyM, reason: reason, now: now))
+                update.events.append(Self.shared(beacon, with: user, at: t)
+                    ? Self.fenceEvent(.exited, user: user, beacon: beacon, at: t, position: location.position,
+                                      accuracy: location.accuracyM, reason: reason, now: now)
+                    : Self.lossNotice(user: user, beacon: beacon.id, at: t, now: now))
             }
         }
     }
@@ -437,10 +442,11 @@ package struct FenceEvaluator: Sendable {
             }
             removeState(key.user, key.beacon)
             update.removed.append((key.user, key.beacon))
-            update.events.append(Self.presenceEvent(.exited, user: key.user, beacon: beacon,
-                                                    at: seen.adding(seconds: config.sightingExitSeconds),
-                                                    data: ["reason": .string(available ? "sighting_timeout" : "unavailable"),
-                                                           "last_sighted_at": .string(seen.rfc3339)], now: now))
+            update.events.append(Self.shared(beacon, with: key.user, at: now)
+                ? Self.presenceEvent(.exited, user: key.user, beacon: beacon, at: seen.adding(seconds: config.sightingExitSeconds),
+                                     data: ["reason": .string(available ? "sighting_timeout" : "ended"), "last_sighted_at": .string(seen.rfc3339)],
+                                     now: now)
+                : Self.lossNotice(user: key.user, beacon: key.beacon, at: now, now: now))
         }
     }
 
@@ -482,6 +488,22 @@ package struct FenceEvaluator: Sendable {
         ]
         if let reason { data["reason"] = .string(reason) }
         return Event(type: type, createdAt: now, recipient: user, beacon: beacon.id, data: data)
+    }
+
+    /// Whether the beacon is still shared with the user (public, theirs, or they are a member),
+    /// whatever its lifetime: an exit from it is an ordinary one (its lifetime may have ended);
+    /// otherwise they lost access and hear only `lossNotice`.
+    static func shared(_ beacon: Beacon, with user: UserID, at t: Timestamp) -> Bool {
+        beacon.allows(.lossNotice, to: .user(user), at: t)
+    }
+
+    /// `beacon.exited` with reason `unavailable`: the user was inside a beacon that they may no
+    /// longer see (made private, their access revoked, its lifetime ended for them). The one
+    /// event about it that still reaches them (`Event.isAccessLossNotice`), so it carries nothing
+    /// but its id and when: not its name or anything else it may have become.
+    static func lossNotice(user: UserID, beacon: BeaconID, at: Timestamp, now: Timestamp) -> Event {
+        Event(type: .exited, createdAt: now, recipient: user, beacon: beacon,
+              data: ["beacon": .string(beacon.rawValue), "reason": "unavailable", "at": .string(at.rfc3339)])
     }
 
     /// `beacon.entered` / `beacon.exited` decided by sightings: `{"beacon","name","at",…}`.
