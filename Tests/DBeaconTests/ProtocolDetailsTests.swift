@@ -192,4 +192,16 @@ import Testing
             #expect(!JSONWriter.string(.array(log)).contains("secret now"))
         }
     }
+
+    /// A FeatureCollection without `features` is not an empty import (RFC 7946 §3.3): 422 naming it.
+    @Test(arguments: Backend.all) func anImportWithoutFeaturesIsRefused(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
+        let (_, token) = try await h.user("ann")
+        try await h.app().test(.router) { client in
+            let r = try await client.call(.post, "/v1/beacons/import", token: token, json: ["type": "FeatureCollection"])
+            #expect(r.status == .unprocessableContent && r.errorPath == "features" && r.errorCode == "missing_field", "\(r.text)")
+            let empty = try await client.call(.post, "/v1/beacons/import", token: token, json: ["type": "FeatureCollection", "features": []])
+            #expect(empty.status == .created)
+        }
+    }
 }

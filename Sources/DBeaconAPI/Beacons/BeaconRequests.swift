@@ -23,7 +23,11 @@ extension BeaconFeatureCodec {
         let root = try ObjectReader(document)
         switch try root.string("type", maxLength: 64) {
         case "FeatureCollection":
-            let features = try root.optionalArray("features", maxCount: maxFeatures) ?? []
+            // RFC 7946 §3.3: a FeatureCollection has a member "features" (possibly empty).
+            guard let features = try root.optionalArray("features", maxCount: maxFeatures) else {
+                throw DBeaconError.invalid("features", "a FeatureCollection needs its features (an array, RFC 7946 §3.3)",
+                                           code: "missing_field")
+            }
             var items: [BeaconImportItem] = []
             items.reserveCapacity(features.count)
             for (i, feature) in features.enumerated() {

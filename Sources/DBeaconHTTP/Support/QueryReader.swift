@@ -30,6 +30,11 @@ package struct QueryReader {
     package func double(_ key: String) throws -> Double? {
         guard let raw = try string(key) else { return nil }
         guard let value = Double(decimal: raw) else {
+            // NaN and infinities are numbers of the wrong kind (422, as in a body); anything else,
+            // hexadecimal included, is not a number here.
+            if let special = Double(raw), !special.isFinite {
+                throw DBeaconError.invalid(key, "\(key) must be a finite number", code: "not_finite")
+            }
             throw DBeaconError(.badRequest, code: "invalid_parameter", message: "\(key) must be a decimal number", path: key)
         }
         guard value.isFinite else {
