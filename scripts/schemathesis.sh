@@ -6,6 +6,7 @@
 #
 #   scripts/schemathesis.sh                 # uses .build/debug/dbeacon (built by swift test)
 #   DBEACON_BIN=.build/release/dbeacon SCHEMATHESIS_SECONDS=300 scripts/schemathesis.sh
+#   SCHEMATHESIS_SEED=20261123 scripts/schemathesis.sh   # replay a run's cases
 #
 # Rate limits are off for this run (they are tested on their own); everything else is as served.
 # One worker: hypothesis builds strategies with ast.parse, which CPython 3.11 does not allow from
@@ -14,7 +15,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="${DBEACON_BIN:-.build/debug/dbeacon}"
 seconds="${SCHEMATHESIS_SECONDS:-90}"
-seed="${SCHEMATHESIS_SEED:-20261123}"
+# A new seed each run, so every run explores new cases (printed: SCHEMATHESIS_SEED=… replays one).
+seed="${SCHEMATHESIS_SEED:-$(python3 -c 'import secrets; print(secrets.randbelow(2**31))')}"
+echo "==> schemathesis seed $seed (replay with SCHEMATHESIS_SEED=$seed scripts/schemathesis.sh)"
 st="${SCHEMATHESIS:-.venv-test/bin/schemathesis}"
 [ -x "$bin" ] || { echo "schemathesis.sh: $bin not built (swift build first)" >&2; exit 1; }
 [ -x "$st" ] || { echo "schemathesis.sh: $st missing (scripts/test.sh installs it)" >&2; exit 1; }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything the tests need (Debian libraries and chromium, the Python reference
-# libraries and schemathesis in a virtualenv) and runs the whole test suite: the Swift tests,
+# libraries and schemathesis in a virtualenv, a throwaway PostgreSQL + PostGIS unless
+# DBEACON_POSTGRES_URL names one) and runs the whole test suite: the Swift tests on both stores,
 # the PostgreSQL fault suite (scripts/fault-test.py), then schemathesis against schema/openapi.yaml with every check (scripts/schemathesis.sh), the
 # README's tour as written (scripts/readme-tour.py) and the map console in headless chromium
 # (scripts/console-test.py).
@@ -15,6 +16,14 @@ install_test_references
 TMPDIR=$(mktemp -d "${TMPDIR:-/tmp}/dbeacon-test-run.XXXXXX")
 export TMPDIR
 trap 'rm -rf "$TMPDIR"' EXIT
+# Every store-touching test runs on SpatiaLite and PostGIS: without a database named by
+# DBEACON_POSTGRES_URL (.ci/run starts one), a throwaway PostgreSQL + PostGIS on loopback, so a
+# newcomer's run is CI's run.
+if [ -z "${DBEACON_POSTGRES_URL:-}" ]; then
+    echo "==> DBEACON_POSTGRES_URL is not set: starting a throwaway PostgreSQL + PostGIS for the PostGIS half"
+    start_test_postgres || { echo "test.sh: PostgreSQL + PostGIS could not be started" >&2; exit 1; }
+    trap 'stop_test_postgres; rm -rf "$TMPDIR"' EXIT
+fi
 # The build first (however long a slow machine takes), then the tests: line-buffered (stdbuf),
 # so a run that is ended shows everything up to its last line, and bounded (run_with_watchdog,
 # 30 min; they take about 4 here): a hung test is reported with the thread stacks of the test
