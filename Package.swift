@@ -93,7 +93,7 @@ let package = Package(
         .target(
             name: "DBeaconAPI",
             dependencies: [
-                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconServices",
+                "DBeaconCore", "DBeaconGeo", "DBeaconServices",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: settings
@@ -101,7 +101,7 @@ let package = Package(
         .target(
             name: "DBeaconHTTP",
             dependencies: [
-                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconIndex", "DBeaconServices", "DBeaconAPI",
+                "DBeaconCore", "DBeaconGeo", "DBeaconServices", "DBeaconAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -110,10 +110,22 @@ let package = Package(
             ],
             swiftSettings: settings
         ),
+        // The composition root: stores, index, services and the HTTP application from a
+        // configuration (used by the executables and the tests).
+        .target(
+            name: "DBeaconApp",
+            dependencies: [
+                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconIndex", "DBeaconServices", "DBeaconAPI", "DBeaconHTTP",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: settings
+        ),
         .executableTarget(
             name: "dbeacon",
             dependencies: [
-                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconServices", "DBeaconAPI", "DBeaconHTTP",
+                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconServices", "DBeaconAPI", "DBeaconHTTP", "DBeaconApp",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -128,7 +140,7 @@ let package = Package(
         .executableTarget(
             name: "dbeacon-bench",
             dependencies: [
-                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconIndex", "DBeaconServices", "DBeaconAPI", "DBeaconHTTP",
+                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconIndex", "DBeaconServices", "DBeaconAPI", "DBeaconHTTP", "DBeaconApp",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -152,7 +164,8 @@ let package = Package(
         .testTarget(
             name: "DBeaconTests",
             dependencies: [
-                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconIndex", "DBeaconServices", "DBeaconAPI", "DBeaconHTTP", "dbeacon", "dbeacon-bench",
+                "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconIndex", "DBeaconServices", "DBeaconAPI", "DBeaconHTTP", "DBeaconApp",
+                "dbeacon", "dbeacon-bench",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 "DBeaconKit",

@@ -1,4 +1,4 @@
-import DBeaconStore
+import DBeaconServices
 import Hummingbird
 import Prometheus
 import Synchronization
@@ -13,7 +13,7 @@ package final class AppMetrics: Sendable {
     private let feedLag: Gauge
     private let feedReconnections: Gauge
 
-    init() {
+    package init() {
         beaconsGauge = registry.makeGauge(descriptor: MetricNameDescriptor(
             namespace: "dbeacon", metricName: "beacons", unitName: "count", helpText: "Stored beacons"))
         pendingGauge = registry.makeGauge(descriptor: MetricNameDescriptor(
@@ -70,10 +70,10 @@ package final class AppMetrics: Sendable {
     /// Route templates and statuses are few (the router's), so this stays small.
     private let routes = Mutex<[RouteKey: RouteMetrics]>([:])
 
-    func exposition(store: any AppStore, pendingPolygons: Int) async throws -> String {
-        beaconsGauge.set(Double(try await store.beaconCount()))
-        pendingGauge.set(Double(pendingPolygons))
-        let feed = store.changeFeedHealth
+    func exposition(_ health: NodeHealth) async throws -> String {
+        beaconsGauge.set(Double(try await health.beaconCount()))
+        pendingGauge.set(Double(health.pendingPolygons))
+        let feed = health.feed
         feedConnected.set(feed.map { $0.isCurrent ? 1.0 : 0.0 } ?? 1)
         feedLag.set(feed?.lagSeconds ?? 0)
         feedReconnections.set(Double(feed?.reconnections ?? 0))

@@ -1,4 +1,5 @@
 import DBeaconCore
+import DBeaconApp
 import DBeaconHTTP
 import Foundation
 

@@ -1,4 +1,5 @@
 public import ArgumentParser
+import DBeaconApp
 import DBeaconHTTP
 import Foundation
 import Hummingbird

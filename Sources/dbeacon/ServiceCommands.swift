@@ -1,6 +1,7 @@
 import ArgumentParser
 import DBeaconCore
 import DBeaconGeo
+import DBeaconApp
 import DBeaconHTTP
 import DBeaconServices
 import NIOHTTP1

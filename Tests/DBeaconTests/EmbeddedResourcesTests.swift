@@ -1,3 +1,4 @@
+import DBeaconApp
 import DBeaconHTTP
 import DBeaconStore
 import Foundation

@@ -1,3 +1,4 @@
+import DBeaconApp
 import DBeaconAPI
 import DBeaconCore
 import DBeaconGeo

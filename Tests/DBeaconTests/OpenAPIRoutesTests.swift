@@ -1,3 +1,4 @@
+import DBeaconApp
 import DBeaconHTTP
 import Foundation
 import Hummingbird

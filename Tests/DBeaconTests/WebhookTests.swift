@@ -1,3 +1,4 @@
+import DBeaconApp
 import DBeaconCore
 import DBeaconHTTP
 import DBeaconServices

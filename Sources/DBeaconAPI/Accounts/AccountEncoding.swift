@@ -1,6 +1,5 @@
 package import DBeaconCore
 package import DBeaconServices
-package import DBeaconStore
 
 /// The wire form of users (`/v1/me`, `/v1/users…`) and of an erasure's report.
 package enum AccountEncoding {

@@ -1,5 +1,4 @@
 package import DBeaconCore
-package import DBeaconStore
 
 /// The wire form of categories: tag counts and followed tags.
 package enum TagEncoding {

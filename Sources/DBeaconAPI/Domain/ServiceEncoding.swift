@@ -1,7 +1,6 @@
 package import DBeaconCore
 import DBeaconGeo
 package import DBeaconServices
-package import DBeaconStore
 
 /// JSON of the four services' answers, shared by the HTTP API and the CLI on a local database.
 package enum ServiceEncoding {

@@ -2,7 +2,6 @@ import DBeaconAPI
 import DBeaconCore
 import DBeaconGeo
 import DBeaconServices
-import DBeaconStore
 import Hummingbird
 
 /// `/v1/beacons…` and `/v1/nearby`: CRUD with ETag/If-Match, lists, nearby, followers,

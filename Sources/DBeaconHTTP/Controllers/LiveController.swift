@@ -1,7 +1,6 @@
 import DBeaconAPI
 import DBeaconCore
 import DBeaconServices
-import DBeaconStore
 import Hummingbird
 
 /// The caller's location reports (`POST /v1/me/location`: fixes; `POST /v1/me/region-events`:

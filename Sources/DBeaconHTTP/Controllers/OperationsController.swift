@@ -1,6 +1,5 @@
 import DBeaconCore
 import DBeaconServices
-import DBeaconStore
 import Foundation
 import Hummingbird
 import NIOCore
@@ -9,15 +8,14 @@ import NIOCore
 /// operator data (counts of every beacon, private ones included), so it needs the admin token
 /// or the metrics token (`--metrics-token`); the others are open.
 struct OperationsController {
-    let store: any AppStore
+    /// The database, the change feed, the index's pending polygons, as this node sees them.
+    let health: NodeHealth
     let metrics: AppMetrics
     let auth: AuthService
     /// `--metrics-token`: a token that may read `/metrics` only (for a Prometheus scraper).
     let metricsToken: String?
     /// How long `/readyz` waits for the database.
-    let readinessDeadline: DatabaseDeadline
-    /// Polygons the in-memory index has not prepared yet (0 with the SQL engine).
-    let pendingPolygons: @Sendable () -> Int
+    let readinessSeconds: Double
 
     func addRoutes(to router: Router<AppRequestContext>) {
         router.get("healthz") { _, _ in
@@ -26,8 +24,8 @@ struct OperationsController {
         // Readiness: 200 only while this node can serve current answers; a load balancer
         // drains it otherwise (503 with `Retry-After`).
         router.get("readyz") { _, _ in
-            let database = await store.ping(within: readinessDeadline)
-            let feed = store.changeFeedHealth
+            let database = await health.databaseAnswers(within: readinessSeconds)
+            let feed = health.feed
             let feedState = feed.map { $0.isCatchingUp ? "catching_up" : $0.isConnected ? "connected" : "disconnected" } ?? "none"
             var reasons: [String] = []
             if !database { reasons.append("the database does not answer") }
@@ -43,7 +41,7 @@ struct OperationsController {
         }
         router.get("metrics") { request, _ in
             try await authorizeMetrics(request)
-            let text = try await metrics.exposition(store: store, pendingPolygons: pendingPolygons())
+            let text = try await metrics.exposition(health)
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                             body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
         }

@@ -1,7 +1,6 @@
 import DBeaconAPI
 import DBeaconCore
 import DBeaconServices
-import DBeaconStore
 import Foundation
 import Hummingbird
 

@@ -2,7 +2,6 @@ import DBeaconAPI
 import DBeaconCore
 import DBeaconGeo
 import DBeaconServices
-import DBeaconStore
 import HTTPTypes
 import Hummingbird
 

@@ -1,7 +1,6 @@
 import DBeaconAPI
 import DBeaconCore
 import DBeaconServices
-import DBeaconStore
 import HTTPTypes
 import Hummingbird
 import NIOCore

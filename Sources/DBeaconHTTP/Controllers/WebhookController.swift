@@ -1,6 +1,5 @@
 import DBeaconCore
 import DBeaconServices
-import DBeaconStore
 import Hummingbird
 
 /// `/v1/webhooks…`: registration, listing, secret rotation, deliveries, redelivery.

@@ -1,6 +1,5 @@
 import DBeaconCore
 import DBeaconServices
-import DBeaconStore
 
 /// What `GET /v1/events` and `GET /v1/events/stream` share: where a reader resumes, and one page
 /// of events as JSON.

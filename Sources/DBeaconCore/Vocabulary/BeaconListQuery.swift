@@ -1,5 +1,3 @@
-package import DBeaconCore
-
 /// Filters for listing beacons (`GET /v1/beacons`).
 package struct BeaconListQuery: Sendable, Hashable {
     /// Any of these tags (empty: no tag filter).

@@ -1,5 +1,3 @@
-import DBeaconCore
-
 /// A page of results and where the next one starts (nil at the end).
 package struct Page<Item: Sendable>: Sendable {
     package var items: [Item]

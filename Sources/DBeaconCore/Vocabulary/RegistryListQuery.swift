@@ -1,5 +1,3 @@
-package import DBeaconCore
-
 /// Filters for listing registry entries (`GET /v1/registry`).
 package struct RegistryListQuery: Sendable, Hashable {
     package var beacon: BeaconID?
