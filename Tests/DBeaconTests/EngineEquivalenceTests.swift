@@ -3,7 +3,7 @@ import DBeaconAPI
 import DBeaconCore
 import DBeaconGeo
 import DBeaconHTTP
-import DBeaconServices
+@_spi(Testing) import DBeaconServices
 import DBeaconIndex
 import DBeaconStore
 import Foundation
@@ -36,7 +36,7 @@ import Testing
             func answer(_ results: [NearbyResult]) -> [UInt8] {
                 NearbyEncoding.collection(results, cache: PerimeterJSONCache(capacity: 0))
             }
-            let viaText = { answer(formatted.map { NearbyResult(beacon: VisibilityGate.operatorView($0.beacon), distanceM: 1, bearingDeg: 2, formattedPerimeter: $0.perimeter) }) }
+            let viaText = { answer(formatted.map { NearbyResult(beacon: VisibilityGate.unchecked($0.beacon), distanceM: 1, bearingDeg: 2, formattedPerimeter: $0.perimeter) }) }
             // (Once per beacon version: answers of thousands of vertices are slow to compare.)
             let unchecked = formatted.filter { $0.perimeter != nil && !checkedText.contains("\($0.beacon.id)@\($0.beacon.version)") }
             checkedText.formUnion(unchecked.map { "\($0.beacon.id)@\($0.beacon.version)" })
@@ -50,7 +50,7 @@ import Testing
                     if record { Issue.record("\(label): \(f.beacon.id)'s perimeter cannot be written from the coordinate file") }
                 }
             }
-            if !unchecked.isEmpty, viaText() != answer(fromSQL.map { NearbyResult(beacon: VisibilityGate.operatorView($0), distanceM: 1, bearingDeg: 2) }) {
+            if !unchecked.isEmpty, viaText() != answer(fromSQL.map { NearbyResult(beacon: VisibilityGate.unchecked($0), distanceM: 1, bearingDeg: 2) }) {
                 mismatches += 1
                 if record && mismatches <= 5 { Issue.record("\(label): \(q.point): the answer from formatted perimeters differs") }
             }
@@ -446,7 +446,7 @@ import Testing
                                            ("properties", .object(properties))]))
             }))
         }
-        let results = beacons.enumerated().map { NearbyResult(beacon: VisibilityGate.operatorView($1), distanceM: 12.5 + Double($0) * 0.123456789, bearingDeg: 270) }
+        let results = beacons.enumerated().map { NearbyResult(beacon: VisibilityGate.unchecked($1), distanceM: 12.5 + Double($0) * 0.123456789, bearingDeg: 270) }
         #expect(NearbyEncoding.collection(results, cache: cache) == plain(results))
         #expect(NearbyEncoding.collection(results, includePerimeters: false, cache: cache) == plain(results, perimeters: false))
         #expect(NearbyEncoding.collection(results, cache: cache) == plain(results)) // from the cache
@@ -454,7 +454,7 @@ import Testing
         var changed = beacons[0]
         changed.perimeter = Self.largePolygon(&g, at: beacons[0].location, vertices: 120)
         changed.version += 1
-        edited[0].beacon = VisibilityGate.operatorView(changed)
+        edited[0].beacon = VisibilityGate.unchecked(changed)
         #expect(NearbyEncoding.collection(edited, cache: cache) == plain(edited))
         #expect(try JSONParser.parse(NearbyEncoding.collection([], cache: cache))["features"]?.arrayValue?.isEmpty == true)
         // Perimeters handed over as formatted text are spliced in at their place; one whose

@@ -19,6 +19,7 @@ import Testing
             return owner || (shared && (b.isAlive(at: now) || invited))
         case .cover: return owner || (shared && b.isAlive(at: now))
         case .lossNotice: return owner || shared
+        case .modify: return owner
         }
     }
 
@@ -36,7 +37,7 @@ import Testing
                 }
             }
         }
-        #expect(checked == 3000 * 5 * 3)
+        #expect(checked == 3000 * 5 * BeaconAccess.allCases.count)
     }
 
     /// The SQL clause rendered from the policy (lists) and the index's member masks and

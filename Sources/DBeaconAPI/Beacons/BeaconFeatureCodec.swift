@@ -220,7 +220,7 @@ package enum BeaconFeatureCodec {
 
     /// The Feature of a beacon as stored: for merge patches (the owner's own beacon), never
     /// for answers.
-    static func feature(of beacon: Beacon) -> JSONValue {
+    fileprivate static func feature(of beacon: Beacon) -> JSONValue {
         .object(JSONObject([
             ("type", "Feature"),
             ("id", .string(beacon.id.rawValue)),
@@ -237,7 +237,7 @@ package enum BeaconFeatureCodec {
 
     /// The properties of a beacon as stored. Not for answers (those take a `VisibleBeacon`): for
     /// the changed values of `beacon.updated`, which are redacted for each recipient as read.
-    static func properties(of beacon: Beacon, perimeterPlaceholder: Bool = false) -> JSONObject {
+    fileprivate static func properties(of beacon: Beacon, perimeterPlaceholder: Bool = false) -> JSONObject {
         var p = JSONObject()
         p["name"] = .string(beacon.name)
         p["description"] = .optional(beacon.description)
@@ -263,7 +263,7 @@ package enum BeaconFeatureCodec {
         relationships(of: visible.beacon)
     }
 
-    static func relationships(of beacon: Beacon) -> JSONValue {
+    fileprivate static func relationships(of beacon: Beacon) -> JSONValue {
         .array(beacon.relationships.map { r in
             var o: JSONObject = ["type": .string(r.type), "target": .string(r.target.rawValue)]
             if let order = r.order { o["order"] = .int(order) }
@@ -294,5 +294,40 @@ private extension UInt8 {
     var isHexDigit: Bool {
         (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(self)
             || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(self)
+    }
+}
+
+// MARK: The stored form (decisions and event values, never answers)
+
+// The two uses of a beacon's Feature that take it unredacted live in this file, so the
+// encoders of the stored form can stay private to it.
+
+extension BeaconFeatureCodec {
+    /// Applies an RFC 7396 merge patch to the beacon's Feature and reads the result: the draft
+    /// `PATCH /v1/beacons/{id}` asks for. The id may be repeated, never changed.
+    package static func patched(_ current: Beacon, with patch: JSONValue, limits: GeoLimits) throws(DBeaconError) -> BeaconDraft {
+        guard case .object = patch else {
+            throw DBeaconError.invalid("$", "a merge patch must be a JSON object", code: "invalid_type")
+        }
+        let merged = feature(of: current).mergePatched(with: patch)
+        if let newID = merged["id"], newID != .string(current.id.rawValue) {
+            throw DBeaconError.invalid("id", "a beacon's id cannot change", code: "read_only")
+        }
+        return try decodeDraft(merged, limits: limits)
+    }
+}
+
+/// Changed values in `beacon.updated` events, as the Feature shows them (`location` as a
+/// GeoJSON Point, everything else as its `properties` member).
+package struct FeatureValueEncoding: BeaconValueEncoding {
+    package init() {}
+
+    package func values(of beacon: Beacon, fields: [String]) -> JSONObject {
+        let properties = BeaconFeatureCodec.properties(of: beacon)
+        var values = JSONObject()
+        for field in fields {
+            values[field] = field == "location" ? GeoJSONCodec.encodePoint(beacon.location) : properties[field] ?? .null
+        }
+        return values
     }
 }

@@ -99,7 +99,7 @@ package enum NearbyEncoding {
             w.appendASCII(",\"perimeter\":")
             if let formatted = r.formattedPerimeter {
                 splices.append((w.count, formatted))
-            } else if let cached = cache.perimeter(of: b) {
+            } else if let cached = cache.perimeter(of: r.beacon) {
                 w.appendRaw(cached)
             } else {
                 GeoJSONCodec.writePerimeter(b.perimeter, into: &w)
@@ -127,7 +127,7 @@ package enum NearbyEncoding {
         if b.relationships.isEmpty {
             w.appendASCII("[]")
         } else {
-            w.write(BeaconFeatureCodec.relationships(of: b))
+            w.write(BeaconFeatureCodec.encodeProperties(relationshipsOf: r.beacon))
         }
         w.appendASCII(",\"content\":")
         if b.content.isEmpty { w.appendASCII("[]") } else { w.write(.array(b.content.map(BeaconFeatureCodec.encodeContent))) }
@@ -185,7 +185,8 @@ package final class PerimeterJSONCache: Sendable {
     package var bytes: Int { table.withLock { $0.bytes } }
 
     /// The perimeter's JSON for polygons with enough vertices to be worth caching; nil otherwise.
-    package func perimeter(of beacon: Beacon) -> [UInt8]? {
+    package func perimeter(of visible: VisibleBeacon) -> [UInt8]? {
+        let beacon = visible.beacon
         guard !beacon.perimeter.isCircle, beacon.perimeter.vertexCount >= 32 else { return nil }
         let key = beacon.updatedAt.millis
         if let hit = table.withLock({ $0.entries[beacon.id] }), hit.version == beacon.version, hit.updatedAt == key {

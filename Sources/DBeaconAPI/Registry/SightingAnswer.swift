@@ -9,7 +9,7 @@ package import DBeaconServices
 package enum SightingAnswer {
     package static func answer(_ body: JSONValue, user: UserID, service: SightingService) async throws -> JSONValue {
         let request = try SightingRequest(body, maxItems: service.config.maxSightingsPerBatch)
-        if let batchID = request.batchID, let stored = try await service.store.sightingBatchResponse(user: user, batchID: batchID) {
+        if let batchID = request.batchID, let stored = try await service.storedAnswer(user: user, batchID: batchID) {
             return try await recheck(try replay(stored, fingerprint: request.fingerprint), user: user, service: service)
         }
         let response = encode(try await service.process(request.items, user: user))
@@ -17,10 +17,7 @@ package enum SightingAnswer {
         var stored = response.objectValue ?? JSONObject()
         stored["batch_id"] = .string(batchID)
         let record = JSONValue.object(JSONObject([("fingerprint", .string(request.fingerprint)), ("response", .object(stored))]))
-        let now = service.clock.now()
-        let kept = try await service.store.storeSightingBatchResponse(
-            user: user, batchID: batchID, response: record.jsonString, at: now,
-            expireBefore: now.adding(seconds: -service.config.batchRetentionSeconds))
+        let kept = try await service.keepAnswer(record.jsonString, user: user, batchID: batchID)
         return try await recheck(try replay(kept, fingerprint: request.fingerprint), user: user, service: service)
     }
 
@@ -34,11 +31,8 @@ package enum SightingAnswer {
         let events = answer["events"]?.arrayValue ?? []
         func beaconID(_ v: JSONValue?) -> BeaconID? { v?.stringValue.flatMap(BeaconID.init) }
         let named = results.compactMap { beaconID($0["beacon"]?["id"]) } + events.compactMap { beaconID($0["beacon"] ?? $0["data"]?["beacon"]) }
-        let beacons = service.registry.beaconService
         var visible: [BeaconID: VisibleBeacon] = [:]
-        for b in try await beacons.gate.present(try await beacons.store.beacons(ids: Array(Set(named))), to: .user(user)) {
-            visible[b.id] = b
-        }
+        for b in try await service.visibleBeacons(Array(Set(named)), to: user) { visible[b.id] = b }
         answer["results"] = .array(results.map { item in
             guard var o = item.objectValue, let id = beaconID(item["beacon"]?["id"]) else { return item }
             if let b = visible[id] {

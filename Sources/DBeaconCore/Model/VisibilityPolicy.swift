@@ -12,6 +12,10 @@ package enum BeaconAccess: Sendable, Hashable, CaseIterable {
     /// `beacon.exited` with reason `unavailable`): its owner, or a member of its group (anyone
     /// for a public beacon), whatever its lifetime.
     case lossNotice
+    /// Change it or read what only its keeper reads (edit, delete, its followers, visit
+    /// statistics, promotion statistics and feedback, registering physical beacons for it): its
+    /// owner, or the operator. Those who may see it and not modify it are told 403.
+    case modify
 }
 
 /// The visibility rule of the Digital Beacon model, in one place.
@@ -50,6 +54,7 @@ package enum VisibilityPolicy {
         case .see: return see
         case .cover: return cover
         case .lossNotice: return lossNotice
+        case .modify: return modify
         }
     }
 
@@ -61,6 +66,7 @@ package enum VisibilityPolicy {
     ])
     static let cover: Condition = .any([.viewerIsOwner, .all([.any([.isPublic, .viewerIsMember]), .aliveNow])])
     static let lossNotice: Condition = shared
+    static let modify: Condition = .viewerIsOwner
 
     /// The facts the rule reads about one beacon.
     package struct Subject: Sendable {
@@ -116,6 +122,13 @@ extension Beacon {
     /// Whether `principal` has `access` to this beacon at `now` (`VisibilityPolicy`).
     package func allows(_ access: BeaconAccess, to principal: Principal, at now: Timestamp) -> Bool {
         VisibilityPolicy.allows(access, visibilitySubject, viewer: principal, at: now)
+    }
+
+    /// Throws 403 with `reason` unless `principal` has `access` (`.modify`: the owner or the
+    /// operator) to this beacon at `now`. The caller has already decided that they may see it.
+    package func authorize(_ access: BeaconAccess, by principal: Principal, at now: Timestamp,
+                           otherwise reason: String) throws(DBeaconError) {
+        guard allows(access, to: principal, at: now) else { throw DBeaconError.forbidden(reason) }
     }
 
     /// Whether the beacon covers `principal` at `t` as decided `now`: visible for coverage now

@@ -11,7 +11,7 @@ import Synchronization
 /// user's own operations need the user's own token, not a device's (a lost phone must not
 /// be able to lock its owner out or take their data).
 package final class AccountService: Sendable {
-    package let store: any ServiceBackingStore
+    let store: any ServiceBackingStore
     package let auth: AuthService
     package let beacons: BeaconService
     package let fences: FenceEngine

@@ -49,9 +49,7 @@ extension BeaconService {
     /// retention period): the owner (or the operator) only; 403 for others who may see it.
     package func visits(_ id: BeaconID, by principal: Principal) async throws -> VisitStats {
         let beacon = try await get(id, by: principal)
-        guard principal.isAdmin || principal.userID == beacon.owner else {
-            throw DBeaconError.forbidden("only the owner may see the visit statistics of this beacon")
-        }
+        try beacon.authorize(.modify, by: principal, at: clock.now(), otherwise: "only the owner may see the visit statistics of this beacon")
         var stats = VisitStats()
         var visitors = Set<UserID>()
         var open: [UserID: Timestamp] = [:]

@@ -8,8 +8,8 @@ package import DBeaconStore
 /// Visibility is decided here for every read path with one rule (`Beacon.isVisible`): what the
 /// caller may not see is reported as not found, never as forbidden.
 package struct BeaconService: Sendable {
-    package let store: any DBeaconStore
-    package let engine: any CoverageEngine
+    let store: any DBeaconStore
+    let engine: any CoverageEngine
     package let clock: any WallClock
     package let limits: GeoLimits
     /// The wire form of changed values in `beacon.updated` events (the API layer's encoder).
@@ -38,21 +38,12 @@ package struct BeaconService: Sendable {
     // MARK: Reading
 
     /// The one visibility gate, over this service's engine and clock.
-    package var gate: VisibilityGate { VisibilityGate(lookup: engine, clock: clock) }
+    package var gate: VisibilityGate { VisibilityGate(lookup: engine, records: store, clock: clock) }
 
     /// The beacon as the principal may see it now (relationships to beacons hidden from them
     /// left out); `notFound` when they may not see it.
     package func get(_ id: BeaconID, by principal: Principal) async throws -> VisibleBeacon {
-        try await gate.require(try await visible(id, by: principal), to: principal)
-    }
-
-    /// The stored beacon, unredacted, if the principal may see it now; otherwise `notFound`.
-    /// For decisions (edits, deletes); answers go through the gate (`present`).
-    package func visible(_ id: BeaconID, by principal: Principal) async throws -> Beacon {
-        guard let beacon = try await store.beacon(id: id), beacon.allows(.see, to: principal, at: clock.now()) else {
-            throw DBeaconError.notFound("beacon \(id)")
-        }
-        return beacon
+        try await gate.beacon(id, for: principal, from: .record)
     }
 
     /// `beacon` as `principal` may see it now (the gate); `notFound` when hidden.
@@ -293,7 +284,7 @@ package struct BeaconService: Sendable {
     package func update(_ id: BeaconID, ifMatch: Set<Int>?, by principal: Principal,
                         change: @Sendable (Beacon) throws -> BeaconDraft) async throws -> (Beacon, [String]) {
         for attempt in 0..<Self.editAttempts {
-            let current = try await visible(id, by: principal)
+            let current = try await gate.subject(id, for: principal)
             guard principal.userID == current.owner else {
                 throw DBeaconError.forbidden("only the owner may edit this beacon")
             }
@@ -401,10 +392,8 @@ package struct BeaconService: Sendable {
 
     /// Deletes a beacon (owner, or the operator for moderation).
     package func delete(_ id: BeaconID, ifMatch: Set<Int>?, by principal: Principal) async throws -> Beacon {
-        let current = try await visible(id, by: principal)
-        guard principal.isAdmin || principal.userID == current.owner else {
-            throw DBeaconError.forbidden("only the owner may delete this beacon")
-        }
+        let current = try await gate.subject(id, for: principal)
+        try current.authorize(.modify, by: principal, at: clock.now(), otherwise: "only the owner may delete this beacon")
         let type: EventType = current.service == ServiceKind.meeting ? .meetingCancelled : .deleted
         let fanOut = FollowerFanOut(type: type, data: ["beacon": .string(id.rawValue), "name": .string(current.name)],
                                     at: clock.now(), requireAlive: false)
@@ -420,7 +409,7 @@ package struct BeaconService: Sendable {
     /// Adds a content reference: the owner always; others as the beacon's `content_policy`
     /// allows (`followers`: those who follow it; `anyone`: whoever may see it).
     package func addContent(_ id: BeaconID, _ content: ContentRef, by principal: Principal) async throws -> VisibleBeacon {
-        let current = try await visible(id, by: principal)
+        let current = try await gate.subject(id, for: principal)
         guard let uid = principal.userID else { throw DBeaconError.forbidden("content is added by users") }
         switch current.contentPolicy {
         case _ where uid == current.owner, .anyone:
@@ -438,10 +427,10 @@ package struct BeaconService: Sendable {
     /// Deletes the content item at `index` (0-based): the owner moderates any item, an author
     /// may delete their own; 404 when there is no such item.
     package func removeContent(_ id: BeaconID, at index: Int, by principal: Principal) async throws -> VisibleBeacon {
-        let current = try await visible(id, by: principal)
+        let current = try await gate.subject(id, for: principal)
         guard current.content.indices.contains(index) else { throw DBeaconError.notFound("content item \(index) of beacon \(id)") }
         let item = current.content[index]
-        guard principal.isAdmin || principal.userID == current.owner || (item.addedBy != nil && principal.userID == item.addedBy) else {
+        guard current.allows(.modify, to: principal, at: clock.now()) || (item.addedBy != nil && principal.userID == item.addedBy) else {
             throw DBeaconError.forbidden("only the owner or the item's author may delete this content")
         }
         var updated = current
@@ -491,9 +480,7 @@ package struct BeaconService: Sendable {
     /// Followers of a beacon: its owner only.
     package func followers(of id: BeaconID, limit: Int, after: Int64?, by principal: Principal) async throws -> Page<Follower> {
         let beacon = try await get(id, by: principal)
-        guard principal.isAdmin || principal.userID == beacon.owner else {
-            throw DBeaconError.forbidden("only the owner may list the followers of this beacon")
-        }
+        try beacon.authorize(.modify, by: principal, at: clock.now(), otherwise: "only the owner may list the followers of this beacon")
         return try await store.followers(of: id, limit: limit, after: after)
     }
 }

@@ -7,7 +7,7 @@ package import DBeaconStore
 /// to it, except the notice of losing it, and relationship targets they may not see are
 /// left out of `beacon.updated` / `meeting.updated` values.
 package struct EventFeed: Sendable {
-    package let store: any DBeaconStore
+    let store: any DBeaconStore
     package let beacons: BeaconService
 
     package init(store: any DBeaconStore, beacons: BeaconService) {
@@ -49,12 +49,8 @@ package struct EventFeed: Sendable {
 
     /// The events among `events` that `user` may still read, as they may read them now.
     package func readable(_ events: [Event], for user: UserID) async throws -> [Event] {
-        let ids = Set(events.compactMap(\.beacon))
-        guard !ids.isEmpty else { return events }
-        var current: [BeaconID: Beacon] = [:]
-        for b in try await beacons.engine.beacons(ids: Array(ids)) { current[b.id] = b }
         var result: [Event] = []
-        for event in events where event.isReadable(givenBeacon: event.beacon.flatMap { current[$0] }) {
+        for event in try await beacons.gate.readable(events, for: user) {
             result.append(try await beacons.redactingValues(of: event))
         }
         return result

@@ -10,7 +10,7 @@ package import DBeaconStore
 /// the caller may see*: a caller who cannot see a more specific entry gets the answer they
 /// would get if it did not exist, so a 404 never betrays a hidden entry.
 package struct RegistryService: Sendable {
-    package let store: any RegistryStore
+    let store: any RegistryStore
     /// Visibility and presentation of the digital beacons entries stand for.
     package let beaconService: BeaconService
     private var beacons: any BeaconStore { beaconService.store }
@@ -78,9 +78,8 @@ package struct RegistryService: Sendable {
         guard let beacon = try await beaconService.gate.resolve(id, for: principal) else {
             throw DBeaconError.notFound("beacon \(id)", path: path)
         }
-        guard principal.isAdmin || principal.userID == beacon.owner else {
-            throw DBeaconError.forbidden("only the owner of beacon \(id) may register physical beacons for it")
-        }
+        try beacon.authorize(.modify, by: principal, at: clock.now(),
+                             otherwise: "only the owner of beacon \(id) may register physical beacons for it")
         return beacon
     }
 

@@ -11,7 +11,7 @@ package import DBeaconStore
 /// knows, so a batch processed twice refreshes presence without new events.)
 package struct SightingService: Sendable {
     package let registry: RegistryService
-    package let store: any RegistryStore
+    let store: any RegistryStore
     package let fences: FenceEngine
     package let clock: any WallClock
     package let config: SightingConfig
@@ -127,5 +127,27 @@ package struct SightingService: Sendable {
             LocationFix(position: e.estimate.position, accuracyM: e.estimate.accuracyM, timestamp: e.at),
         ])
         return (PositionReport(estimate: e.estimate, at: e.at, implausibleReason: nil, applied: report.accepted > 0), report.events)
+    }
+}
+
+// MARK: Answers kept per batch_id
+
+extension SightingService {
+    /// The answer stored for `user`'s `batchID`, as written (`SightingAnswer`), if any.
+    package func storedAnswer(user: UserID, batchID: String) async throws -> String? {
+        try await store.sightingBatchResponse(user: user, batchID: batchID)
+    }
+
+    /// Stores `answer` for `batchID` unless one is there already (a concurrent replay won):
+    /// returns the one kept. Answers older than the retention period go at the same time.
+    package func keepAnswer(_ answer: String, user: UserID, batchID: String) async throws -> String {
+        let now = clock.now()
+        return try await store.storeSightingBatchResponse(user: user, batchID: batchID, response: answer, at: now,
+                                                          expireBefore: now.adding(seconds: -config.batchRetentionSeconds))
+    }
+
+    /// The beacons among `ids` as `user` may see them now (the visibility gate).
+    package func visibleBeacons(_ ids: [BeaconID], to user: UserID) async throws -> [VisibleBeacon] {
+        try await registry.beaconService.gate.beacons(ids, for: .user(user), from: .record)
     }
 }

@@ -1,5 +1,6 @@
 package import DBeaconCore
 package import DBeaconIndex
+package import DBeaconStore
 
 /// A beacon as one viewer may see it now: visible to them, with the relationships whose
 /// targets are hidden from them left out and, for anyone but its owner, its `tour` stops
@@ -25,6 +26,17 @@ package struct VisibleBeacon: Sendable, Hashable {
         return VisibleBeacon(b)
     }
 
+    /// Whether its viewer has `access` to it (`Beacon.allows`).
+    package func allows(_ access: BeaconAccess, to principal: Principal, at now: Timestamp) -> Bool {
+        beacon.allows(access, to: principal, at: now)
+    }
+
+    /// `Beacon.authorize`: 403 with `reason` unless `principal` has `access`.
+    package func authorize(_ access: BeaconAccess, by principal: Principal, at now: Timestamp,
+                           otherwise reason: String) throws(DBeaconError) {
+        try beacon.authorize(access, by: principal, at: now, otherwise: reason)
+    }
+
     /// The same presented beacon with a follower more (the answer of a follow).
     package func followedOnceMore() -> VisibleBeacon {
         var b = beacon
@@ -40,14 +52,28 @@ package struct VisibleBeacon: Sendable, Hashable {
 /// redacts what it links to; `resolve` is how a write that names another beacon (a
 /// relationship, a tour stop, a registry target, a saved promotion) looks it up, so a hidden
 /// beacon and a missing one give the same answer.
+///
+/// It reads beacons from two places, and no other code reads beacons for an answer: the
+/// coverage engine (`lookup`: the in-memory index or the store), for many at once, and the
+/// store of record (`records`), where a single beacon's latest committed state matters (a read
+/// by id, an edit's decision: on PostgreSQL another node's index may be a moment behind).
 package struct VisibilityGate: Sendable {
-    /// Where beacons are looked up by id (the coverage engine: the in-memory index or the store).
-    package let lookup: any CoverageEngine
-    package let clock: any WallClock
+    private let lookup: any CoverageEngine
+    private let records: any BeaconStore
+    private let clock: any WallClock
 
-    package init(lookup: any CoverageEngine, clock: any WallClock) {
+    package init(lookup: any CoverageEngine, records: any BeaconStore, clock: any WallClock) {
         self.lookup = lookup
+        self.records = records
         self.clock = clock
+    }
+
+    /// Where a read looks beacons up.
+    package enum Source: Sendable {
+        /// The coverage engine (the in-memory index, kept in step with the store).
+        case index
+        /// The store of record: the latest committed state.
+        case record
     }
 
     // MARK: Presenting
@@ -75,9 +101,10 @@ package struct VisibilityGate: Sendable {
         return shown.map { VisibleBeacon(Self.redact($0, seen: seen, for: viewer)) }
     }
 
-    /// What the operator sees: everything, unredacted (the admin token, the CLI on the database
-    /// file). Tests use it to build answers from beacons they made.
-    package static func operatorView(_ beacon: Beacon) -> VisibleBeacon { VisibleBeacon(beacon) }
+    /// A beacon presented without any check, for tests that build answers from beacons they
+    /// made. Behind an SPI: product code cannot call it without `@_spi(Testing) import`, which
+    /// only the test target writes (the operator's view goes through `present` like anyone's).
+    @_spi(Testing) public static func unchecked(_ beacon: Beacon) -> VisibleBeacon { VisibleBeacon(beacon) }
 
     /// The beacon with the relationships to targets outside `seen` removed, and its tour stops
     /// renumbered from 1 in their order for anyone but the owner; a tour is then located at its
@@ -106,18 +133,29 @@ package struct VisibilityGate: Sendable {
     /// The beacons among `ids` that `viewer` may see now, as they may see them, in the order of
     /// `ids` (missing and hidden ones left out alike). Services read beacons for answers here;
     /// unscoped reads are for the fence engine, the lifetime ticker and the index loader.
-    package func beacons(_ ids: [BeaconID], for viewer: Principal) async throws -> [VisibleBeacon] {
+    package func beacons(_ ids: [BeaconID], for viewer: Principal, from source: Source = .index) async throws -> [VisibleBeacon] {
         guard !ids.isEmpty else { return [] }
         var byID: [BeaconID: Beacon] = [:]
-        for b in try await lookup.beacons(ids: ids) { byID[b.id] = b }
+        for b in try await read(ids, from: source, perimeters: true) { byID[b.id] = b }
         var seen = Set<BeaconID>()
         return try await present(ids.compactMap { seen.insert($0).inserted ? byID[$0] : nil }, to: viewer)
     }
 
     /// One beacon as `viewer` may see it now; `notFound` when it is missing or hidden.
-    package func beacon(_ id: BeaconID, for viewer: Principal) async throws -> VisibleBeacon {
-        guard let b = try await beacons([id], for: viewer).first else { throw DBeaconError.notFound("beacon \(id)") }
+    package func beacon(_ id: BeaconID, for viewer: Principal, from source: Source = .index) async throws -> VisibleBeacon {
+        guard let b = try await beacons([id], for: viewer, from: source).first else { throw DBeaconError.notFound("beacon \(id)") }
         return b
+    }
+
+    /// The events among `events` that `user` may still read now (`Event.isReadable`, with each
+    /// beacon's current state): someone who lost sight of a beacon reads only the notice of
+    /// losing it. Their changed values are not redacted here (`BeaconService.redactingValues`).
+    package func readable(_ events: [Event], for user: UserID) async throws -> [Event] {
+        let ids = Set(events.compactMap(\.beacon))
+        guard !ids.isEmpty else { return events }
+        var current: [BeaconID: Beacon] = [:]
+        for b in try await lookup.beacons(ids: Array(ids), perimeters: false) { current[b.id] = b }
+        return events.filter { $0.isReadable(givenBeacon: $0.beacon.flatMap { current[$0] }) }
     }
 
     // MARK: Deciding
@@ -134,6 +172,16 @@ package struct VisibilityGate: Sendable {
         try await resolve([id], for: viewer)[id]
     }
 
+    /// The beacon `viewer` acts on (an edit, a delete, content, a follow), unredacted for the
+    /// decision and read from the store of record; `notFound` when it is missing or hidden from
+    /// them, alike. What they may do with it is `.modify` and the like (`Beacon.authorize`).
+    package func subject(_ id: BeaconID, for viewer: Principal) async throws -> Beacon {
+        guard let beacon = try await records.beacon(id: id), beacon.allows(.see, to: viewer, at: clock.now()) else {
+            throw DBeaconError.notFound("beacon \(id)")
+        }
+        return beacon
+    }
+
     /// `resolve` for many ids at once.
     package func resolve(_ ids: [BeaconID], for viewer: Principal) async throws -> [BeaconID: Beacon] {
         try await resolve(ids, for: viewer, perimeters: true)
@@ -147,5 +195,12 @@ package struct VisibilityGate: Sendable {
         var found: [BeaconID: Beacon] = [:]
         for b in try await lookup.beacons(ids: ids, perimeters: perimeters) where b.allows(.see, to: viewer, at: now) { found[b.id] = b }
         return found
+    }
+
+    private func read(_ ids: [BeaconID], from source: Source, perimeters: Bool) async throws -> [Beacon] {
+        switch source {
+        case .index: return try await lookup.beacons(ids: ids, perimeters: perimeters)
+        case .record: return try await records.beacons(ids: ids)
+        }
     }
 }

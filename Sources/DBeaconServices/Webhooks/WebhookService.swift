@@ -5,7 +5,7 @@ package import DBeaconStore
 /// deliveries and redelivery. Users manage their own endpoints; the admin token manages all
 /// and may subscribe to every event (`scope: all`).
 package struct WebhookService: Sendable {
-    package let store: any DBeaconStore
+    let store: any DBeaconStore
     package let ssrf: SSRFGuard
     package let clock: any WallClock
     package let wake: WakeSignal

@@ -340,8 +340,8 @@ extension SQLStore {
             // The spatial index finds candidates by box; polygons are then tested exactly in
             // SQL, circles in Swift with the geodesic test below.
             dialect.areaBoxContains(lon: lon, lat: lat),
-            "(b.lifetime_start IS NULL OR b.lifetime_start <= \(at))",
-            "(b.lifetime_end IS NULL OR b.lifetime_end > \(at))",
+            // Alive at the time asked about: the policy's lifetime test, at `at`.
+            Self.policyClause(.aliveNow, viewer: "NULL", at: at, &s),
             Self.visibilityClause(query.viewer, now: query.visibleNow, &s, access: .cover),
             Self.tagClause(query.tags, &s, dialect),
             "(b.perimeter_kind = 'circle' OR ST_Covers(b.area, \(point)))",

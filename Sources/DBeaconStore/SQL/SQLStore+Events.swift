@@ -126,11 +126,17 @@ extension SQLStore {
             ORDER BY f.seq
             """, s.arguments).map { UserID(uncheckedRawValue: try $0.string("user_id")) }
         if fanOut.alsoMembers {
+            // The members of its group the notice is for (the policy's clause with the member
+            // as the viewer), but its owner, who is told otherwise.
             let following = Set(recipients)
+            var m = SQLStatement()
+            let id = m.bind(beacon.rawValue)
+            let told = policyClause(VisibilityPolicy.condition(for: access), viewer: "g.user_id",
+                                    at: "CAST(\(m.bind(fanOut.at.millis)) AS BIGINT)", &m)
             for row in try await db.rows("""
-                SELECT m.user_id FROM beacon_members m JOIN beacons b ON b.id = m.beacon_id
-                WHERE m.beacon_id = $1 AND b.is_private AND m.user_id <> b.owner ORDER BY m.user_id
-                """, [beacon.rawValue]) {
+                SELECT g.user_id FROM beacon_members g JOIN beacons b ON b.id = g.beacon_id
+                WHERE g.beacon_id = \(id) AND g.user_id <> b.owner AND \(told) ORDER BY g.user_id
+                """, m.arguments) {
                 let user = UserID(uncheckedRawValue: try row.string("user_id"))
                 if !following.contains(user) { recipients.append(user) }
             }

@@ -51,14 +51,18 @@ extension SQLStore {
     /// The attendees of a private meeting who are no longer invited stop attending and
     /// following it (in the transaction that changed its invitees).
     static func dropUninvitedAttendees(_ db: any SQLSession, meeting: BeaconID, log: inout SQLWriteLog) async throws {
+        // Attendees the meeting is no longer shared with: not even its notice of loss would
+        // reach them (the policy's `.lossNotice`, with the attendee as the viewer).
+        var s = SQLStatement()
+        let id = s.bind(meeting.rawValue)
+        let shared = policyClause(VisibilityPolicy.condition(for: .lossNotice), viewer: "a.user_id", at: "NULL", &s)
         let dropped = try await db.rows("""
             DELETE FROM meeting_attendees
-            WHERE meeting_id = $1 AND user_id IN (
+            WHERE meeting_id = \(id) AND user_id IN (
                 SELECT a.user_id FROM meeting_attendees a JOIN beacons b ON b.id = a.meeting_id
-                WHERE a.meeting_id = $1 AND b.is_private AND a.user_id <> b.owner
-                  AND NOT EXISTS (SELECT 1 FROM beacon_members m WHERE m.beacon_id = b.id AND m.user_id = a.user_id))
+                WHERE a.meeting_id = \(id) AND NOT \(shared))
             RETURNING user_id
-            """, [meeting.rawValue])
+            """, s.arguments)
         for row in dropped {
             _ = try await removeFollower(db, beacon: meeting, user: UserID(uncheckedRawValue: try row.string("user_id")), log: &log)
         }

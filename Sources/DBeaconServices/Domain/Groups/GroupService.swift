@@ -15,7 +15,7 @@ package import Logging
 /// decision on the same member makes the transaction fail and the decision is taken again.
 package struct GroupService: LocationListener {
     package let beacons: BeaconService
-    package let store: any ServiceBackingStore
+    let store: any ServiceBackingStore
     package let config: ServiceConfig
     let logger: Logger
 

@@ -10,7 +10,7 @@ package import DBeaconStore
 /// (BeaconService chooses these types for meeting beacons).
 package struct MeetingService: Sendable {
     package let beacons: BeaconService
-    package let store: any ServiceBackingStore
+    let store: any ServiceBackingStore
 
     package init(beacons: BeaconService, store: any ServiceBackingStore) {
         self.beacons = beacons
@@ -111,7 +111,7 @@ package struct MeetingService: Sendable {
     package func view(_ id: BeaconID, by principal: Principal) async throws -> MeetingView {
         let beacon = try await meeting(id, by: principal)
         let attendees = try await store.meetingAttendees(id)
-        let organizer = principal.isAdmin || principal.userID == beacon.owner
+        let organizer = beacon.allows(.modify, to: principal, at: clock.now())
         return MeetingView(beacon: beacon, attendeesCount: attendees.count,
                            joined: attendees.contains { $0.user == principal.userID },
                            attendees: organizer ? attendees : nil)
@@ -125,22 +125,22 @@ package struct MeetingService: Sendable {
     /// Meetings the caller organizes or attends (and can still see), soonest start first.
     package func mine(by principal: Principal) async throws -> [VisibleBeacon] {
         guard let uid = principal.userID else { throw DBeaconError.forbidden("the admin token organizes no meetings") }
-        var result: [BeaconID: Beacon] = [:]
+        var result: [BeaconID: VisibleBeacon] = [:]
         var after: Int64?
         repeat {
-            let page = try await store.listBeacons(BeaconListQuery(owner: uid, service: ServiceKind.meeting,
-                                                                   limit: BeaconService.maxPageSize, after: after),
-                                                   viewer: principal, now: clock.now())
+            let page = try await beacons.list(BeaconListQuery(owner: uid, service: ServiceKind.meeting,
+                                                              limit: BeaconService.maxPageSize, after: after), by: principal)
             for b in page.items { result[b.id] = b }
             after = page.next
         } while after != nil
-        for b in try await store.beacons(ids: try await store.attendedMeetings(user: uid)) where b.service == ServiceKind.meeting {
+        let attended = try await store.attendedMeetings(user: uid)
+        for b in try await beacons.gate.beacons(attended, for: principal, from: .record) where b.service == ServiceKind.meeting {
             result[b.id] = b
         }
-        return try await beacons.gate.present(result.values.sorted {
+        return result.values.sorted {
             let a = $0.lifetime?.start ?? $0.createdAt, b = $1.lifetime?.start ?? $1.createdAt
             return a != b ? a < b : $0.id < $1.id
-        }, to: principal)
+        }
     }
 
     /// Directions from a point to the meeting's exact spot.

@@ -8,7 +8,7 @@ import Synchronization
 /// tags = its category (plus `promotion`), content, lifetime, `related` relationships.
 package struct PromotionService: Sendable {
     package let beacons: BeaconService
-    package let store: any ServiceBackingStore
+    let store: any ServiceBackingStore
     package let config: ServiceConfig
     package let randomness: PickRandomness
 
@@ -58,9 +58,8 @@ package struct PromotionService: Sendable {
     /// Interaction totals (the advertiser only: 403 for others who see it).
     package func stats(_ id: BeaconID, by principal: Principal) async throws -> PromotionTotals {
         let promotion = try await promotion(id, by: principal)
-        guard principal.isAdmin || principal.userID == promotion.owner else {
-            throw DBeaconError.forbidden("only the advertiser may see the statistics of this promotion")
-        }
+        try promotion.authorize(.modify, by: principal, at: clock.now(),
+                                otherwise: "only the advertiser may see the statistics of this promotion")
         return try await store.promotionTotals(id)
     }
 
@@ -119,8 +118,9 @@ package struct PromotionService: Sendable {
                 relatedTo[link.target, default: []].append(r.beacon.id)
             }
         }
-        // Like nearby, `at` only narrows: a suggestion must be visible to the caller now too.
-        let suggestions = try await store.beacons(ids: Array(relatedTo.keys)).filter {
+        // Like nearby, `at` only narrows: a suggestion must be visible to the caller now too
+        // (the gate decides before anything about it is scored).
+        let suggestions = try await beacons.gate.resolve(Array(relatedTo.keys), for: principal).values.filter {
             $0.service == ServiceKind.promotion && $0.isAlive(at: when)
         }
         let all = found.map(\.beacon.beacon) + suggestions
@@ -249,9 +249,8 @@ package struct PromotionService: Sendable {
     /// Feedback on a promotion, for its advertiser (403 for others who see it), without authors.
     package func feedback(_ id: BeaconID, limit: Int, after: Int64?, by principal: Principal) async throws -> Page<PromotionFeedback> {
         let promotion = try await promotion(id, by: principal)
-        guard principal.isAdmin || principal.userID == promotion.owner else {
-            throw DBeaconError.forbidden("only the advertiser may read the feedback on this promotion")
-        }
+        try promotion.authorize(.modify, by: principal, at: clock.now(),
+                                otherwise: "only the advertiser may read the feedback on this promotion")
         return try await store.promotionFeedback(id, limit: limit, after: after)
     }
 }

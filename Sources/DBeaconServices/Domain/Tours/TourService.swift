@@ -10,7 +10,7 @@ package import Logging
 /// shared by visitors at a place is seen only by those inside it.
 package struct TourService: LocationListener {
     package let beacons: BeaconService
-    package let store: any ServiceBackingStore
+    let store: any ServiceBackingStore
     package let config: ServiceConfig
     let logger: Logger
 
@@ -301,7 +301,7 @@ package struct TourService: LocationListener {
     /// A visible place (a `place` beacon or a stop of a tour the caller may see), for sharing
     /// media. A tour hidden from the caller makes nothing a place for them.
     private func place(_ id: BeaconID, by principal: Principal) async throws -> Beacon {
-        let beacon = try await beacons.visible(id, by: principal)
+        let beacon = try await beacons.gate.subject(id, for: principal)
         if beacon.service == ServiceKind.place { return beacon }
         let tours = try await store.tours(withStops: [id])
         guard try await !beacons.gate.visibleIDs(tours, to: principal).isEmpty else { throw DBeaconError.notFound("place \(id)") }
