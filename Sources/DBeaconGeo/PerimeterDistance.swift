@@ -218,36 +218,6 @@ package struct GeodesicEdge {
     }
 }
 
-/// An east/north plane in metres tangent to the ellipsoid at `origin`.
-package struct LocalFrame {
-    package let origin: Position
-    let metresPerDegreeLon: Double
-    let metresPerDegreeLat: Double
-
-    package init(origin: Position) {
-        self.origin = origin
-        let phi = origin.lat * .pi / 180
-        let s = sin(phi)
-        let w2 = 1 - Geodesy.e2 * s * s
-        let n = Geodesy.a / w2.squareRoot()
-        let m = Geodesy.a * (1 - Geodesy.e2) / (w2 * w2.squareRoot())
-        metresPerDegreeLon = n * cos(phi) * .pi / 180
-        metresPerDegreeLat = m * .pi / 180
-    }
-
-    package func project(_ p: Position) -> (Double, Double) {
-        var dLon = p.lon - origin.lon
-        if dLon > 180 { dLon -= 360 } else if dLon < -180 { dLon += 360 }
-        return (dLon * metresPerDegreeLon, (p.lat - origin.lat) * metresPerDegreeLat)
-    }
-
-    package func unproject(_ x: Double, _ y: Double) -> Position {
-        var lon = origin.lon + x / metresPerDegreeLon
-        if lon > 180 { lon -= 360 } else if lon < -180 { lon += 360 }
-        return Position(lon: lon, lat: origin.lat + y / metresPerDegreeLat)
-    }
-}
-
 /// Point-in-perimeter for one beacon, outside any index (fence re-evaluation of a single
 /// beacon): circles by geodesic distance, polygons through a GEOS prepared geometry.
 package struct PerimeterTester: Sendable {

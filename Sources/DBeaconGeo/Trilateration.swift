@@ -71,8 +71,8 @@ package struct Trilateration: Sendable {
             let sameFloor = ranges.filter { $0.level == nil || $0.level == level }
             if sameFloor.count >= 3 { ranges = sameFloor }
         }
-        let plane = TangentPlane(origin: Self.centroid(ranges.map(\.anchor)))
-        let anchors = ranges.map { plane.project($0.anchor) }
+        let plane = LocalFrame(origin: Self.centroid(ranges.map(\.anchor)))
+        let anchors = ranges.map { plane.vector($0.anchor) }
         let d = ranges.map { max($0.distanceM, minRangeM) }
         let w = 1 / (relativeRangeError * relativeRangeError)
 
@@ -87,7 +87,7 @@ package struct Trilateration: Sendable {
             let dof = Double(anchors.count - 2)
             let varianceFactor = anchors.count > 3 ? max(1, best.cost / dof) : 1
             let accuracy = (max(0, cov.a + cov.c) * varianceFactor).squareRoot()
-            return PositionEstimate(position: plane.unproject(best.p), accuracyM: max(accuracy, 0.1), level: level,
+            return PositionEstimate(position: plane.position(best.p), accuracyM: max(accuracy, 0.1), level: level,
                                     method: .trilateration, anchors: anchors.count)
         }
         // Weighted centroid: as good as the ranges say we are close to the anchors.
@@ -96,7 +96,7 @@ package struct Trilateration: Sendable {
             let e = (x.0 - centroid).norm
             return acc + (e * e + x.1 * x.1) / (x.1 * x.1)
         } / sw).squareRoot()
-        return PositionEstimate(position: plane.unproject(centroid), accuracyM: max(rms, 0.1), level: level,
+        return PositionEstimate(position: plane.position(centroid), accuracyM: max(rms, 0.1), level: level,
                                 method: .centroid, anchors: anchors.count)
     }
 
@@ -191,38 +191,6 @@ package struct Trilateration: Sendable {
     static func centroid(_ points: [Position]) -> Position {
         let n = Double(points.count)
         return Position(lon: points.reduce(0) { $0 + $1.lon } / n, lat: points.reduce(0) { $0 + $1.lat } / n)
-    }
-}
-
-/// East/north metres around an origin, with the ellipsoid's radii of curvature at the origin.
-package struct TangentPlane: Sendable {
-    let origin: Position
-    let metresPerDegLat: Double
-    let metresPerDegLon: Double
-
-    package init(origin: Position) {
-        self.origin = origin
-        let phi = origin.lat * .pi / 180
-        let s = sin(phi)
-        let w2 = 1 - Geodesy.e2 * s * s
-        let n = Geodesy.a / w2.squareRoot()
-        let m = Geodesy.a * (1 - Geodesy.e2) / (w2 * w2.squareRoot())
-        metresPerDegLat = m * .pi / 180
-        metresPerDegLon = n * cos(phi) * .pi / 180
-    }
-
-    func project(_ p: Position) -> Vec2 {
-        Vec2((p.lon - origin.lon) * metresPerDegLon, (p.lat - origin.lat) * metresPerDegLat)
-    }
-
-    func unproject(_ v: Vec2) -> Position {
-        Position(lon: origin.lon + v.x / metresPerDegLon, lat: origin.lat + v.y / metresPerDegLat)
-    }
-
-    /// The position `east`, `north` metres from `p` (for simulations).
-    package static func offset(_ p: Position, east: Double, north: Double) -> Position {
-        let plane = TangentPlane(origin: p)
-        return plane.unproject(Vec2(east, north))
     }
 }
 

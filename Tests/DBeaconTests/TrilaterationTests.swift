@@ -7,7 +7,7 @@ import Testing
 @Suite(.bounded) struct TrilaterationTests {
     /// A 30 m × 20 m hall near Stuttgart's Schlossplatz with a beacon in each corner.
     static let origin = Position(lon: 9.1800, lat: 48.7784)
-    static func at(_ east: Double, _ north: Double) -> Position { TangentPlane.offset(origin, east: east, north: north) }
+    static func at(_ east: Double, _ north: Double) -> Position { LocalFrame.offset(origin, east: east, north: north) }
     static let corners = [at(0, 0), at(30, 0), at(30, 20), at(0, 20)]
 
     /// Ranges as a device at `truth` would compute them from RSSI with Gaussian noise of `sigma` dB.

@@ -13,7 +13,7 @@ import Testing
 @Suite(.bounded) struct WalkSimulationTests {
     /// The hall: x east, y north in metres from its south-west corner near the Schlossplatz.
     static let origin = Position(lon: 9.1800, lat: 48.7784)
-    static func at(_ x: Double, _ y: Double) -> Position { TangentPlane.offset(origin, east: x, north: y) }
+    static func at(_ x: Double, _ y: Double) -> Position { LocalFrame.offset(origin, east: x, north: y) }
 
     struct Physical {
         let name: String

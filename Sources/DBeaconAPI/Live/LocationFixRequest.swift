@@ -25,19 +25,9 @@ package enum LocationFixRequest {
 
     static func fix(_ f: ObjectReader, now: Timestamp, config: FenceConfig) throws(DBeaconError) -> LocationFix {
         let position = try Position.checked(lat: try f.number("lat"), lon: try f.number("lon"), latPath: f.path("lat"), lonPath: f.path("lon"))
-        let accuracy = try f.optionalNumber("accuracy_m") ?? 0
-        guard accuracy >= 0, accuracy <= 100_000 else {
-            throw DBeaconError.invalid(f.path("accuracy_m"), "accuracy_m must be within [0, 100000]", code: "out_of_range")
-        }
+        let accuracy = try FenceConfig.accuracy(try f.optionalNumber("accuracy_m"), path: f.path("accuracy_m"), strict: true)
         let timestamp = try f.optionalTimestamp("timestamp") ?? now
-        guard timestamp.seconds(since: now) <= config.maxFutureSkewSeconds else {
-            throw DBeaconError.invalid(f.path("timestamp"), "timestamp is more than \(Int(config.maxFutureSkewSeconds)) s in the future",
-                                       code: "future_timestamp")
-        }
-        guard now.seconds(since: timestamp) <= config.maxFixAgeSeconds else {
-            throw DBeaconError.invalid(f.path("timestamp"), "timestamp is more than \(Int(config.maxFixAgeSeconds)) s in the past",
-                                       code: "stale_timestamp")
-        }
+        try config.requireAccepted(time: timestamp, now: now, field: "timestamp", path: f.path("timestamp"))
         return LocationFix(position: position, accuracyM: accuracy, timestamp: timestamp)
     }
 }

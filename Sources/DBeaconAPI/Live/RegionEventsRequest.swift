@@ -33,14 +33,7 @@ package struct RegionEventRequest: Sendable {
             }
             let field = e.has("at") ? "at" : "timestamp"
             let at = try e.optionalTimestamp(field) ?? now
-            guard at.seconds(since: now) <= config.maxFutureSkewSeconds else {
-                throw DBeaconError.invalid(e.path(field), "\(field) is more than \(Int(config.maxFutureSkewSeconds)) s in the future",
-                                           code: "future_timestamp")
-            }
-            guard now.seconds(since: at) <= config.maxFixAgeSeconds else {
-                throw DBeaconError.invalid(e.path(field), "\(field) is more than \(Int(config.maxFixAgeSeconds)) s in the past",
-                                           code: "stale_timestamp")
-            }
+            try config.requireAccepted(time: at, now: now, field: field, path: e.path(field))
             result.append(RegionEventRequest(region: region, entered: type == "enter", at: at, path: e.path("region")))
         }
         return result

@@ -1,4 +1,5 @@
 package import DBeaconCore
+import DBeaconServices
 import Foundation
 
 /// One report of the OsmAnd protocol (Traccar Client, OsmAnd): the device, and the fix if it
@@ -43,10 +44,10 @@ package enum OsmAndRequest {
         if let valid = fields["valid"]?.lowercased(), valid == "false" || valid == "0" { position = nil }
         var accuracy = 0.0
         if let raw = fields["accuracy"] {
-            guard let a = Double(decimal: raw.trimmingCharacters(in: .whitespaces)), a.isFinite, a <= 100_000 else {
-                throw DBeaconError.invalid("accuracy", "accuracy is metres, at most 100000", code: "out_of_range")
+            guard let a = Double(decimal: raw.trimmingCharacters(in: .whitespaces)) else {
+                throw DBeaconError.invalid("accuracy", "accuracy is metres, a decimal number", code: "invalid_number")
             }
-            accuracy = max(0, a)
+            accuracy = try FenceConfig.accuracy(a, path: "accuracy", strict: false)
         }
         var timestamp: Timestamp?
         if let raw = fields["timestamp"] { timestamp = try time(raw, "timestamp") }
@@ -61,11 +62,7 @@ package enum OsmAndRequest {
         let coords = try location.object("coords")
         let position = try Position.checked(lat: try coords.number("latitude"), lon: try coords.number("longitude"),
                                             latPath: coords.path("latitude"), lonPath: coords.path("longitude"))
-        var accuracy = try coords.optionalNumber("accuracy") ?? 0
-        guard accuracy <= 100_000 else {
-            throw DBeaconError.invalid(coords.path("accuracy"), "accuracy is metres, at most 100000", code: "out_of_range")
-        }
-        if accuracy < 0 { accuracy = 0 }
+        let accuracy = try FenceConfig.accuracy(try coords.optionalNumber("accuracy"), path: coords.path("accuracy"), strict: false)
         var timestamp: Timestamp?
         if let raw = try location.optionalString("timestamp", maxLength: 64) { timestamp = try time(raw, location.path("timestamp")) }
         return OsmAndReport(device: device, position: position, accuracyM: accuracy, timestamp: timestamp)

@@ -78,9 +78,7 @@ package enum OwnTracksRequest {
         if required || m.has("lat") || m.has("lon") {
             position = try Position.checked(lat: try m.number("lat"), lon: try m.number("lon"), latPath: m.path("lat"), lonPath: m.path("lon"))
         }
-        var accuracy = try m.optionalNumber("acc") ?? 0
-        if accuracy < 0 { accuracy = 0 }
-        guard accuracy <= 100_000 else { throw DBeaconError.invalid(m.path("acc"), "acc must be at most 100000 m", code: "out_of_range") }
+        let accuracy = try FenceConfig.accuracy(try m.optionalNumber("acc"), path: m.path("acc"), strict: false)
         return (position, accuracy)
     }
 
@@ -92,7 +90,7 @@ package enum OwnTracksRequest {
             throw DBeaconError.invalid(m.path(key), "\(key) is UNIX seconds", code: "invalid_value")
         }
         let at = Timestamp(millis: Int64((seconds * 1000).rounded()))
-        guard at.seconds(since: now) <= config.maxFutureSkewSeconds, now.seconds(since: at) <= config.maxFixAgeSeconds else { return nil }
+        guard config.accepts(time: at, now: now) else { return nil }
         return at
     }
 }

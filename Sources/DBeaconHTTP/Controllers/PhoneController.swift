@@ -174,9 +174,9 @@ struct PhoneController {
         let config = await phones.fences.config
         guard let position = report.position else { return Response(status: .ok) }
         let at = report.timestamp ?? now
-        guard at.seconds(since: now) <= config.maxFutureSkewSeconds, now.seconds(since: at) <= config.maxFixAgeSeconds else {
-            return Response(status: .ok)
-        }
+        // Outside the accepted window: acknowledged and left alone, as OwnTracks does (a 4xx
+        // would make the app retry it for ever).
+        guard config.accepts(time: at, now: now) else { return Response(status: .ok) }
         try limiter.consume(.fixes, key: user.rawValue)
         _ = try await phones.report([LocationFix(position: position, accuracyM: report.accuracyM, timestamp: at)], user: user)
         return Response(status: .ok)

@@ -1,4 +1,4 @@
-import DBeaconCore
+package import DBeaconCore
 import DBeaconGeo
 import DBeaconStore
 import Foundation
@@ -24,4 +24,46 @@ package struct FenceConfig: Sendable {
     package var sightingExitSeconds = 30.0
 
     package init() {}
+
+    /// Largest accuracy radius a fix may claim, in metres.
+    package static let maxAccuracyM = 100_000.0
+
+    // MARK: The rules every way in applies
+
+    /// Why a claimed time is refused: `future_timestamp` or `stale_timestamp`, with a message
+    /// naming `field`; nil when it lies in the accepted window (no further in the future than
+    /// `maxFutureSkewSeconds`, no older than `maxFixAgeSeconds`). Fixes, sightings, region
+    /// crossings, OwnTracks and OsmAnd reports all judge their times here.
+    package func timeProblem(_ at: Timestamp, now: Timestamp, field: String = "timestamp") -> (code: String, message: String)? {
+        if at.seconds(since: now) > maxFutureSkewSeconds {
+            return ("future_timestamp", "\(field) is more than \(Int(maxFutureSkewSeconds)) s in the future")
+        }
+        if now.seconds(since: at) > maxFixAgeSeconds {
+            return ("stale_timestamp", "\(field) is more than \(Int(maxFixAgeSeconds)) s in the past")
+        }
+        return nil
+    }
+
+    /// Whether `at` lies in the accepted window (`timeProblem` is nil).
+    package func accepts(time at: Timestamp, now: Timestamp) -> Bool {
+        timeProblem(at, now: now) == nil
+    }
+
+    /// `timeProblem` as a 422 naming `path`.
+    package func requireAccepted(time at: Timestamp, now: Timestamp, field: String, path: String) throws(DBeaconError) {
+        if let problem = timeProblem(at, now: now, field: field) {
+            throw DBeaconError.invalid(path, problem.message, code: problem.code)
+        }
+    }
+
+    /// A fix's accuracy in metres from what a client sent: absent is 0; above
+    /// `maxAccuracyM` (or not finite) is a 422 naming `path`; negative is 422 when `strict`
+    /// (our own API) and 0 otherwise (the phone protocols use it for "unknown").
+    package static func accuracy(_ raw: Double?, path: String, strict: Bool) throws(DBeaconError) -> Double {
+        guard let raw else { return 0 }
+        guard raw.isFinite, raw <= maxAccuracyM, !(strict && raw < 0) else {
+            throw DBeaconError.invalid(path, "\(path) is metres, within [0, \(Int(maxAccuracyM))]", code: "out_of_range")
+        }
+        return max(0, raw)
+    }
 }

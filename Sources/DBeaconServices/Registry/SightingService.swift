@@ -33,17 +33,12 @@ package struct SightingService: Sendable {
             throw DBeaconError.invalid("sightings", "at most \(config.maxSightingsPerBatch) sightings per batch", code: "too_many")
         }
         let now = clock.now()
-        let maxSkew = fences.config.maxFutureSkewSeconds, maxAge = fences.config.maxFixAgeSeconds
+        let window = fences.config
         let decoded = items.map { item in
             item.flatMap { s -> Result<SightingInput, BeaconFrameError> in
                 var s = s
                 let at = s.timestamp ?? now
-                if at.seconds(since: now) > maxSkew {
-                    return .failure(BeaconFrameError("future_timestamp", "timestamp is more than \(Int(maxSkew)) s in the future"))
-                }
-                if now.seconds(since: at) > maxAge {
-                    return .failure(BeaconFrameError("stale_timestamp", "timestamp is more than \(Int(maxAge)) s in the past"))
-                }
+                if let problem = window.timeProblem(at, now: now) { return .failure(BeaconFrameError(problem.code, problem.message)) }
                 s.timestamp = at
                 return .success(s)
             }
