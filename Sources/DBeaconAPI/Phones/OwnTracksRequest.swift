@@ -5,10 +5,8 @@ package import DBeaconServices
 package enum OwnTracksMessage: Sendable {
     /// `_type: location`: a fix (`lat`, `lon`, `acc`, `tst`).
     case location(LocationFix)
-    /// `_type: transition`: the phone entered or left one of its monitored regions. The region
-    /// is named by `rid` (iOS), else by the waypoint's `wtst`, else by `desc`; `lat`/`lon` is
-    /// where the phone was.
-    case transition(entered: Bool, rid: String?, wtst: Int?, desc: String?, position: Position?, accuracyM: Double, at: Timestamp)
+    /// `_type: transition`: the phone entered or left one of its monitored regions.
+    case transition(PhoneTransition)
     /// `_type: beacon` (iOS ranging): an iBeacon heard (`uuid`, `major`, `minor`, `rssi`).
     case beacon(SightingInput)
     /// A message the service does not act on (`lwt`, `status`, `card`, `waypoint(s)`, `steps`,
@@ -51,9 +49,9 @@ package enum OwnTracksRequest {
             }
             let (position, accuracy) = try where_(m, required: false)
             guard let at = try time(m, "tst", now: now, config: config) else { return .ignored("transition (timestamp out of range)") }
-            return .transition(entered: event == "enter", rid: try m.optionalString("rid", maxLength: 100),
-                               wtst: try m.optionalInt("wtst"), desc: try m.optionalString("desc", maxLength: 200),
-                               position: position, accuracyM: accuracy, at: at)
+            return .transition(PhoneTransition(entered: event == "enter", rid: try m.optionalString("rid", maxLength: 100),
+                                               wtst: try m.optionalInt("wtst"), desc: try m.optionalString("desc", maxLength: 200),
+                                               position: position, accuracyM: accuracy, at: at))
         case "beacon":
             let uuid = try m.string("uuid", maxLength: 40)
             let hex = uuid.lowercased().filter { $0 != "-" }

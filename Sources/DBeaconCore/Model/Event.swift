@@ -86,9 +86,9 @@ extension Event {
         case .deleted, .meetingCancelled, .meetingUninvited:
             return true
         case .memberLeft:
-            return data["member"]?.stringValue == recipient.rawValue
+            return groupMember?.member == recipient
         case .exited:
-            return data["reason"]?.stringValue == "unavailable"
+            return reason == "unavailable"
         default:
             return false
         }

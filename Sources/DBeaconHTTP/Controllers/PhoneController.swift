@@ -40,12 +40,11 @@ struct PhoneController {
         let body = try await request.optionalJSONBody(limit: maxBodyBytes)
         let messages = try OwnTracksRequest.decode(body, now: clock.now(), config: await phones.fences.config)
         var fixes: [LocationFix] = [], beacons: [SightingInput] = []
-        var transitions: [(entered: Bool, rid: String?, wtst: Int?, desc: String?, position: Position?, at: Timestamp)] = []
+        var transitions: [PhoneTransition] = []
         for m in messages {
             switch m {
             case .location(let fix): fixes.append(fix)
-            case .transition(let entered, let rid, let wtst, let desc, let position, _, let at):
-                transitions.append((entered, rid, wtst, desc, position, at))
+            case .transition(let transition): transitions.append(transition)
             case .beacon(let sighting): beacons.append(sighting)
             case .ignored: break
             }
@@ -56,86 +55,7 @@ struct PhoneController {
         let client = context.device?.rawValue ?? "token:" + String((request.headers[.init("X-Limit-D")!] ?? "phone").prefix(64))
         let answer = try await phones.ownTracks(fixes: fixes, transitions: transitions, beacons: beacons,
                                                 user: user, client: client, by: context.principal)
-        return .json(.array(Self.ownTracksMessages(answer)))
-    }
-
-    static func ownTracksMessages(_ answer: PhoneAnswer) -> [JSONValue] {
-        var out: [JSONValue] = []
-        if let waypoints = answer.waypoints {
-            out.append(.object(["_type": "cmd", "action": "clearWaypoints"]))
-            out.append(.object(JSONObject([
-                ("_type", "cmd"), ("action", "setWaypoints"),
-                ("waypoints", .object(JSONObject([("_type", "waypoints"), ("waypoints", .array(waypoints.map(waypoint)))]))),
-            ])))
-        }
-        var used = Set<String>()
-        var tids: [UserID: (tid: String, friend: PhoneFriend)] = [:]
-        for f in answer.friends {
-            let tid = trackerID(user: f.user, name: f.name, taken: &used)
-            tids[f.user] = (tid, f)
-            out.append(.object(JSONObject([("_type", "card"), ("tid", .string(tid)), ("name", .string(f.name))])))
-            out.append(.object(JSONObject([
-                ("_type", "location"), ("tid", .string(tid)), ("lat", .number(f.location.position.lat)),
-                ("lon", .number(f.location.position.lon)), ("acc", .int(Int(f.location.accuracyM.rounded()))),
-                ("tst", .int(Int(f.location.fixAt.millis / 1000))), ("t", "u"),
-                ("topic", .string("owntracks/\(f.user.rawValue)/dbeacon")),
-            ])))
-        }
-        // Group alerts as the friend's transition (the apps show "<friend> leaves <region>"): for
-        // members the caller sees on the map (their card and tid were just given) at their
-        // position; for a member who left the group (no longer shared), with the tid they had and
-        // at the group's place.
-        for n in answer.notices {
-            let tid: String, position: Position, accuracy: Double
-            if let (known, friend) = tids[n.member] {
-                (tid, position, accuracy) = (known, friend.location.position, friend.location.accuracyM)
-            } else if !n.entered, let place = n.groupLocation {
-                (tid, position, accuracy) = (trackerID(user: n.member, name: n.memberName ?? n.member.rawValue, taken: &used), place, 0)
-            } else {
-                continue
-            }
-            out.append(.object(JSONObject([
-                ("_type", "transition"), ("tid", .string(tid)), ("event", .string(n.entered ? "enter" : "leave")),
-                ("desc", .string(n.group)), ("t", "c"), ("tst", .int(Int(n.at.millis / 1000))),
-                ("wtst", .int(PhoneWaypoint.wtst(n.groupID))), ("rid", .string(n.groupID)),
-                ("lat", .number(position.lat)), ("lon", .number(position.lon)), ("acc", .int(Int(accuracy.rounded()))),
-                ("topic", .string("owntracks/\(n.member.rawValue)/dbeacon/event")),
-            ])))
-        }
-        return out
-    }
-
-    static func waypoint(_ w: PhoneWaypoint) -> JSONValue {
-        var o = JSONObject([("_type", "waypoint"), ("desc", .string(w.desc)), ("lat", .number(w.center.lat)), ("lon", .number(w.center.lon)),
-                            ("rad", .int(w.radiusM)), ("tst", .int(w.wtst)), ("rid", .string(w.rid))])
-        if let b = w.iBeacon {
-            // iOS reads an iBeacon region from its description: Name:UUID[:major[:minor]].
-            var desc = "\(w.desc.replacingOccurrences(of: ":", with: " ")):\(b.uuid)"
-            if let major = b.major {
-                desc += ":\(major)"
-                if let minor = b.minor { desc += ":\(minor)" }
-            }
-            o["desc"] = .string(desc)
-            o["uuid"] = .string(b.uuid)
-            if let major = b.major { o["major"] = .int(major) }
-            if let minor = b.minor { o["minor"] = .int(minor) }
-        }
-        return .object(o)
-    }
-
-    /// Two characters the apps key a friend by (`tid`): the name's first letter and one derived
-    /// from the user id, another when taken in this answer.
-    static func trackerID(user: UserID, name: String, taken: inout Set<String>) -> String {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-        let first = name.uppercased().first(where: { $0.isLetter && $0.isASCII }) ?? "X"
-        var h = 0
-        for b in user.rawValue.utf8 { h = (h &* 31 &+ Int(b)) & 0x7fff_ffff }
-        for k in 0..<alphabet.count * alphabet.count {
-            let a = k < alphabet.count ? first : alphabet[(k / alphabet.count) % alphabet.count]
-            let tid = String([a, alphabet[(h + k) % alphabet.count]])
-            if taken.insert(tid).inserted { return tid }
-        }
-        return "??"
+        return .json(bytes: try OwnTracksAnswer.encode(answer))
     }
 
     // MARK: Traccar Client / OsmAnd

@@ -114,18 +114,18 @@ extension AccountService {
         case .phoneStates:
             var out: [JSONObject] = []
             for row in rows {
-                let state = row["state"] ?? .null
-                let waypoints = state["waypoints"]?.arrayValue ?? []
-                let ids = waypoints.compactMap { $0.arrayValue?.dropFirst().first?.stringValue.flatMap(BeaconID.init) }
-                let seen = try await gate.visibleIDs(ids, to: viewer)
-                let regions: [JSONValue] = waypoints.compactMap { w in
-                    guard let a = w.arrayValue, a.count == 3, let rid = a[1].stringValue else { return nil }
-                    if let beacon = BeaconID(rid), !seen.contains(beacon) { return nil }
-                    return .object(["region": .string(rid), "description": a[2]])
+                // (A state this version cannot read is exported as no regions, like the phone
+                // that gets its regions again: `PhoneService.state`.)
+                let state = (row["state"]?.jsonString).flatMap { try? PhoneState(decoding: $0) } ?? .initial
+                let seen = try await gate.visibleIDs(state.waypoints.compactMap { BeaconID($0.rid) }, to: viewer)
+                let regions: [JSONValue] = state.waypoints.compactMap { w in
+                    if let beacon = BeaconID(w.rid), !seen.contains(beacon) { return nil }
+                    return .object(["region": .string(w.rid), "description": .string(w.desc)])
                 }
                 out.append(JSONObject([
                     ("client", row["client"] ?? .null), ("updated_at", row["updated_at"] ?? .null),
-                    ("refresh", .object(["lat": state["lat"] ?? .null, "lon": state["lon"] ?? .null, "radius_m": state["radius_m"] ?? .null])),
+                    ("refresh", .object(["lat": .number(state.refreshCenter.lat), "lon": .number(state.refreshCenter.lon),
+                                         "radius_m": .number(state.refreshRadius)])),
                     ("regions", .array(regions)),
                 ]))
             }

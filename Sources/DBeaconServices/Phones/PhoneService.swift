@@ -21,6 +21,16 @@ package struct PhoneWaypoint: Sendable, Hashable {
 
     package func hash(into h: inout Hasher) { h.combine(rid) }
 
+    package init(rid: String, desc: String, center: Position, radiusM: Int, wtst: Int,
+                 iBeacon: (uuid: String, major: Int?, minor: Int?)? = nil) {
+        self.rid = rid
+        self.desc = desc
+        self.center = center
+        self.radiusM = radiusM
+        self.wtst = wtst
+        self.iBeacon = iBeacon
+    }
+
     /// A `tst` for a region id: a fixed point in 2001–2031 derived from the id (FNV-1a), so the
     /// same region is the same waypoint on the phone across answers.
     package static func wtst(_ rid: String) -> Int {
@@ -36,6 +46,12 @@ package struct PhoneFriend: Sendable {
     package var user: UserID
     package var name: String
     package var location: UserLocation
+
+    package init(user: UserID, name: String, location: UserLocation) {
+        self.user = user
+        self.name = name
+        self.location = location
+    }
 }
 
 /// What a phone is told after its post.
@@ -46,6 +62,8 @@ package struct PhoneAnswer: Sendable {
     /// Group alerts addressed to the user since the phone's last post (a member out of range
     /// or back, joining or leaving), for the app to show as a friend's enter/leave.
     package var notices: [PhoneNotice] = []
+
+    package init() {}
 }
 
 /// A group alert, as the phone apps show a friend's transition: `member` enters or leaves
@@ -102,7 +120,7 @@ package struct PhoneService: Sendable {
     /// An OwnTracks post: fixes, transitions, beacons, in that order; then what the phone
     /// should be told. `client` names the phone among the user's (a device id, or a name for
     /// the user's own token).
-    package func ownTracks(fixes: [LocationFix], transitions: [(entered: Bool, rid: String?, wtst: Int?, desc: String?, position: Position?, at: Timestamp)],
+    package func ownTracks(fixes: [LocationFix], transitions: [PhoneTransition],
                            beacons: [SightingInput], user: UserID, client: String, by principal: Principal) async throws -> PhoneAnswer {
         var answer = PhoneAnswer()
         var latest: (Position, Timestamp)?
@@ -119,18 +137,21 @@ package struct PhoneService: Sendable {
             for t in transitions {
                 saw(t.position, t.at)
                 // The region: `rid`, else the waypoint DBeacon gave with that `wtst`, else `desc`.
-                let rid = t.rid ?? t.wtst.flatMap { stored?.byWtst[$0] } ?? t.desc.flatMap { d in stored?.byDesc[d] }
+                let rid = t.rid ?? t.wtst.flatMap { stored?.region(wtst: $0) } ?? t.desc.flatMap { stored?.region(desc: $0) }
                 guard let rid, rid != "refresh" else { continue }
-                // A region DBeacon did not give (the user's own waypoint), or one they may no
-                // longer see: left alone, as for any other app's region.
-                guard let found = try? await regions.crossings([(rid, t.entered, t.at, "rid")], by: principal) else { continue }
-                crossings += found
+                do {
+                    crossings += try await regions.crossings([(rid, t.entered, t.at, "rid")], by: principal)
+                } catch let error as DBeaconError where error.code == "unknown_region" {
+                    // A region DBeacon did not give (the user's own waypoint), or one they may
+                    // no longer see: left alone, as for any other app's region.
+                    continue
+                }
             }
             if !crossings.isEmpty { _ = try await fences.reportRegions(user: user, crossings: crossings) }
         }
         if !beacons.isEmpty { _ = try await sightings.process(beacons.map { .success($0) }, user: user) }
         // A phone's first post: no regions given yet (radius -1: no refresh circle to be inside).
-        var state = stored ?? StoredState(signature: "", refreshCenter: Position(lon: 0, lat: 0), refreshRadius: -1, waypoints: [])
+        var state = stored ?? .initial
         var changed = stored == nil
         if let (position, _) = latest, let (waypoints, regionsState) = try await waypoints(at: position, stored: stored, by: principal) {
             answer.waypoints = waypoints
@@ -146,16 +167,14 @@ package struct PhoneService: Sendable {
             let page = try await feed.events(by: principal, after: cursor, limit: 50)
             for event in page.items {
                 // (An erased member is not named: nothing to show.)
-                guard let entered = Self.noticeTypes[event.type], let member = event.data["member"]?.stringValue,
-                      member != user.rawValue, let groupID = event.data["group"]?.stringValue else { continue }
+                guard let entered = Self.noticeTypes[event.type], let data = event.groupMember, let member = data.member,
+                      member != user else { continue }
                 var groupLocation: Position?
                 if event.type == .memberLeft, let beacon = event.beacon {
                     groupLocation = try await groups.beacons.gate.beacons([beacon], for: principal).first?.location
                 }
-                answer.notices.append(PhoneNotice(member: UserID(uncheckedRawValue: member),
-                                                  group: event.data["name"]?.stringValue ?? groupID, groupID: groupID,
-                                                  entered: entered, at: event.createdAt, memberName: event.data["member_name"]?.stringValue,
-                                                  groupLocation: groupLocation))
+                answer.notices.append(PhoneNotice(member: member, group: data.name, groupID: data.group.rawValue, entered: entered,
+                                                  at: event.createdAt, memberName: data.memberName, groupLocation: groupLocation))
             }
             var next = cursor
             if let last = page.items.last { next = try await feed.position(after: last.id, by: principal) ?? next }
@@ -165,15 +184,15 @@ package struct PhoneService: Sendable {
             state.events = try await feed.latestPosition()
             changed = true
         }
-        if changed { try await devices.setPhoneState(user: user, client: client, state: state.json, at: clock.now()) }
+        if changed { try await devices.setPhoneState(user: user, client: client, state: try state.encoded(), at: clock.now()) }
         return answer
     }
 
     /// The regions at `position`, when they differ from what the phone was last given or the
     /// phone left the refresh circle it was given (with the state to store); nil when the
     /// phone's regions still hold.
-    func waypoints(at position: Position, stored: StoredState?,
-                   by principal: Principal) async throws -> ([PhoneWaypoint], StoredState)? {
+    func waypoints(at position: Position, stored: PhoneState?,
+                   by principal: Principal) async throws -> ([PhoneWaypoint], PhoneState)? {
         let found = try await regions.regions(at: position, max: Self.maxRegions, tags: [], by: principal)
         var waypoints: [PhoneWaypoint] = []
         var refresh: (Position, Double)?
@@ -200,8 +219,8 @@ package struct PhoneService: Sendable {
         let signature = waypoints.filter { $0.rid != "refresh" }.map { "\($0.rid)@\($0.center.lat),\($0.center.lon),\($0.radiusM)" }.joined(separator: ";")
         if let stored, stored.signature == signature,
            Geodesy.distance(stored.refreshCenter, position) <= stored.refreshRadius { return nil }
-        let state = StoredState(signature: signature, refreshCenter: refresh?.0 ?? position, refreshRadius: refresh?.1 ?? 0,
-                                waypoints: waypoints.map { ($0.wtst, $0.rid, $0.desc) })
+        let state = PhoneState(signature: signature, refreshCenter: refresh?.0 ?? position, refreshRadius: refresh?.1 ?? 0,
+                               waypoints: waypoints.map { PhoneState.Waypoint(wtst: $0.wtst, rid: $0.rid, desc: $0.desc) })
         return (waypoints, state)
     }
 
@@ -210,7 +229,12 @@ package struct PhoneService: Sendable {
     func friends(of user: UserID, by principal: Principal) async throws -> [PhoneFriend] {
         var latest: [UserID: PhoneFriend] = [:]
         for group in try await groups.mine(by: principal) {
-            guard let status = try? await groups.status(group.id, by: principal) else { continue }
+            let status: GroupStatus
+            do {
+                status = try await groups.status(group.id, by: principal)
+            } catch let error as DBeaconError where error.kind == .notFound {
+                continue // the group ended between the listing and its status
+            }
             for m in status.members where m.user != user {
                 guard let l = m.location else { continue }
                 if let known = latest[m.user], known.location.fixAt >= l.fixAt { continue }
@@ -228,49 +252,10 @@ package struct PhoneService: Sendable {
 
     // MARK: What the phone was told
 
-    struct StoredState {
-        var signature: String
-        var refreshCenter: Position
-        var refreshRadius: Double
-        var waypoints: [(wtst: Int, rid: String, desc: String)]
-        /// The log position up to which the phone was told of group alerts.
-        var events: Int64?
-
-        var byWtst: [Int: String] { Dictionary(waypoints.map { ($0.wtst, $0.rid) }, uniquingKeysWith: { a, _ in a }) }
-        var byDesc: [String: String] { Dictionary(waypoints.map { ($0.desc, $0.rid) }, uniquingKeysWith: { a, _ in a }) }
-
-        var json: String {
-            JSONWriter.string(.object(JSONObject([
-                ("signature", .string(signature)), ("lat", .number(refreshCenter.lat)), ("lon", .number(refreshCenter.lon)),
-                ("radius_m", .number(refreshRadius)),
-                ("waypoints", .array(waypoints.map { .array([.number(Double($0.wtst)), .string($0.rid), .string($0.desc)]) })),
-                ("events", events.map { .number(Double($0)) } ?? .null),
-            ])))
-        }
-
-        init(signature: String, refreshCenter: Position, refreshRadius: Double, waypoints: [(wtst: Int, rid: String, desc: String)]) {
-            self.signature = signature
-            self.refreshCenter = refreshCenter
-            self.refreshRadius = refreshRadius
-            self.waypoints = waypoints
-        }
-
-        init?(json text: String) {
-            guard let o = try? JSONParser.parse(Array(text.utf8)), let signature = o["signature"]?.stringValue,
-                  let lat = o["lat"]?.numberValue, let lon = o["lon"]?.numberValue, let r = o["radius_m"]?.numberValue else { return nil }
-            self.signature = signature
-            refreshCenter = Position(lon: lon, lat: lat)
-            refreshRadius = r
-            waypoints = (o["waypoints"]?.arrayValue ?? []).compactMap { w in
-                guard let a = w.arrayValue, a.count == 3, let t = a[0].numberValue, let rid = a[1].stringValue,
-                      let desc = a[2].stringValue else { return nil }
-                return (Int(t), rid, desc)
-            }
-            events = o["events"]?.numberValue.map { Int64($0) }
-        }
-    }
-
-    func state(user: UserID, client: String) async throws -> StoredState? {
-        try await devices.phoneState(user: user, client: client).flatMap(StoredState.init(json:))
+    /// The phone's stored state; nil before its first post. A state this version cannot read
+    /// (written by another one) counts as none: the phone is simply given its regions again.
+    func state(user: UserID, client: String) async throws -> PhoneState? {
+        guard let text = try await devices.phoneState(user: user, client: client) else { return nil }
+        return try? PhoneState(decoding: text)
     }
 }

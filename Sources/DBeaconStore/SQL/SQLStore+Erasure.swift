@@ -207,10 +207,8 @@ extension SQLStore {
                 UNION SELECT user_id FROM group_members WHERE group_id = $1 AND status = 'active' AND user_id <> $2
                 """, [group.rawValue, id.rawValue]).map { UserID(uncheckedRawValue: try $0.string("user_id")) }.sorted()
             // The member is not named: the notice says that someone left, and why.
-            let data = JSONObject([
-                ("group", .string(group.rawValue)), ("beacon", .string(beacon.rawValue)), ("name", .string(name)),
-                ("member", .null), ("member_name", .null), ("reason", .string("account_deleted")), ("at", .string(at.rfc3339)),
-            ])
+            let data = GroupMemberEventData(group: group, beacon: beacon, name: name, member: nil, memberName: nil,
+                                            extra: ["reason": .string("account_deleted"), "at": .string(at.rfc3339)]).json
             groupNotices += others.map { Event(type: .memberLeft, createdAt: at, recipient: $0, beacon: beacon, data: data) }
         }
         for rule in ErasurePlan.rules where !skipping.contains(rule.table) {

@@ -319,9 +319,7 @@ package struct GroupService: LocationListener {
     }
 
     static func memberData(_ group: TrackedGroup, member: UserID, name: String, extra: [(String, JSONValue)]) -> JSONObject {
-        JSONObject([
-            ("group", .string(group.id.rawValue)), ("beacon", .string(group.beacon.rawValue)), ("name", .string(group.name)),
-            ("member", .string(member.rawValue)), ("member_name", .string(name)),
-        ] + extra)
+        GroupMemberEventData(group: group.id, beacon: group.beacon, name: group.name, member: member, memberName: name,
+                             extra: JSONObject(extra)).json
     }
 }

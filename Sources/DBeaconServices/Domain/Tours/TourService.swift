@@ -282,7 +282,7 @@ package struct TourService: LocationListener {
             var at: [BeaconID: Timestamp] = [:]
             for e in entered {
                 guard let b = e.beacon, at[b] == nil else { continue }
-                at[b] = e.data["at"]?.stringValue.flatMap(Timestamp.init(rfc3339:)) ?? location.fixAt
+                at[b] = e.occurredAt ?? location.fixAt
             }
             let followed = try await store.followedTours(user: location.user, containing: Array(at.keys))
             let visits = followed.compactMap { f -> TourVisit? in

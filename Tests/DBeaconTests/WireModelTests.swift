@@ -1,0 +1,53 @@
+import DBeaconAPI
+import DBeaconCore
+import DBeaconServices
+import Foundation
+import Testing
+
+/// The typed wire models (issue 44): what they write is what the clients and earlier
+/// versions read.
+@Suite struct WireModelTests {
+    /// A phone state as the version before the typed model wrote it (numbers as doubles, the
+    /// waypoints as triples) is read back whole, and what is written now reads back equal.
+    @Test func phoneStatesOfEarlierVersionsStillRead() throws {
+        let old = #"{"signature":"bcn_a@48.7,9.1,200","lat":48.7784,"lon":9.18,"radius_m":2999.5,"# +
+            #""waypoints":[[1733916125,"bcn_a","open meeting"],[1368957396,"refresh","DBeacon: regions nearby"]],"events":42}"#
+        let state = try PhoneState(decoding: old)
+        #expect(state.signature == "bcn_a@48.7,9.1,200")
+        #expect(state.refreshCenter == Position(lon: 9.18, lat: 48.7784) && state.refreshRadius == 2999.5)
+        #expect(state.region(wtst: 1733916125) == "bcn_a" && state.region(desc: "DBeacon: regions nearby") == "refresh")
+        #expect(state.events == 42)
+        #expect(try PhoneState(decoding: try state.encoded()) == state)
+        var fresh = PhoneState.initial
+        fresh.events = nil
+        #expect(try PhoneState(decoding: try fresh.encoded()) == fresh)
+        #expect(throws: (any Error).self) { try PhoneState(decoding: #"{"lat":1}"#) }
+    }
+
+    /// The OwnTracks answer: the same answer is the same bytes, each message starts with its
+    /// `_type`, absent iBeacon fields are left out and slashes are not escaped.
+    @Test func ownTracksAnswersAreStableAndTyped() throws {
+        var answer = PhoneAnswer()
+        answer.waypoints = [
+            PhoneWaypoint(rid: "bcn_a", desc: "Café", center: Position(lon: 9.18, lat: 48.7784), radiusM: 200, wtst: 7),
+            PhoneWaypoint(rid: "reg_b", desc: "Hall: east", center: Position(lon: 9.18, lat: 48.7784), radiusM: 0, wtst: 8,
+                          iBeacon: ("F7826DA6-4FA2-4E98-8024-BC5B71E0893E", 1, nil)),
+        ]
+        answer.friends = [PhoneFriend(user: UserID(uncheckedRawValue: "usr_ann"), name: "Ann",
+                                      location: UserLocation(user: UserID(uncheckedRawValue: "usr_ann"), position: Position(lon: 9.1, lat: 48.7),
+                                                             accuracyM: 12.4, fixAt: Timestamp(millis: 1_795_262_400_000),
+                                                             receivedAt: Timestamp(millis: 1_795_262_400_000)))]
+        let bytes = try OwnTracksAnswer.encode(answer)
+        #expect(try OwnTracksAnswer.encode(answer) == bytes)
+        let text = String(decoding: bytes, as: UTF8.self)
+        let messages = try #require(try JSONParser.parse(bytes).arrayValue)
+        #expect(messages.count == 4)
+        #expect(messages.map { $0["_type"]?.stringValue } == ["cmd", "cmd", "card", "location"])
+        for m in messages { #expect(m.objectValue?.keys.first == "_type", "\(m)") }
+        let waypoints = messages[1]["waypoints"]?["waypoints"]?.arrayValue ?? []
+        #expect(waypoints.first?["uuid"] == nil && waypoints.first?["major"] == nil)
+        #expect(waypoints.last?["desc"] == "Hall  east:F7826DA6-4FA2-4E98-8024-BC5B71E0893E:1" && waypoints.last?["minor"] == nil)
+        #expect(messages[3]["acc"] == 12 && messages[3]["tst"] == 1_795_262_400 && messages[3]["topic"] == "owntracks/usr_ann/dbeacon")
+        #expect(!text.contains("\\/"))
+    }
+}
