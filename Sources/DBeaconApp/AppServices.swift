@@ -154,7 +154,7 @@ package struct AppServices: Sendable {
             webhooks: WebhookService(store: store, ssrf: ssrf, clock: clock, wake: wake),
             deliverer: WebhookDeliverer(feed: feed, ssrf: ssrf, clock: clock, schedule: config.webhookRetrySchedule,
                                         wake: wake, logger: logger),
-            feed: feed, notifier: EventNotifier(store: store), ticker: ticker, relay: BeaconChangeRelay(changes: changes, fences: fences, logger: logger),
+            feed: feed, notifier: EventNotifier(store: store, commits: store, logger: logger), ticker: ticker, relay: BeaconChangeRelay(changes: changes, fences: fences, logger: logger),
             poller: RemoteChangePoller(store: store, logger: logger),
             domain: await DomainServices.make(beacons: beacons, store: store, fences: fences, config: config.services, logger: logger),
             registry: registry,

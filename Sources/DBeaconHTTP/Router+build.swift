@@ -5,8 +5,8 @@ import HummingbirdCore
 package import Logging
 package import ServiceLifecycle
 
-/// The HTTP server on the services: the routes, the connection guards, and `background` (the
-/// deliverer, the tickers) run beside it. `DBeaconApp` makes the services; tests build the same
+/// The HTTP server on the services: the routes, the connection guards, the event streams'
+/// notifier, and `background` (the deliverer, the tickers) run beside it. `DBeaconApp` makes the services; tests build the same
 /// server on services of their own.
 package func buildApplication(_ services: RouterServices, background: [any Service], logger: Logger) -> some ApplicationProtocol {
     let metrics = AppMetrics()
@@ -21,7 +21,7 @@ package func buildApplication(_ services: RouterServices, background: [any Servi
             additionalChannelHandlers: [ConnectionGuard(limits: limits, counter: counter)])),
         configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "dbeacon",
                              availableConnectionsDelegate: MaximumAvailableConnections(maxConnections, logger: logger)),
-        services: background,
+        services: [services.notifier] + background,
         logger: logger
     )
 }

@@ -8,6 +8,10 @@ package protocol BeaconChangeFeed: AnyObject, Sendable {
     func observeChanges(_ observer: @escaping @Sendable (BeaconChange) -> Void)
     /// Called after every commit of this process (wakes the webhook deliverer).
     func observeCommits(_ waker: @escaping @Sendable () -> Void)
+    /// Called after a commit that appended events to the log: this process's, and other
+    /// processes' (PostGIS: through NOTIFY; SpatiaLite: any commit of another connection to
+    /// the file, noticed by `pollRemoteChanges`, may have). Wakes the event streams' notifier.
+    func observeEventCommits(_ waker: @escaping @Sendable () -> Void)
     /// Receives beacon changes committed by other processes sharing the database: other
     /// server nodes on PostGIS (LISTEN/NOTIFY), the CLI writing to the same SpatiaLite file
     /// (found by `pollRemoteChanges`).

@@ -85,9 +85,9 @@ struct EventStreamController {
         }
         // The notifier reads the log from here on: every event committed after the first read
         // below is one it will see.
-        await notifier.start()
         let from: Int64
         do {
+            try await notifier.ready()
             if let start { from = start } else { from = try await feed.latestPosition() }
         } catch {
             streams.release(key)
@@ -100,6 +100,7 @@ struct EventStreamController {
         let watch = context.tokenHash == nil ? nil : auth.watch(context.caller) { notifier.interrupt(handle) }
         let channel = context.channel
         // The client going away (its input closing, or the connection) ends the stream now.
+        // (Fails only when the connection is already closed: the stream's first write then ends it.)
         try? await channel.pipeline.addHandler(PeerWatcher { notifier.interrupt(handle) }, position: .first).get()
         // Close the connection once the response ends (`Connection: close` is sent too).
         channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())

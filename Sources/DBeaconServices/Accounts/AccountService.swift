@@ -165,7 +165,9 @@ package final class AccountService: Sendable {
             await fences.restore(id)
             throw error
         }
-        // Again, in case a reload read their state back while the transaction ran.
+        // Again, in case a reload read their state back while the transaction ran. The user is
+        // dropped from memory before anything can fail; what may fail is waiting for the
+        // engine's pending writes, which the erasure (committed) no longer depends on.
         try? await fences.forget(id)
         if let report, let afterErasure {
             let task = Task { await afterErasure(id, report) }

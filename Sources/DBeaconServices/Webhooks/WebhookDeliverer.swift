@@ -167,11 +167,15 @@ package struct WebhookDeliverer: Service {
             }
             request.body = .bytes(ByteBuffer(bytes: body))
             let response = try await client.execute(request, timeout: .seconds(Int64(timeout.components.seconds)))
+            // The body is drained so the connection can close cleanly; only the status counts,
+            // so a receiver that sends a broken or huge body has still answered.
             _ = try? await response.body.collect(upTo: 64 * 1024)
             let retryAfter = response.headers.first(name: "Retry-After").flatMap(Self.parseRetryAfter)
             try await client.shutdown()
             return SendResult(status: Int(response.status.code), retryAfter: retryAfter)
         } catch {
+            // The request's error is the one to report; a client that also fails to shut down
+            // has nothing left to release.
             try? await client.shutdown()
             throw error
         }

@@ -124,12 +124,15 @@ final class PostgresObservers: Sendable {
     let listenedBefore = Mutex(false)
     /// Told of account changes (this node's and, through NOTIFY, other nodes').
     let accounts = AccountObservers()
+    /// Told after commits that appended events (this node's, and through NOTIFY other nodes').
+    let events = LockedFunction<@Sendable () -> Void>()
 }
 
 /// The NOTIFY payload of one change: `node kind id`, a beacon's (the location of a move is
-/// re-read) or, for `a`, a user's whose account changed (a token, disabled, erased).
+/// re-read) or, for `a`, a user's whose account changed (a token, disabled, erased), or, for
+/// `e`, that the transaction appended events (id `-`).
 struct ChangeNotice {
-    enum Kind: String { case upsert = "u", delete = "d", move = "m", account = "a" }
+    enum Kind: String { case upsert = "u", delete = "d", move = "m", account = "a", events = "e" }
     var node: String
     var kind: Kind
     /// The beacon's id, or the user's for `account`.
@@ -144,6 +147,12 @@ struct ChangeNotice {
         case .delete(let b): kind = .delete; id = b.rawValue
         case .move(let b, _): kind = .move; id = b.rawValue
         }
+    }
+
+    init(eventsBy node: String) {
+        self.node = node
+        kind = .events
+        id = "-"
     }
 
     init(account user: UserID, node: String) {
@@ -221,11 +230,18 @@ extension PostgresStore {
                                     logger.notice("PostgreSQL listener reconnected; resynchronising")
                                     feed.catchingUp(true)
                                     try await resync()
+                                    // Events committed while no listener was connected are news too.
+                                    observers.events.value?()
                                 }
                                 feed.catchingUp(false)
                                 for await notice in queue {
                                     if notice.kind == .account {
                                         observers.accounts.notify([UserID(uncheckedRawValue: notice.id)])
+                                        feed.applied()
+                                        continue
+                                    }
+                                    if notice.kind == .events {
+                                        observers.events.value?()
                                         feed.applied()
                                         continue
                                     }

@@ -131,6 +131,12 @@ package final class PostgresStore: SQLStore {
         observers.local.setOutboxWaker(waker)
     }
 
+    /// Registers the function called after commits that appended events: this node's, and
+    /// other nodes' through NOTIFY.
+    package func observeEventCommits(_ waker: @escaping @Sendable () -> Void) {
+        observers.events.value = waker
+    }
+
     /// Registers the function that receives beacon changes committed by other processes.
     package func observeRemoteChanges(_ observer: @escaping @Sendable (BeaconChange) -> Void) {
         observers.remote.set(observer)
@@ -195,7 +201,7 @@ package final class PostgresStore: SQLStore {
     /// reports them to the local observer after commit.
     package func write<T: Sendable>(_ body: @escaping @Sendable (any SQLSession, inout SQLWriteLog) async throws -> T) async throws -> T {
         let observers = observers, channel = channel, node = node
-        let (result, changes, accounts): (T, [BeaconChange], [UserID]) = try await transaction("BEGIN") { plain in
+        let (result, changes, accounts, wroteEvents): (T, [BeaconChange], [UserID], Bool) = try await transaction("BEGIN") { plain in
             let deferred = DeferredEvents()
             var tx = plain
             tx.deferredEvents = deferred
@@ -203,20 +209,23 @@ package final class PostgresStore: SQLStore {
             let result = try await body(tx, &log)
             try await Self.settleTouched(&log, db: tx)
             // The events last, under the lock that orders commits by seq (`DeferredEvents`).
-            try await Self.writeDeferredEvents(plain, deferred.take())
+            let events = deferred.take()
+            try await Self.writeDeferredEvents(plain, events)
             // One round trip for all of the transaction's notices, in order (a bulk insert of
             // thousands of beacons used to pay one per beacon).
             let notices = log.changes.map { ChangeNotice($0, node: node.id).payload }
                 + log.accountsChanged.map { ChangeNotice(account: $0, node: node.id).payload }
+                + (events.isEmpty ? [] : [ChangeNotice(eventsBy: node.id).payload])
             if !notices.isEmpty {
                 _ = try await tx.rows("SELECT pg_notify($1, n.payload) FROM unnest($2::text[]) WITH ORDINALITY AS n(payload, i) ORDER BY n.i",
                                       [channel, notices])
             }
-            return (result, log.changes, log.accountsChanged)
+            return (result, log.changes, log.accountsChanged, !events.isEmpty)
         }
         if let notify = observers.local.observer { for change in changes { notify(change) } }
         if !accounts.isEmpty { observers.accounts.notify(accounts) }
         observers.local.outboxWaker?()
+        if wroteEvents { observers.events.value?() }
         return result
     }
 

@@ -16,10 +16,13 @@ package protocol SQLSession: Sendable {
     /// Where a write transaction collects its events until just before it commits (PostgreSQL,
     /// see `DeferredEvents`); nil: events are inserted where they are made (SQLite).
     var deferredEvents: DeferredEvents? { get }
+    /// Set when the transaction appended events (SQLite's write transactions; nil elsewhere).
+    var eventMark: EventMark? { get }
 }
 
 extension SQLSession {
     package var deferredEvents: DeferredEvents? { nil }
+    package var eventMark: EventMark? { nil }
 
     @discardableResult
     package func rows(_ sql: String) async throws -> [SQLRow] { try await rows(sql, []) }
@@ -57,6 +60,18 @@ package struct SQLStatement: Sendable {
 /// Taking the seqs under a lock held through the commit makes commit order seq order. Taking
 /// it last, when nothing else is left to lock (events have no foreign keys to rows another
 /// transaction could hold), keeps it free of deadlocks with the transactions' other locks.
+/// Whether a write transaction appended events, for the wake-up after its commit.
+package final class EventMark: Sendable {
+    private let written = Atomic(false)
+
+    package init() {}
+
+    func set() { written.store(true, ordering: .relaxed) }
+
+    /// True once events were appended.
+    package var isSet: Bool { written.load(ordering: .relaxed) }
+}
+
 package final class DeferredEvents: Sendable {
     private let events = Mutex<[Event]>([])
 

@@ -15,6 +15,7 @@ extension SQLStore {
             return
         }
         try await writeEvents(db, try await addressedToUsers(db, events))
+        db.eventMark?.set()
     }
 
     /// The events whose recipients are users still. A decision read before a user was erased

@@ -227,6 +227,7 @@ private let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.sel
 /// A transaction on one SQLite connection, for the shared store code.
 struct SQLiteSession: SQLSession {
     let connection: SQLiteConnection
+    var eventMark: EventMark? = nil
     var dialect: SQLDialect { .sqlite }
 
     func rows(_ sql: String, _ arguments: [any SQLArgument]) async throws -> [SQLRow] {

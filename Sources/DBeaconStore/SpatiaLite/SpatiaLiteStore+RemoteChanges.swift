@@ -114,7 +114,8 @@ extension SpatiaLiteStore: BeaconChangeFeed {
             cursor.lastPrune = now
             _ = try db.rows("DELETE FROM beacon_changes WHERE created_at < $1", [now.adding(seconds: -Self.changeLogRetention).millis])
         }
-        guard version != cursor.dataVersion || force else { return 0 }
+        let remoteCommit = version != cursor.dataVersion
+        guard remoteCommit || force else { return 0 }
         cursor.dataVersion = version
         var fences = false, accounts = false
         try db.execute("BEGIN")
@@ -149,6 +150,9 @@ extension SpatiaLiteStore: BeaconChangeFeed {
         if let observer = cursor.observer { for change in changes { observer(change) } }
         if fences { cursor.fenceWrites?() }
         if accounts { accountObservers.notify([nil]) }
+        // Another connection committed: it may have appended events (the CLI's fixes and
+        // sightings do); the notifier reads the log, which is cheap when nothing is new.
+        if remoteCommit { eventWaker.value?() }
         return counter
 }
 }

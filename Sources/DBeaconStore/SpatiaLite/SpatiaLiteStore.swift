@@ -18,6 +18,8 @@ package final class SpatiaLiteStore: SQLStore {
     private let readPermits: AsyncSemaphore
     /// Called after each commit that changed beacons, in commit order.
     private let changeObserver = ChangeObserverBox()
+    /// Told after commits that appended events (`observeEventCommits`).
+    let eventWaker = LockedFunction<@Sendable () -> Void>()
     /// Told of account changes: this process's after commit, other processes' when polled.
     package let accountObservers = AccountObservers()
     /// This instance's tag in `beacon_changes`: its own rows are skipped when polling.
@@ -81,6 +83,12 @@ package final class SpatiaLiteStore: SQLStore {
         changeObserver.setOutboxWaker(waker)
     }
 
+    /// Registers the function called after commits that appended events (this process's, and
+    /// any of another connection: see `pollRemoteChanges`).
+    package func observeEventCommits(_ waker: @escaping @Sendable () -> Void) {
+        eventWaker.value = waker
+    }
+
     // MARK: Transactions
 
     /// Runs `body` in a write transaction, logs its beacon changes for other processes, and
@@ -100,9 +108,10 @@ package final class SpatiaLiteStore: SQLStore {
         let before = writer.totalChanges
         try writer.execute("BEGIN IMMEDIATE")
         var log = SQLWriteLog()
+        let events = EventMark()
         let result: T
         do {
-            result = try await body(SQLiteSession(connection: writer), &log)
+            result = try await body(SQLiteSession(connection: writer, eventMark: events), &log)
             try await Self.settleTouched(&log, db: SQLiteSession(connection: writer))
             try logChanges(log, on: writer)
             try writer.execute("COMMIT")
@@ -113,6 +122,7 @@ package final class SpatiaLiteStore: SQLStore {
         if let notify = changeObserver.observer { for change in log.changes { notify(change) } }
         if !log.accountsChanged.isEmpty { accountObservers.notify(log.accountsChanged) }
         if writer.totalChanges != before { changeObserver.outboxWaker?() }
+        if events.isSet { eventWaker.value?() }
         return result
     }
 
