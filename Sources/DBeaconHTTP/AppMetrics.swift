@@ -20,7 +20,7 @@ package final class AppMetrics: Sendable {
             namespace: "dbeacon", metricName: "index_pending_polygons", unitName: "count",
             helpText: "Polygons whose exact test the in-memory index is still preparing after start-up"))
         feedConnected = registry.makeGauge(descriptor: MetricNameDescriptor(
-            namespace: "dbeacon", metricName: "change_feed_connected",
+            namespace: "dbeacon", metricName: "change_feed_connected", unitName: "",
             helpText: "1 while the PostgreSQL change feed is connected and caught up (always 1 on SpatiaLite)"))
         feedLag = registry.makeGauge(descriptor: MetricNameDescriptor(
             namespace: "dbeacon", metricName: "change_feed_lag", unitName: "seconds",

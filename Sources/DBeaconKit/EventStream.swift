@@ -1,6 +1,6 @@
-public import Foundation
+import Foundation
 import HTTPTypes
-public import OpenAPIRuntime
+import OpenAPIRuntime
 
 /// Why `Client.events(after:)` stopped.
 public enum DBeaconEventStreamError: Error, Sendable, Equatable {

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// The regions a phone should monitor, from `GET /v1/regions` (`Client.listMonitoredRegions`),
 /// and what to change in the phone's region monitor when a new answer arrives.

@@ -1,4 +1,4 @@
-package import DBeaconCore
+import DBeaconCore
 import Dispatch
 import Synchronization
 

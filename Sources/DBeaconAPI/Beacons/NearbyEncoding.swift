@@ -1,4 +1,4 @@
-package import DBeaconCore
+import DBeaconCore
 import DBeaconGeo
 package import DBeaconServices
 import Synchronization

@@ -1,4 +1,4 @@
-package import DBeaconCore
+import DBeaconCore
 package import DBeaconServices
 import Foundation
 

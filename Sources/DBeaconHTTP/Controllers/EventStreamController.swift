@@ -155,7 +155,7 @@ struct EventStreamController {
 /// Tells the event stream that its client went away: the connection's input closed (the
 /// client closed its side or died) or the connection closed. First in the pipeline, it sees
 /// the socket's own events and passes everything on.
-private final class PeerWatcher: ChannelInboundHandler, RemovableChannelHandler {
+private final class PeerWatcher: ChannelInboundHandler, RemovableChannelHandler, Sendable {
     typealias InboundIn = ByteBuffer
     let gone: @Sendable () -> Void
 

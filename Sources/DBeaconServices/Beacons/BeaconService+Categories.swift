@@ -1,6 +1,6 @@
 package import DBeaconCore
 import DBeaconGeo
-package import DBeaconStore
+import DBeaconStore
 
 /// Categories (tags), as the original app's category view: the tags in use with their counts,
 /// and following a category to hear of new beacons with that tag near one's last location.

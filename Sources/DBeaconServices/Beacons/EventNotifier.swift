@@ -1,7 +1,7 @@
 package import DBeaconCore
 package import DBeaconStore
 package import Logging
-package import ServiceLifecycle
+import ServiceLifecycle
 import Synchronization
 
 /// Wakes the open event streams of this process when events for their reader are committed,

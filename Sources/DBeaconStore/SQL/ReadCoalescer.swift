@@ -1,4 +1,4 @@
-package import DBeaconCore
+import DBeaconCore
 import Synchronization
 
 /// Many concurrent reads of one kind, each for its own key, answered by one statement for all

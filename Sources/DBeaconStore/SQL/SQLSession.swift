@@ -1,4 +1,4 @@
-package import DBeaconCore
+import DBeaconCore
 import Synchronization
 
 /// One connection inside a transaction (a write, or a read snapshot), on either database.

@@ -2,69 +2,10 @@ package import DBeaconCore
 import DBeaconGeo
 import Foundation
 
-/// Settings, users, beacons and followers, on either database. Circles are stored as their
+/// Beacons, on either database. Circles are stored as their
 /// geodesic bounding boxes (so the spatial index finds them) and tested exactly in Swift with
 /// `Geodesy.circleContains`, as the in-memory index does.
 extension SQLStore {
-    // MARK: Settings and users
-
-    package func setting(_ key: String) async throws -> String? {
-        try await read { db in try await db.row("SELECT value FROM settings WHERE key = $1", [key])?.string("value") }
-    }
-
-    package func setSettingIfAbsent(_ key: String, value: String) async throws -> String {
-        try await write { db, _ in
-            try await db.rows("INSERT INTO settings(key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING", [key, value])
-            return try await db.row("SELECT value FROM settings WHERE key = $1", [key])?.string("value") ?? value
-        }
-    }
-
-    package func setSetting(_ key: String, value: String) async throws {
-        _ = try await write { db, _ in
-            try await db.rows("INSERT INTO settings(key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                              [key, value])
-        }
-    }
-
-    /// Adds a user; `conflict` (`user_id_retired`) for the id of an erased user, which is never
-    /// issued again.
-    package func createUser(_ user: User, tokenHash: [UInt8]) async throws {
-        try await write { db, _ in
-            let inserted = try await db.rows("""
-                INSERT INTO users(id, name, token_hash, created_at)
-                SELECT $1, $2, $3, $4 WHERE NOT EXISTS (SELECT 1 FROM retired_users WHERE id_hash = $5)
-                RETURNING id
-                """, [user.id.rawValue, user.name, SQLBlob(tokenHash), user.createdAt.millis, SQLBlob(RetiredIDs.hash(user.id))])
-            guard !inserted.isEmpty else {
-                throw DBeaconError.conflict("user id \(user.id) belonged to an erased user and is never issued again",
-                                            code: "user_id_retired", path: "id")
-            }
-        }
-    }
-
-    package func user(tokenHash: [UInt8]) async throws -> User? {
-        try await read { db in
-            try await db.row("SELECT \(Self.userColumns) FROM users WHERE token_hash = $1", [SQLBlob(tokenHash)]).map(Self.user(from:))
-        }
-    }
-
-    package func user(id: UserID) async throws -> User? {
-        try await read { db in
-            try await db.row("SELECT \(Self.userColumns) FROM users WHERE id = $1", [id.rawValue]).map(Self.user(from:))
-        }
-    }
-
-    package func users(named name: String) async throws -> [User] {
-        try await read { db in
-            try await db.rows("SELECT \(Self.userColumns) FROM users WHERE name = $1 ORDER BY created_at", [name]).map(Self.user(from:))
-        }
-    }
-
-    static func user(from row: SQLRow) throws -> User {
-        User(id: UserID(uncheckedRawValue: try row.string("id")), name: try row.string("name"), createdAt: try row.timestamp("created_at"),
-             disabledAt: try row.optionalTimestamp("disabled_at"), tokenRotatedAt: try row.optionalTimestamp("token_rotated_at"))
-    }
-
     // MARK: Writes
 
     package func insertBeacon(_ beacon: Beacon, events: [Event]) async throws {
@@ -502,56 +443,6 @@ extension SQLStore {
         }
     }
 
-    // MARK: Followers
-
-    package func follow(beacon: BeaconID, user: UserID, at: Timestamp) async throws -> Bool {
-        try await write { db, log in try await Self.addFollower(db, beacon: beacon, user: user, at: at, log: &log) }
-    }
-
-    package func unfollow(beacon: BeaconID, user: UserID) async throws -> Bool {
-        try await write { db, log in try await Self.removeFollower(db, beacon: beacon, user: user, log: &log) }
-    }
-
-    @discardableResult
-    static func addFollower(_ db: any SQLSession, beacon: BeaconID, user: UserID, at: Timestamp, log: inout SQLWriteLog) async throws -> Bool {
-        let added = try await db.rows("""
-            INSERT INTO followers(beacon_id, user_id, created_at) VALUES ($1, $2, $3) ON CONFLICT (beacon_id, user_id) DO NOTHING
-            RETURNING seq
-            """, [beacon.rawValue, user.rawValue, at.millis])
-        guard !added.isEmpty else { return false }
-        try await db.rows("UPDATE beacons SET followers_count = followers_count + 1 WHERE id = $1", [beacon.rawValue])
-        log.touch(beacon)
-        return true
-    }
-
-    @discardableResult
-    static func removeFollower(_ db: any SQLSession, beacon: BeaconID, user: UserID, log: inout SQLWriteLog) async throws -> Bool {
-        let removed = try await db.rows("DELETE FROM followers WHERE beacon_id = $1 AND user_id = $2 RETURNING seq",
-                                        [beacon.rawValue, user.rawValue])
-        guard !removed.isEmpty else { return false }
-        try await db.rows("UPDATE beacons SET followers_count = followers_count - 1 WHERE id = $1", [beacon.rawValue])
-        log.touch(beacon)
-        return true
-    }
-
-    package func followers(of beacon: BeaconID, limit: Int, after: Int64?) async throws -> Page<Follower> {
-        try await read { db in
-            let rows = try await db.rows("""
-                SELECT f.seq, f.user_id, f.created_at, u.name FROM followers f JOIN users u ON u.id = f.user_id
-                WHERE f.beacon_id = $1 AND f.seq > $2 ORDER BY f.seq LIMIT $3
-                """, [beacon.rawValue, after ?? 0, limit + 1])
-            let page = rows.prefix(limit)
-            return Page(items: try page.map { Follower(user: UserID(uncheckedRawValue: try $0.string("user_id")), name: try $0.string("name"),
-                                                       since: try $0.timestamp("created_at")) },
-                        next: rows.count > limit ? try page.last?.int64("seq") : nil)
-        }
-    }
-
-    package func isFollowing(beacon: BeaconID, user: UserID) async throws -> Bool {
-        try await read { db in
-            try await db.exists("SELECT 1 FROM followers WHERE beacon_id = $1 AND user_id = $2", [beacon.rawValue, user.rawValue])
-        }
-    }
 }
 
 /// The columns of `SQLStore.beaconColumns` in one result.

@@ -1,4 +1,4 @@
-package import DBeaconCore
+import DBeaconCore
 import DBeaconGeo
 import DBeaconStore
 
