@@ -6,6 +6,7 @@ import Synchronization
 /// Prometheus metrics of one application instance (a registry of its own, so tests that
 /// build several apps in one process do not collide).
 package final class AppMetrics: Sendable {
+    /// This instance's registry, which `exposition` renders.
     let registry = PrometheusCollectorRegistry()
     private let beaconsGauge: Gauge
     private let pendingGauge: Gauge
@@ -44,6 +45,9 @@ package final class AppMetrics: Sendable {
             helpText: "Connections closed because their client held too many")).increment()
     }
 
+    /// Counts one request (`dbeacon_http_requests_total{method,path,status}`) and its latency
+    /// (`dbeacon_http_request_duration_seconds{method,path}`); `path` is the route template, so the
+    /// label sets stay few.
     func record(method: String, path: String, status: Int, seconds: Double) {
         let key = RouteKey(method: method, path: path, status: status)
         let metrics = routes.withLock { $0[key] } ?? routes.withLock { routes in
@@ -70,6 +74,8 @@ package final class AppMetrics: Sendable {
     /// Route templates and statuses are few (the router's), so this stays small.
     private let routes = Mutex<[RouteKey: RouteMetrics]>([:])
 
+    /// The text `/metrics` answers: the gauges set from `health` now (beacons stored, pending
+    /// polygons, the change feed's state), then every metric in the Prometheus text format.
     func exposition(_ health: NodeHealth) async throws -> String {
         beaconsGauge.set(Double(try await health.beaconCount()))
         pendingGauge.set(Double(health.pendingPolygons))

@@ -51,8 +51,11 @@ package struct RouterServices: Sendable {
 
 /// How the server listens and answers (from `dbeacon serve`'s options).
 package struct HTTPSettings: Sendable {
+    /// The address to listen on (loopback unless told otherwise).
     package var host = "127.0.0.1"
     package var port = 8080
+    /// Bodies of JSON requests other than imports may be this large (1 MiB by default); beyond, 413
+    /// `body_too_large`.
     package var maxBodyBytes = 1 << 20
     /// Bodies of `POST /v1/beacons/import` (a FeatureCollection in one transaction).
     package var maxImportBytes = 64 << 20
@@ -65,7 +68,11 @@ package struct HTTPSettings: Sendable {
     /// Whether the database is reached over the network (PostgreSQL): each request then gets a
     /// deadline of its own besides the database's.
     package var remoteDatabase = false
+    /// Seconds of silence after which an event stream writes a comment line, so proxies do not
+    /// close it.
     package var eventStreamHeartbeatSeconds = 15.0
+    /// Seconds after which the server ends an event stream; `EventSource` reconnects and resumes
+    /// with `Last-Event-ID`.
     package var eventStreamMaxSeconds = 60.0
     package var connections = ConnectionLimits()
     package var rateLimits = RateLimits()

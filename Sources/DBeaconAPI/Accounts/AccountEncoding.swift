@@ -31,18 +31,27 @@ package enum AccountEncoding {
 /// An `ExportSink` that writes the export document as JSON text, handing it on in chunks of
 /// about 64 KiB (`flush`), so the whole document is never held.
 package struct ExportJSONWriter: ExportSink {
+    /// The text not handed on yet; `flushIfFull` hands it on once it reaches `chunk` bytes.
     private var buffer: [UInt8] = []
+    /// Members of the top-level object written so far: every one after the first is preceded by a
+    /// comma.
     private var members = 0
+    /// Whether an array member is open, and how many elements it has so far (for its commas).
     private var inArray = false, elementsInArray = 0
+    /// Hands a chunk of the document on, in order (the HTTP layer writes it to the response body).
     private let flush: ([UInt8]) async throws -> Void
+    /// The size, in bytes, at which the buffer is handed on: 64 KiB.
     static let chunk = 64 << 10
 
+    /// Starts the document (`{`); `flush` receives its text in chunks of about `chunk` bytes, the
+    /// rest at `finish`.
     package init(flush: @escaping ([UInt8]) async throws -> Void) {
         self.flush = flush
         buffer.reserveCapacity(Self.chunk + 4096)
         buffer.append(UInt8(ascii: "{"))
     }
 
+    /// Writes `"key":`, after a comma unless it is the object's first member.
     private mutating func key(_ key: String) {
         if members > 0 { buffer.append(UInt8(ascii: ",")) }
         members += 1
@@ -50,6 +59,8 @@ package struct ExportJSONWriter: ExportSink {
         buffer.append(UInt8(ascii: ":"))
     }
 
+    /// Hands the buffer on once it holds at least `chunk` bytes, keeping its capacity for the next
+    /// chunk.
     private mutating func flushIfFull() async throws {
         if buffer.count >= Self.chunk {
             try await flush(buffer)
@@ -57,12 +68,15 @@ package struct ExportJSONWriter: ExportSink {
         }
     }
 
+    /// A member whose value is written whole.
     package mutating func member(_ key: String, _ value: JSONValue) async throws {
         self.key(key)
         buffer += JSONWriter.serialize(value)
         try await flushIfFull()
     }
 
+    /// Opens a member whose elements come in pages: `open` is `[`, or the head of an object that
+    /// ends in one, such as a FeatureCollection's `{"type":"FeatureCollection","features":[`.
     package mutating func beginArray(_ key: String, open: String) async throws {
         self.key(key)
         buffer += Array(open.utf8)
@@ -70,6 +84,8 @@ package struct ExportJSONWriter: ExportSink {
         elementsInArray = 0
     }
 
+    /// Appends one page of elements to the open array, flushing as the buffer fills, so a long
+    /// array is never held whole.
     package mutating func elements(_ values: [JSONValue]) async throws {
         for v in values {
             if elementsInArray > 0 { buffer.append(UInt8(ascii: ",")) }
@@ -79,6 +95,7 @@ package struct ExportJSONWriter: ExportSink {
         }
     }
 
+    /// Closes the open array with `close` (`]`, or `]}` after a FeatureCollection's head).
     package mutating func endArray(close: String) async throws {
         buffer += Array(close.utf8)
         inArray = false

@@ -82,6 +82,8 @@ package enum BeaconFeatureCodec {
         return policy
     }
 
+    /// `lifetime` (`{"start"?, "end"?}`, RFC 3339): nil when absent or when both ends are missing;
+    /// 422 `invalid_lifetime` when `end` is not after `start`.
     package static func decodeLifetime(_ properties: ObjectReader, key: String = "lifetime") throws(DBeaconError) -> Lifetime? {
         guard let lifetime = try properties.optionalObject(key) else { return nil }
         let start = try lifetime.optionalTimestamp("start")
@@ -93,12 +95,15 @@ package enum BeaconFeatureCodec {
         return Lifetime(start: start, end: end)
     }
 
+    /// `visibility.members`: nil (a public beacon) without `visibility`, else the user ids it lists
+    /// (possibly none).
     private static func decodeVisibility(_ properties: ObjectReader) throws(DBeaconError) -> [UserID]? {
         guard let visibility = try properties.optionalObject("visibility") else { return nil }
         let raw = try visibility.optionalStringArray("members", maxCount: BeaconLimits.maxMembers, maxLength: 100) ?? []
         return try decodeUserIDs(raw, path: visibility.path("members"))
     }
 
+    /// User ids (`usr_…`) in order, each once; 422 `invalid_id` naming the first that is not one.
     package static func decodeUserIDs(_ raw: [String], path: String) throws(DBeaconError) -> [UserID] {
         var members: [UserID] = []
         for (i, s) in raw.enumerated() {
@@ -138,6 +143,8 @@ package enum BeaconFeatureCodec {
         return String(decoding: bytes.map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }, as: UTF8.self)
     }
 
+    /// `relationships`: each a `type` (a tag), a `target` beacon id and an optional `order`; the
+    /// same type and target twice is 422 `duplicate`.
     private static func decodeRelationships(_ properties: ObjectReader) throws(DBeaconError) -> [Relationship] {
         guard let items = try properties.optionalArray("relationships", maxCount: BeaconLimits.maxRelationships) else { return [] }
         var result: [Relationship] = []
@@ -159,6 +166,8 @@ package enum BeaconFeatureCodec {
         return result
     }
 
+    /// `content` as a Feature carries it: each reference with `added_by` and `created_at` read
+    /// back, since a merge patch sends the items as the Feature showed them.
     private static func decodeContent(_ properties: ObjectReader) throws(DBeaconError) -> [ContentRef] {
         guard let items = try properties.optionalArray("content", maxCount: BeaconLimits.maxContent) else { return [] }
         var result: [ContentRef] = []
@@ -263,6 +272,7 @@ package enum BeaconFeatureCodec {
         relationships(of: visible.beacon)
     }
 
+    /// The `relationships` array: `type`, `target`, and `order` when set.
     fileprivate static func relationships(of beacon: Beacon) -> JSONValue {
         .array(beacon.relationships.map { r in
             var o: JSONObject = ["type": .string(r.type), "target": .string(r.target.rawValue)]
@@ -271,10 +281,13 @@ package enum BeaconFeatureCodec {
         })
     }
 
+    /// `{"start","end"}`, an open end as null.
     package static func encodeLifetime(_ l: Lifetime) -> JSONValue {
         .object(["start": .optional(l.start?.rfc3339), "end": .optional(l.end?.rfc3339)])
     }
 
+    /// A content reference: `kind`, `url`, `title` (null when absent), and `added_by` and
+    /// `created_at` when set.
     package static func encodeContent(_ c: ContentRef) -> JSONValue {
         var o: JSONObject = ["kind": .string(c.kind), "url": .string(c.url), "title": .optional(c.title)]
         if let by = c.addedBy { o["added_by"] = .string(by.rawValue) }
@@ -291,6 +304,7 @@ package enum BeaconFeatureCodec {
 }
 
 private extension UInt8 {
+    /// Whether the byte is an ASCII hexadecimal digit, in either case.
     var isHexDigit: Bool {
         (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(self)
             || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(self)
@@ -322,6 +336,8 @@ extension BeaconFeatureCodec {
 package struct FeatureValueEncoding: BeaconValueEncoding {
     package init() {}
 
+    /// The values of `fields` as the Feature shows them: `location` as a Point, any other as its
+    /// property (null for a field the Feature does not have).
     package func values(of beacon: Beacon, fields: [String]) -> JSONObject {
         let properties = BeaconFeatureCodec.properties(of: beacon)
         var values = JSONObject()

@@ -159,21 +159,27 @@ package enum NearbyEncoding {
 /// regions of a few busy areas, and answers over a whole city of them are bound by their size
 /// on the wire, not by formatting): cleared when either bound is reached.
 package final class PerimeterJSONCache: Sendable {
+    /// The process's cache, which every nearby answer uses unless given another.
     package static let shared = PerimeterJSONCache()
 
+    /// A beacon's perimeter JSON, valid while the beacon's version and `updatedAt` (milliseconds)
+    /// are those recorded.
     private struct Entry {
         var version: Int
         var updatedAt: Int64
         var bytes: [UInt8]
     }
 
+    /// The entries and their total size in bytes, kept together under one lock.
     private struct Table {
         var entries: [BeaconID: Entry] = [:]
         var bytes = 0
     }
 
     private let table = Mutex(Table())
+    /// Entries at most; one more clears the table.
     private let capacity: Int
+    /// Bytes of JSON at most; an entry that would pass it clears the table.
     private let maxBytes: Int
 
     package init(capacity: Int = 20_000, maxBytes: Int = 64 << 20) {

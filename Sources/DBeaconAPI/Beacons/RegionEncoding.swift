@@ -3,10 +3,14 @@ package import DBeaconServices
 
 /// The wire form of `GET /v1/regions`.
 package enum RegionEncoding {
+    /// `{"regions": […], "max", "complete"}`: the regions in the service's order, the `max` they
+    /// were chosen for, and `complete`, false when more beacons cover the caller than there were
+    /// slots (the refresh circle then has radius 0: report fixes instead).
     package static func regions(_ answer: RegionAnswer, max: Int) -> JSONValue {
         .object(JSONObject([("regions", .array(answer.regions.map(region))), ("max", .int(max)), ("complete", .bool(answer.complete))]))
     }
 
+    /// `{"lat","lon"}` of a region's center.
     static func latLon(_ p: Position) -> JSONValue { .object(["lat": .number(p.lat), "lon": .number(p.lon)]) }
 
     /// Each region names its kind as `kind` (CONTRACT.md) and, as it first did, `type`.

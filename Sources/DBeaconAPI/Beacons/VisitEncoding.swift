@@ -3,6 +3,11 @@ package import DBeaconServices
 
 /// The wire form of visit analytics and inferred interests.
 package enum VisitEncoding {
+    /// The answer of `GET /v1/beacons/{id}/visits`: `visits`, `unique_visitors` and `ongoing`;
+    /// `dwell`, the completed visits' dwell times in seconds (`mean_s` and `median_s`, null without
+    /// any, and a `histogram` whose buckets run from each of `VisitStats.dwellBounds` to the next,
+    /// the last one open: `to_s` null); 168 `hour_of_week` counts; and the `also_visited` beacons
+    /// with their visitor counts.
     package static func stats(_ id: BeaconID, _ s: VisitStats) -> JSONValue {
         let histogram = s.dwellHistogram
         let buckets: [JSONValue] = VisitStats.dwellBounds.enumerated().map { i, from in
@@ -24,6 +29,9 @@ package enum VisitEncoding {
         ]))
     }
 
+    /// The answer of `GET /v1/me/interests/suggested`:
+    /// `{"suggestions": [{"category","entries","score"}, …]}`, in the service's order (most entered
+    /// first).
     package static func suggestedInterests(_ items: [(category: String, entries: Int, score: Int)]) -> JSONValue {
         .object(["suggestions": .array(items.map { item in
             .object(JSONObject([("category", .string(item.category)), ("entries", .int(item.entries)), ("score", .int(item.score))]))

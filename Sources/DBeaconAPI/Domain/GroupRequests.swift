@@ -2,6 +2,7 @@ package import DBeaconCore
 package import DBeaconServices
 
 extension GroupDraft {
+    /// The members `POST /v1/groups` accepts; any other is 422 `unknown_field`.
     static let fields: Set<String> = ["name", "description", "range_m", "members", "location"]
 
     /// `POST /v1/groups`: `{"name","range_m","members"?,"description"?,"location"?:{"lat","lon"}}`.

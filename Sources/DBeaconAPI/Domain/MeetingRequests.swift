@@ -3,6 +3,8 @@ package import DBeaconGeo
 package import DBeaconServices
 
 extension MeetingDraft {
+    /// The members `POST /v1/meetings` accepts, and `PATCH /v1/meetings/{id}` too; any other is 422
+    /// `unknown_field`.
     static let fields: Set<String> = ["name", "description", "location", "perimeter", "start", "end", "invitees", "tags"]
 
     /// `POST /v1/meetings`: `{"name","description"?,"location":{"lat","lon"},"perimeter"?,"start","end",

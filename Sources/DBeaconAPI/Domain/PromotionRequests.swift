@@ -3,6 +3,7 @@ package import DBeaconGeo
 package import DBeaconServices
 
 extension PromotionDraft {
+    /// The members `POST /v1/promotions` accepts; any other is 422 `unknown_field`.
     static let fields: Set<String> = ["name", "description", "location", "perimeter", "category", "tags", "content", "start", "end",
                                       "related"]
 
@@ -39,6 +40,10 @@ extension PromotionDraft {
 /// `PUT /v1/me/interests`: `{"interests":["food","music"]}` (score 1 each) or
 /// `{"interests":{"food":3,"music":1}}` (integer scores in [-100, 100]).
 package enum InterestsRequest {
+    /// The interests in the order given, each category once, normalised as a tag (in the object
+    /// form a later key that normalises to the same tag replaces the score); more than
+    /// `PromotionService.maxInterests` is 422 `too_many`, a missing `interests` 422
+    /// `missing_field`.
     package static func decode(_ body: JSONValue) throws(DBeaconError) -> [(category: String, score: Int)] {
         let r = try ObjectReader(body)
         try RequestReader.checkKnownMembers(r, ["interests"])
@@ -79,12 +84,20 @@ package enum InterestsRequest {
 /// `saved`; `{"type":"rated","rating":1…5}`; `{"type":"feedback","text":"…"}` (1–1,000
 /// characters, counted as Unicode code points as JSON Schema does).
 package struct InteractionRequest: Sendable {
+    /// What the caller did with the promotion.
     package var type: InteractionType
+    /// The rating, 1…5: for `rated` only.
     package var rating: Int?
+    /// The feedback text: for `feedback` only.
     package var text: String?
 
+    /// Feedback texts are at most this many Unicode code points (as JSON Schema counts
+    /// `maxLength`).
     package static let maxFeedbackLength = 1_000
 
+    /// Reads the body by its `type` (422 `invalid_value` for an unknown one): each type allows only
+    /// its own members (422 `unknown_field`), `rated` needs `rating`, `feedback` a non-empty
+    /// `text`.
     package init(json body: JSONValue) throws(DBeaconError) {
         let r = try ObjectReader(body)
         let raw = try r.string("type", maxLength: 40)

@@ -18,11 +18,14 @@ package enum RequestReader {
         return try Position.checked(lat: try o.number("lat"), lon: try o.number("lon"), latPath: o.path("lat"), lonPath: o.path("lon"))
     }
 
+    /// `latLon`, required: 422 `missing_field` when absent.
     package static func requiredLatLon(_ r: ObjectReader, _ key: String) throws(DBeaconError) -> Position {
         guard let p = try latLon(r, key) else { throw DBeaconError.invalid(r.path(key), "\(key) ({\"lat\",\"lon\"}) is required", code: "missing_field") }
         return p
     }
 
+    /// The perimeter at `key` (`GeoJSONCodec.decodePerimeter`: a circle, Polygon or MultiPolygon
+    /// within `limits`, errors naming its path); nil when absent or null.
     package static func perimeter(_ r: ObjectReader, _ key: String, limits: GeoLimits) throws(DBeaconError) -> Perimeter? {
         guard let v = r.value(key) else { return nil }
         return try GeoJSONCodec.decodePerimeter(v, path: r.path(key), limits: limits)

@@ -21,8 +21,11 @@ package enum ServiceEncoding {
         feature(r.beacon, extra: [("distance_m", .number(r.distanceM)), ("bearing_deg", .number(r.bearingDeg))] + extra)
     }
 
+    /// `{"lat","lon"}` of a point.
     static func position(_ p: Position) -> JSONValue { .object(["lat": .number(p.lat), "lon": .number(p.lon)]) }
 
+    /// The directions answer for distances the service measured
+    /// (`GET /v1/meetings/{id}/directions`); see `directions(to:from:distanceM:bearingDeg:)`.
     package static func directions(_ d: Directions, from: Position) -> JSONValue {
         directions(to: d.beacon, from: from, distanceM: d.distanceM, bearingDeg: d.bearingDeg)
     }
@@ -53,6 +56,10 @@ package enum ServiceEncoding {
 
     // MARK: Groups
 
+    /// A group as its guide and members see it (`GET /v1/groups/{id}`, and the answers to creating
+    /// and joining): `owner` is the guide, `open` when anyone who sees it may join (else `allowed`
+    /// lists who may), `located` once its beacon has a place, `stale_after_s`, and each member's
+    /// status (`member`).
     package static func group(_ s: GroupStatus) -> JSONValue {
         .object(JSONObject([
             ("id", .string(s.group.id.rawValue)), ("name", .string(s.group.name)), ("owner", .string(s.group.leader.rawValue)),
@@ -66,6 +73,9 @@ package enum ServiceEncoding {
         ]))
     }
 
+    /// One member as the group shows them: `role`, the last shared `location` (with `accuracy_m`
+    /// and `fix_at`) or null, its age in seconds, `stale`, and the distance from the guide with
+    /// `in_range` (null while unknown).
     static func member(_ m: GroupMemberStatus) -> JSONValue {
         .object(JSONObject([
             ("id", .string(m.user.rawValue)), ("name", .string(m.name)), ("role", .string(m.role)),
@@ -89,16 +99,21 @@ package enum ServiceEncoding {
 
     // MARK: Tours
 
+    /// `{"order", "beacon": Feature}`: one stop of a tour.
     package static func stop(_ s: TourStop) -> JSONValue {
         .object(["order": .int(s.order), "beacon": BeaconFeatureCodec.encode(s.place)])
     }
 
+    /// `{"tour": Feature, "stops": […], "progress"?}`: a tour with the stops the caller can see,
+    /// and their progress when they follow it.
     package static func tour(_ view: TourView) -> JSONValue {
         var o = JSONObject([("tour", BeaconFeatureCodec.encode(view.tour)), ("stops", .array(view.stops.map(stop)))])
         if let p = view.progress { o["progress"] = progress(p, tour: view.tour.id) }
         return .object(o)
     }
 
+    /// A caller's progress on a tour: when they started, the stops visited (each with when), the
+    /// `next` stop (null once every stop is visited), `visited_count` of `total`, and `completed`.
     package static func progress(_ p: TourProgress, tour: BeaconID) -> JSONValue {
         .object(JSONObject([
             ("tour", .string(tour.rawValue)), ("started_at", .string(p.startedAt.rfc3339)),
@@ -111,6 +126,10 @@ package enum ServiceEncoding {
         ]))
     }
 
+    /// The answer of `GET /v1/tours/{id}/next`: the `next` stop and the stops `following` from it
+    /// on, each with `distance_m` and `bearing_deg` from the origin (the caller's position, else
+    /// the `from` stop; null without either); `directions` to the next stop when there is an
+    /// origin; `remaining` counts the stops after the next one.
     package static func tourNext(_ n: TourNext) -> JSONValue {
         func leg(_ l: TourLeg) -> JSONValue {
             .object(JSONObject([("order", .int(l.stop.order)), ("beacon", BeaconFeatureCodec.encode(l.stop.place)),
@@ -127,6 +146,8 @@ package enum ServiceEncoding {
         ]))
     }
 
+    /// A FeatureCollection of tours near a point: each Feature adds `matched_stops` (`order`,
+    /// `beacon`, `name`, `distance_m`) to `distance_m` and `bearing_deg`.
     package static func nearbyTours(_ tours: [NearbyTour]) -> JSONValue {
         BeaconFeatureCodec.collection(tours.map { t in
             nearbyFeature(t.result, extra: [("matched_stops", .array(t.matched.map { m in
@@ -136,6 +157,8 @@ package enum ServiceEncoding {
         })
     }
 
+    /// One media item shared at a place: its content reference (`kind`, `url`, `title`), the place,
+    /// who shared it and when.
     package static func media(_ m: PlaceMedia) -> JSONValue {
         .object(JSONObject([
             ("id", .string(m.id.rawValue)), ("place", .string(m.place.rawValue)), ("user", .string(m.user.rawValue)),
@@ -146,6 +169,8 @@ package enum ServiceEncoding {
 
     // MARK: Promotions
 
+    /// A promotion's nearby Feature with its `score` for the caller; a suggestion (`related`) also
+    /// names the listed promotions it relates to (`related_to`).
     package static func scoredPromotion(_ p: ScoredPromotion, related: Bool = false) -> JSONValue {
         var extra: [(String, JSONValue)] = [("score", .int(p.score))]
         if related { extra.append(("related_to", .array(p.relatedTo.map { .string($0.rawValue) }))) }
@@ -160,6 +185,9 @@ package enum ServiceEncoding {
         ]))
     }
 
+    /// The answer of `GET /v1/promotions/pick`: the chosen `promotion` (null when none) and its
+    /// `score`, how many `candidates` there were and how many `tied` for the top, `capped`, and
+    /// `retry_after_s` when the frequency cap says when to ask again.
     package static func pick(_ p: PromotionPick) -> JSONValue {
         var o = JSONObject([
             ("promotion", p.chosen.map { scoredPromotion($0) } ?? .null), ("score", .int(p.chosen?.score)),
@@ -169,12 +197,16 @@ package enum ServiceEncoding {
         return .object(o)
     }
 
+    /// `{"interests": [category, …], "scores": {category: score}}`: the caller's interests, and
+    /// each one's score.
     package static func interests(_ items: [(category: String, score: Int)]) -> JSONValue {
         var scores = JSONObject()
         for i in items { scores[i.category] = .int(i.score) }
         return .object(["interests": .array(items.map { .string($0.category) }), "scores": .object(scores)])
     }
 
+    /// A recorded interaction: the promotion, the user, the `type` and when, with `rating` or
+    /// `text` for the types that have them.
     package static func interaction(_ i: Interaction) -> JSONValue {
         var o = JSONObject([("promotion", .string(i.promotion.rawValue)), ("user", .string(i.user.rawValue)),
                             ("type", .string(i.type.rawValue)), ("created_at", .string(i.createdAt.rfc3339))])
@@ -199,6 +231,9 @@ package enum ServiceEncoding {
         ]))
     }
 
+    /// The answer of `GET /v1/promotions/{id}/stats`: counts per interaction type, `unique_users`,
+    /// `click_through_rate` (clicks per showing; null before the first showing), saves, ratings
+    /// with their average (null without any) and how many feedback texts there are.
     package static func stats(_ id: BeaconID, _ t: PromotionTotals) -> JSONValue {
         .object(JSONObject([
             ("promotion", .string(id.rawValue)), ("shown", .int(t.counts.shown)), ("clicked", .int(t.counts.clicked)),

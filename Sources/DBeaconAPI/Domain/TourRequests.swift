@@ -3,7 +3,9 @@ package import DBeaconGeo
 package import DBeaconServices
 
 extension TourDraft {
+    /// The members `POST /v1/tours` accepts; any other is 422 `unknown_field`.
     static let fields: Set<String> = ["name", "description", "perimeter", "lifetime", "visibility", "tags", "content", "stops"]
+    /// The members a stop may have, whether it names an existing beacon or describes a new place.
     static let stopFields: Set<String> = ["beacon", "order", "name", "description", "location", "perimeter", "content", "tags"]
 
     /// `POST /v1/tours`: `{"name","description"?,"perimeter"?,"lifetime"?,"visibility"?:{"members"},
@@ -47,6 +49,9 @@ extension TourDraft {
         return stops
     }
 
+    /// The stop at `stops[i]`: a `beacon` member makes it an existing beacon (422 `invalid_id` when
+    /// that is not a beacon id) and the place members are not read; otherwise a new place, with
+    /// `name` and `location` required.
     private static func stop(_ value: JSONValue, index i: Int, limits: GeoLimits) throws(DBeaconError) -> TourStopDraft {
         let s = try ObjectReader(value, path: "stops[\(i)]")
         try RequestReader.checkKnownMembers(s, Self.stopFields)

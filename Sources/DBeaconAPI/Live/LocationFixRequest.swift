@@ -23,6 +23,9 @@ package enum LocationFixRequest {
         return [try fix(r, now: now, config: config)]
     }
 
+    /// One fix: `lat`/`lon` (checked), `accuracy_m` (metres; negative or beyond the fence engine's
+    /// maximum is 422) and `timestamp` (default `now`), which must lie in the window the fence
+    /// engine accepts (422 otherwise).
     static func fix(_ f: ObjectReader, now: Timestamp, config: FenceConfig) throws(DBeaconError) -> LocationFix {
         let position = try Position.checked(lat: try f.number("lat"), lon: try f.number("lon"), latPath: f.path("lat"), lonPath: f.path("lon"))
         let accuracy = try FenceConfig.accuracy(try f.optionalNumber("accuracy_m"), path: f.path("accuracy_m"), strict: true)

@@ -5,14 +5,22 @@ package import DBeaconServices
 /// (at most 100; `timestamp`, as CONTRACT.md names it, or its alias `at`, defaults to now and
 /// may be at most the fix skew in the future).
 package struct RegionEventRequest: Sendable {
+    /// The region reported: a beacon id (a circle region) or a registry entry id (an iBeacon
+    /// region), resolved by `RegionService.crossings`.
     package var region: String
+    /// True for `type: enter`, false for `exit`.
     package var entered: Bool
+    /// When the phone crossed: `timestamp` (or its alias `at`), else the time of the request.
     package var at: Timestamp
     /// The JSON path of `region`, for errors about it.
     package var path: String
 
+    /// Region events one request may carry.
     package static let maxEvents = 100
 
+    /// The events in the order sent. A missing or empty `events` is 422 `missing_field`, an event
+    /// with both `timestamp` and `at` 422 `conflicting_fields`, a time outside the fence engine's
+    /// window 422.
     package static func decode(_ body: JSONValue, now: Timestamp, config: FenceConfig) throws(DBeaconError) -> [RegionEventRequest] {
         let r = try ObjectReader(body)
         try RequestReader.checkKnownMembers(r, ["events"])

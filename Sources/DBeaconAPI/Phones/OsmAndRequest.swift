@@ -7,8 +7,11 @@ import Foundation
 package struct OsmAndReport: Sendable {
     /// The device identifier the app sends: a DBeacon device token.
     package var device: String
+    /// The fix's position; nil for a heartbeat or a report marked `valid=false`.
     package var position: Position?
+    /// Accuracy in metres; 0 when not sent (or negative: unknown).
     package var accuracyM: Double
+    /// When the fix was taken; nil when not sent (the controller takes the time of the request).
     package var timestamp: Timestamp?
 }
 
@@ -20,6 +23,8 @@ package struct OsmAndReport: Sendable {
 /// Client's JSON: `{"device_id", "location": {"timestamp", "coords": {"latitude",
 /// "longitude", "accuracy", …}, …}}`.
 package enum OsmAndRequest {
+    /// Reads the query or form fields: a missing `id`/`deviceid` is 401 (it is the credential), an
+    /// unreadable number or timestamp 422 naming the field.
     package static func decode(_ fields: [String: String]) throws(DBeaconError) -> OsmAndReport {
         guard let device = fields["id"] ?? fields["deviceid"], !device.isEmpty, device.utf8.count <= 200 else {
             throw DBeaconError.unauthorized("id (the device identifier: a device token from POST /v1/me/devices) is required")
@@ -54,6 +59,8 @@ package enum OsmAndRequest {
         return OsmAndReport(device: device, position: position, accuracyM: accuracy, timestamp: timestamp)
     }
 
+    /// Reads the Traccar Client's JSON: `device_id` (401 when missing), `location.coords`
+    /// (`latitude`, `longitude`, `accuracy`) and `location.timestamp`.
     package static func decodeJSON(_ body: ObjectReader) throws(DBeaconError) -> OsmAndReport {
         guard let device = try body.optionalString("device_id", maxLength: 200), !device.isEmpty else {
             throw DBeaconError.unauthorized("device_id (a device token from POST /v1/me/devices) is required")

@@ -14,6 +14,8 @@ package enum OwnTracksAnswer {
         case location(Location)
         case transition(Transition)
 
+        /// Encodes the message's own struct, so the answer is an array of plain objects, each with
+        /// its `_type`.
         package func encode(to encoder: any Encoder) throws {
             switch self {
             case .command(let m): try m.encode(to: encoder)
@@ -27,6 +29,7 @@ package enum OwnTracksAnswer {
     /// `_type: cmd`: `clearWaypoints`, or `setWaypoints` with the regions to monitor.
     package struct Command: Encodable, Sendable, Equatable {
         var _type = "cmd"
+        /// `clearWaypoints` or `setWaypoints`.
         package var action: String
         package var waypoints: Waypoints?
     }
@@ -44,8 +47,11 @@ package enum OwnTracksAnswer {
         package var desc: String
         package var lat: Double
         package var lon: Double
+        /// The circle's radius in whole metres.
         package var rad: Int
         package var tst: Int
+        /// The region id DBeacon gave it (`bcn_…`, `reg_…` or `refresh`), which the phone's
+        /// transitions name.
         package var rid: String
         package var uuid: String?
         package var major: Int?
@@ -65,6 +71,7 @@ package enum OwnTracksAnswer {
         package var tid: String
         package var lat: Double
         package var lon: Double
+        /// The fix's accuracy in whole metres.
         package var acc: Int
         package var tst: Int
         var t = "u"
@@ -76,6 +83,7 @@ package enum OwnTracksAnswer {
     package struct Transition: Encodable, Sendable, Equatable {
         var _type = "transition"
         package var tid: String
+        /// `enter` or `leave`.
         package var event: String
         package var desc: String
         var t = "c"
@@ -135,6 +143,8 @@ package enum OwnTracksAnswer {
         return Array(try encoder.encode(messages(answer)))
     }
 
+    /// A region as an OwnTracks waypoint; an iBeacon region's `desc` becomes
+    /// `Name:UUID[:major[:minor]]` (colons in the name turned into spaces), the form iOS reads.
     static func waypoint(_ w: PhoneWaypoint) -> Waypoint {
         var out = Waypoint(desc: w.desc, lat: w.center.lat, lon: w.center.lon, rad: w.radiusM, tst: w.wtst, rid: w.rid)
         if let b = w.iBeacon {

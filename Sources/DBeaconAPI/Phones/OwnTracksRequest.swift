@@ -17,8 +17,10 @@ package enum OwnTracksMessage: Sendable {
 
 /// The body of `POST /v1/owntracks`: one message, an array of messages, or nothing.
 package enum OwnTracksRequest {
+    /// Messages one post may carry; a longer array is 422 `too_many_items`.
     package static let maxMessages = 1_000
 
+    /// The messages of a post in order: one message, an array of them, or none for an empty body.
     package static func decode(_ body: JSONValue?, now: Timestamp, config: FenceConfig) throws(DBeaconError) -> [OwnTracksMessage] {
         guard let body else { return [] }
         if let list = body.arrayValue {
@@ -32,6 +34,10 @@ package enum OwnTracksRequest {
         return [try message(body, path: "", now: now, config: config)]
     }
 
+    /// One message by its `_type`: `location`, `transition` and `beacon` are read and checked (422
+    /// for a malformed one); any other type, one with nothing to act on (a location with a negative
+    /// `acc`, a beacon without a negative `rssi`), or one whose time the fence engine would not
+    /// take, is `.ignored`.
     static func message(_ value: JSONValue, path: String, now: Timestamp, config: FenceConfig) throws(DBeaconError) -> OwnTracksMessage {
         let m = try ObjectReader(value, path: path)
         let type = try m.string("_type", maxLength: 40)

@@ -10,6 +10,7 @@ package import DBeaconServices
 package enum RegistryCodec {
     /// Calibrated power at 1 m: what a beacon can plausibly advertise.
     package static let measuredPowerRange = -127...20
+    /// The floors an installed position may name (`position.level`; 0 is the ground floor).
     package static let levelRange = -100...300
 
     // MARK: Identities
@@ -43,6 +44,8 @@ package enum RegistryCodec {
         }
     }
 
+    /// A UUID member, normalised: 8-4-4-4-12 form or 32 hex digits in, 422 `invalid_uuid`
+    /// otherwise.
     private static func uuid(_ o: ObjectReader, _ key: String) throws(DBeaconError) -> String {
         let raw = try o.string(key, maxLength: 64)
         guard let uuid = PhysicalBeaconIdentity.normalizedUUID(raw) else {
@@ -51,6 +54,8 @@ package enum RegistryCodec {
         return uuid
     }
 
+    /// The two lower levels of an identity (`major`/`minor`, `id2`/`id3`); the third without the
+    /// second is 422 `missing_field`.
     private static func levels(_ o: ObjectReader, _ k2: String, _ k3: String, concrete: Bool) throws(DBeaconError) -> (Int?, Int?) {
         let v2 = try level(o, k2, concrete: concrete)
         let v3 = try level(o, k3, concrete: concrete)
@@ -60,6 +65,8 @@ package enum RegistryCodec {
         return (v2, v3)
     }
 
+    /// One level: an integer in 0…65535 (422 `invalid_<key>` otherwise); nil when absent, 422
+    /// `missing_field` when `concrete`.
     private static func level(_ o: ObjectReader, _ key: String, concrete: Bool) throws(DBeaconError) -> Int? {
         guard o.value(key) != nil else {
             if concrete { throw .invalid(o.path(key), "\(key) is required", code: "missing_field") }
@@ -117,6 +124,9 @@ package enum RegistryCodec {
         return RegistryDraft(identity: identity, beacon: beacon, position: position, measuredPower: measuredPower, status: status)
     }
 
+    /// An entry as the API shows it: `id`, the identity's members, `beacon`, `owner`, `position`
+    /// (`lat`, `lon`, `level`, or null), `measured_power`, `status`, `version`, `created_at` and
+    /// `updated_at`.
     package static func encode(_ e: RegistryEntry) -> JSONValue {
         var o: JSONObject = ["id": .string(e.id.rawValue)]
         for (k, v) in encodeIdentity(e.identity).members { o[k] = v }

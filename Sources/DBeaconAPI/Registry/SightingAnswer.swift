@@ -7,6 +7,10 @@ package import DBeaconServices
 /// fence engine ignores what it already knows: presence is refreshed without new events, and
 /// fixes not newer than the last one are ignored.)
 package enum SightingAnswer {
+    /// Reads the batch (`SightingRequest`); without a `batch_id` it is processed and answered. With
+    /// one, an answer stored for it is replayed (409 `batch_id_reused` for other items); otherwise
+    /// the batch is processed, its answer stored, and the answer kept (a concurrent replay may have
+    /// stored first) returned. A stored answer is rechecked for what the user may see now.
     package static func answer(_ body: JSONValue, user: UserID, service: SightingService) async throws -> JSONValue {
         let request = try SightingRequest(body, maxItems: service.config.maxSightingsPerBatch)
         if let batchID = request.batchID, let stored = try await service.storedAnswer(user: user, batchID: batchID) {
@@ -71,6 +75,8 @@ package enum SightingAnswer {
         ]))
     }
 
+    /// One sighting's result: its `index`, the resolved `beacon` Feature (or null), `distance_m`,
+    /// `proximity`, `error` (or null), and `registry_entry` and `identity` when known.
     static func result(_ r: SightingResult) -> JSONValue {
         var o = JSONObject([("index", .int(r.index))])
         o["beacon"] = r.resolution.map { BeaconFeatureCodec.encode($0.beacon) } ?? .null
@@ -82,6 +88,9 @@ package enum SightingAnswer {
         return .object(o)
     }
 
+    /// The position estimated from the batch: `lat`, `lon`, `level`, `accuracy_m` (to the
+    /// centimetre), `method`, the number of `anchors`, `timestamp`, whether it is `implausible`
+    /// (with its `reason`) and whether it was `applied` as the user's location.
     static func position(_ p: PositionReport) -> JSONValue {
         var o = JSONObject([
             ("lat", .number(p.estimate.position.lat)), ("lon", .number(p.estimate.position.lon)), ("level", .int(p.estimate.level)),

@@ -4,12 +4,16 @@ import Crypto
 
 /// `POST /v1/sightings`: `{"batch_id"?, "sightings":[…]}`.
 package struct SightingRequest: Sendable {
+    /// The client's id of the batch: sent again with the same items, it replays the stored answer
+    /// instead of repeating its effects.
     package var batchID: String?
     /// Per item, what it says or why it cannot be read (a bad item never fails the batch).
     package var items: [Result<SightingInput, BeaconFrameError>]
     /// SHA-256 of the items as parsed, to recognise the same batch sent again.
     package var fingerprint: String
 
+    /// Reads `{"batch_id"?, "sightings"}`: 422 when `sightings` is missing, empty or longer than
+    /// `maxItems`, or `batch_id` is empty; each item is decoded on its own (`decode`).
     package init(_ body: JSONValue, maxItems: Int) throws(DBeaconError) {
         let o = try ObjectReader(body)
         batchID = try o.optionalString("batch_id", maxLength: 100, allowEmpty: false)

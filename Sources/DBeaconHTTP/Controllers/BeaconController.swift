@@ -7,11 +7,17 @@ import Hummingbird
 /// `/v1/beacons…` and `/v1/nearby`: CRUD with ETag/If-Match, lists, nearby, followers,
 /// related beacons, content and directions.
 struct BeaconController {
+    /// The beacon service: every handler reads and writes through it, so its visibility gate
+    /// decides what each caller sees.
     let beacons: BeaconService
+    /// Bodies of the other JSON requests may be this large (`HTTPSettings.maxBodyBytes`); beyond,
+    /// 413 `body_too_large`.
     let maxBodyBytes: Int
     /// Bodies of `POST /v1/beacons/import` may be this large.
     let maxImportBytes: Int
 
+    /// Registers the beacon routes on `/v1`, the group `buildRouter` puts behind `AuthMiddleware`
+    /// and `RateLimitMiddleware`: every handler here has a principal.
     func addRoutes(to group: RouterGroup<AuthenticatedContext>) {
         group.post("beacons", use: create)
         group.post("beacons/import", use: importCollection)
@@ -37,6 +43,10 @@ struct BeaconController {
         return id
     }
 
+    /// `POST /v1/beacons`: a beacon owned by the caller, from a GeoJSON Feature
+    /// (`BeaconFeatureCodec.decodeDraft`). 201 with the Feature as the caller sees it, its `ETag`
+    /// and `Location`; 403 for the admin token (it owns no beacons), 422 for an invalid Feature or
+    /// an id outside the caller's namespace (`id_outside_namespace`), 429 `beacon_quota_exceeded`.
     @Sendable func create(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         var request = request
         let body = try await request.jsonBody(limit: maxBodyBytes)
@@ -65,6 +75,8 @@ struct BeaconController {
                      status: .created)
     }
 
+    /// `GET /v1/beacons/{id}`: the Feature with its `ETag`; 404 when the caller may not see it. An
+    /// `If-None-Match` naming the current version (or `*`) answers 304 with the `ETag` and no body.
     @Sendable func get(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let beacon = try await beacons.get(try Self.beaconID(context), by: context.principal)
         if let tags = try request.entityTags(.ifNoneMatch), tags == Request.anyVersion || tags.contains(beacon.version) {
@@ -73,6 +85,10 @@ struct BeaconController {
         return .feature(beacon)
     }
 
+    /// `PATCH /v1/beacons/{id}`: an RFC 7396 merge patch of the Feature
+    /// (`BeaconFeatureCodec.patched`), validated as on create; the owner only (403). `If-Match` is
+    /// honoured: 412 `version_mismatch` for another version, 409 `edit_conflict` when the beacon
+    /// kept changing while the patch was applied. 200 with the new Feature and its `ETag`.
     @Sendable func update(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         var request = request
         let id = try Self.beaconID(context)
@@ -85,11 +101,17 @@ struct BeaconController {
         return .feature(try await beacons.present(beacon, to: context.principal))
     }
 
+    /// `DELETE /v1/beacons/{id}`: deletes the beacon (its owner, or the operator for moderation;
+    /// 403 otherwise) and tells its followers (`beacon.deleted`, `meeting.cancelled` for a
+    /// meeting). `If-Match` is honoured (412 `version_mismatch`). 204.
     @Sendable func delete(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         _ = try await beacons.delete(try Self.beaconID(context), ifMatch: try request.ifMatchVersions(), by: context.principal)
         return Response(status: .noContent)
     }
 
+    /// `GET /v1/beacons`: the beacons the caller may see, a page at a time (`limit`, `cursor`),
+    /// filtered by `tag`, `bbox`, `service` and `owner` (`me` or a user id: 400 otherwise, 403 for
+    /// `owner=me` with the admin token). A FeatureCollection with `next_cursor`.
     @Sendable func list(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let q = QueryReader(request)
         var query = BeaconListQuery(tags: try q.tags(), bbox: try q.bbox(), limit: try q.limit(),
@@ -112,6 +134,10 @@ struct BeaconController {
                                                    nextCursor: try await context.cursor(after: page.next), includeCursor: true))
     }
 
+    /// `GET /v1/nearby?lat=&lon=`: the beacons whose perimeter covers the point, visible to the
+    /// caller and alive at `at` (default now), nearest first with `distance_m` and `bearing_deg`;
+    /// `tag` (any of them) and `limit` narrow it. Written straight into the response's buffer
+    /// (`Response.nearby`); `perimeter` other than `full` or `none` is 400.
     @Sendable func nearby(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let q = QueryReader(request)
         let point = try q.position()
@@ -131,6 +157,9 @@ struct BeaconController {
         return .nearby(results, includePerimeters: includePerimeters)
     }
 
+    /// `POST /v1/beacons/{id}/followers`: the caller follows a beacon they can see (users only: 403
+    /// for the admin token). 201 when this started the subscription, 200 when it existed already;
+    /// the answer carries `followers_count`.
     @Sendable func follow(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let (beacon, created) = try await beacons.follow(try Self.beaconID(context), by: context.principal)
         return .json(.object([
@@ -139,11 +168,17 @@ struct BeaconController {
         ]), status: created ? .created : .ok)
     }
 
+    /// `DELETE /v1/beacons/{id}/followers/me`: 204. A follower may always unfollow; anyone else
+    /// needs to see the beacon (404 otherwise), and unfollowing a visible beacon one does not
+    /// follow changes nothing.
     @Sendable func unfollow(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         try await beacons.unfollow(try Self.beaconID(context), by: context.principal)
         return Response(status: .noContent)
     }
 
+    /// `GET /v1/beacons/{id}/followers`: the followers (`id`, `name`, `since`) in the order they
+    /// started following, a page at a time; the owner (or the operator) only, 403 for others who
+    /// may see the beacon.
     @Sendable func followers(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let q = QueryReader(request)
         let page = try await beacons.followers(of: try Self.beaconID(context), limit: try q.limit(), after: try await context.position(of: try q.string("cursor")),
@@ -156,6 +191,10 @@ struct BeaconController {
         ]))
     }
 
+    /// `GET /v1/beacons/{id}/related`: the targets of the beacon's relationships that the caller
+    /// may see (others silently left out), ordered ones first; `type` keeps one relationship type
+    /// (a tag: 422 when it is not one). Each Feature's properties add `relationship` (`type`, and
+    /// `order` when set). Not paginated.
     @Sendable func related(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let q = QueryReader(request)
         let type = try q.string("type").map { try BeaconFeatureCodec.normalizeTag($0, path: "type") }
@@ -173,6 +212,10 @@ struct BeaconController {
         return .json(BeaconFeatureCodec.collection(features))
     }
 
+    /// `POST /v1/beacons/{id}/content`: appends one content reference (`kind`, `url`, `title`) as
+    /// the beacon's `content_policy` allows (403 otherwise, and for the admin token); 422
+    /// `too_many` past `BeaconLimits.maxContent` items. 201 with the updated Feature; followers
+    /// hear `beacon.updated`.
     @Sendable func addContent(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         var request = request
         let body = try await request.jsonBody(limit: maxBodyBytes)
@@ -190,6 +233,9 @@ struct BeaconController {
         return .feature(try await beacons.removeContent(try Self.beaconID(context), at: index, by: context.principal))
     }
 
+    /// `GET /v1/beacons/{id}/directions?from_lat=&from_lon=`: geodesic distance and initial bearing
+    /// from the point to the beacon's current location, a walking time and a `geo:` URI (`encode`);
+    /// 404 when the caller may not see the beacon.
     @Sendable func directions(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let q = QueryReader(request)
         let from = try q.position(lat: "from_lat", lon: "from_lon")
@@ -197,6 +243,9 @@ struct BeaconController {
         return .json(Self.encode(d, from: from))
     }
 
+    /// The directions answer: `beacon`, `from` and `to` (`{"lat","lon"}`), `distance_m` (metres on
+    /// the WGS84 ellipsoid), `bearing_deg` (degrees clockwise from north), `walking_eta_s` (seconds
+    /// at 1.4 m/s) and `geo_uri` (RFC 5870).
     static func encode(_ d: Directions, from: Position) -> JSONValue {
         .object(JSONObject([
             ("beacon", .string(d.beacon.id.rawValue)),

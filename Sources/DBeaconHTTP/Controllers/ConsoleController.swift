@@ -10,24 +10,31 @@ import NIOCore
 /// served by the binary from memory (no CDN); `/console/config.json` tells the page the tile
 /// background. None of these routes needs a token: the page holds no data, the API calls do.
 struct ConsoleController {
+    /// A file served from memory, with the headers it is served with.
     struct Asset: Sendable {
         let body: ByteBuffer
         let contentType: String
         let cacheControl: String
     }
 
+    /// Whether the console is served, its tiles and where Leaflet's files are.
     let config: ConsoleConfig
     /// The page's own files, by name (`console.js`, …).
     let app: [String: Asset]
     /// Leaflet's files, by path under its folder (`leaflet.js`, `images/marker-icon.png`, …).
     let leaflet: [String: Asset]
+    /// The console's HTML page, served at `/`.
     let page: Asset
+    /// The `Content-Security-Policy` of every console response (`ConsoleConfig.securityPolicy`).
     let securityPolicy: String
 
     /// Leaflet's files the page uses: read once, at start.
     static let leafletFiles = ["leaflet.js", "leaflet.css", "images/layers.png", "images/layers-2x.png",
                                "images/marker-icon.png", "images/marker-icon-2x.png", "images/marker-shadow.png"]
 
+    /// Loads every asset once: Leaflet's files from `config.leafletDirectory` (a warning is logged
+    /// when `leaflet.js` is missing and the console is enabled), the page's own files from the
+    /// binary, and `config.json` from `config`.
     init(config: ConsoleConfig, logger: Logger) {
         self.config = config
         var leaflet: [String: Asset] = [:]
@@ -57,6 +64,8 @@ struct ConsoleController {
         securityPolicy = config.securityPolicy
     }
 
+    /// Registers `/`, `/console/{file}` and Leaflet's files at the root, without authentication;
+    /// nothing when the console is disabled (those paths are then 404).
     func addRoutes(to router: Router<AppRequestContext>) {
         guard config.enabled else { return }
         router.get("/") { _, _ in respond(page) }
@@ -69,6 +78,8 @@ struct ConsoleController {
         router.get("console/leaflet/images/:file") { _, context in try leafletFile("images/" + (context.parameters.get("file") ?? "")) }
     }
 
+    /// One of Leaflet's files; 404 naming `libjs-leaflet` for a file the page uses that the server
+    /// does not have.
     private func leafletFile(_ name: String) throws -> Response {
         guard let asset = leaflet[name] else {
             if Self.leafletFiles.contains(name) {
@@ -79,6 +90,8 @@ struct ConsoleController {
         return respond(asset)
     }
 
+    /// An asset with its type, cache policy and the security headers (the CSP, `nosniff`, no
+    /// referrer).
     private func respond(_ asset: Asset) -> Response {
         Response(status: .ok, headers: [
             .contentType: asset.contentType,
@@ -89,6 +102,7 @@ struct ConsoleController {
         ], body: ResponseBody(byteBuffer: asset.body))
     }
 
+    /// The `Content-Type` of a Leaflet file, by its extension.
     static func contentType(_ name: String) -> String {
         if name.hasSuffix(".js") { return "text/javascript; charset=utf-8" }
         if name.hasSuffix(".css") { return "text/css; charset=utf-8" }

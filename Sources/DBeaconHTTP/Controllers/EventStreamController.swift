@@ -25,7 +25,10 @@ struct EventStreamController {
     /// Ends a stream whose credential stops standing for its caller (a token rotated, a device
     /// revoked, the user disabled or erased; here or on another node).
     let auth: AuthService
+    /// The one reader of the log for all streams: wakes a stream when an event for its user is
+    /// committed.
     let notifier: EventNotifier
+    /// Open streams per user (the admin token counts as one user), at most `maxStreamsPerUser`.
     let streams = StreamCounter()
     /// A comment line this long after the last write keeps proxies from closing the stream.
     let heartbeat: Duration
@@ -34,12 +37,15 @@ struct EventStreamController {
     /// stopping server is not held open by its streams.
     let maxDuration: Duration
 
+    /// Streams one user may hold open at once; one more is 429 `too_many_streams` with
+    /// `Retry-After: 5`.
     static let maxStreamsPerUser = 5
 
     /// Open streams per user.
     final class StreamCounter: Sendable {
         private let open = Mutex<[String: Int]>([:])
 
+        /// Takes a slot for `key`: false (and nothing taken) when it holds `max` already.
         func acquire(_ key: String, max: Int) -> Bool {
             open.withLock { o in
                 guard o[key, default: 0] < max else { return false }
@@ -48,6 +54,8 @@ struct EventStreamController {
             }
         }
 
+        /// Gives back a slot of `key`; a key with none left is dropped, so the table holds only
+        /// open streams.
         func release(_ key: String) {
             open.withLock { o in
                 o[key, default: 1] -= 1
@@ -56,10 +64,15 @@ struct EventStreamController {
         }
     }
 
+    /// Registers `GET /v1/events/stream` on the authenticated `/v1` group.
     func addRoutes(to group: RouterGroup<AuthenticatedContext>) {
         group.get("events/stream", use: stream)
     }
 
+    /// `GET /v1/events/stream`: the stream, or one JSON page for a client that does not accept it
+    /// (see the type). A resume point (`after`, `Last-Event-ID`) that is not the caller's is 404
+    /// and one of another form 400, before anything is streamed. A HEAD that accepts
+    /// `text/event-stream` gets the stream's headers without opening one.
     @Sendable func stream(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let streaming = (request.headers[.accept] ?? "").lowercased().contains("text/event-stream")
         let principal = context.principal
@@ -157,6 +170,8 @@ struct EventStreamController {
 /// the socket's own events and passes everything on.
 private final class PeerWatcher: ChannelInboundHandler, RemovableChannelHandler, Sendable {
     typealias InboundIn = ByteBuffer
+    /// Called when the client went away (possibly more than once: the input closing, then the
+    /// connection).
     let gone: @Sendable () -> Void
 
     init(_ gone: @escaping @Sendable () -> Void) { self.gone = gone }

@@ -6,20 +6,31 @@ import Hummingbird
 /// The caller's location reports (`POST /v1/me/location`: fixes; `POST /v1/me/region-events`:
 /// crossings decided on the phone) and `GET /v1/events`.
 struct LiveController {
+    /// Evaluates fixes and region crossings against the fences of the beacons the caller may see.
     let fences: FenceEngine
+    /// Resolves reported region ids to beacons, and (its `beacons`) the gate the answers pass
+    /// through.
     let regions: RegionService
+    /// The event log `GET /v1/events` reads, filtered for the caller.
     let feed: EventFeed
+    /// The `now` of a fix or region event sent without a timestamp.
     let clock: any WallClock
     /// Fixes per user and minute.
     let limiter: RateLimiter
+    /// Bodies of location and region reports may be this large; beyond, 413 `body_too_large`.
     let maxBodyBytes: Int
 
+    /// Registers the location routes and `GET /v1/events` on the authenticated `/v1` group.
     func addRoutes(to group: RouterGroup<AuthenticatedContext>) {
         group.post("me/location", use: report)
         group.post("me/region-events", use: reportRegions)
         group.get("events", use: events)
     }
 
+    /// `POST /v1/me/location` (`LocationFixRequest`): one fix or a batch through the fence engine.
+    /// 200 with the beacons the caller is inside now, the events the fixes produced, and how many
+    /// fixes were `accepted` and `ignored`; 403 for the admin token, 422 for a fix too old or too
+    /// far ahead, 429 past the user's fixes per minute.
     @Sendable func report(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         try await userReport(request, context, what: "location fixes", decode: { try LocationFixRequest.decode($0, now: $1, config: $2) }) {
             user, fixes in
@@ -67,6 +78,9 @@ struct LiveController {
         JSONObject([("inside", .array(inside.map { .string($0.rawValue) })), ("events", .array(events.map(\.json)))])
     }
 
+    /// `GET /v1/events`: the events addressed to the caller (every event for the admin token),
+    /// oldest first, a page at a time; `after` (or `cursor`) resumes after an event id or a
+    /// `next_cursor`.
     @Sendable func events(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let q = QueryReader(request)
         var after: Int64?

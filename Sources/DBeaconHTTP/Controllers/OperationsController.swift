@@ -10,13 +10,19 @@ import NIOCore
 struct OperationsController {
     /// The database, the change feed, the index's pending polygons, as this node sees them.
     let health: NodeHealth
+    /// The counters `/metrics` exposes, shared with `MetricsMiddleware`.
     let metrics: AppMetrics
+    /// Recognises the admin token for `/metrics`.
     let auth: AuthService
     /// `--metrics-token`: a token that may read `/metrics` only (for a Prometheus scraper).
     let metricsToken: String?
     /// How long `/readyz` waits for the database.
     let readinessSeconds: Double
 
+    /// Registers the operational routes at the root, outside `/v1` and its bearer authentication:
+    /// `/healthz` (liveness: 200 `{"status":"ok"}` whenever the process answers), `/readyz`,
+    /// `/metrics` (Prometheus text format 0.0.4) and `/openapi.yaml` (the embedded
+    /// `OpenAPIDocument`).
     func addRoutes(to router: Router<AppRequestContext>) {
         router.get("healthz") { _, _ in
             Response.json(.object(["status": "ok"]))
@@ -65,6 +71,8 @@ struct OperationsController {
         throw DBeaconError.unauthorized("/metrics needs the admin token or the metrics token")
     }
 
+    /// Compares two tokens in a time that depends on their lengths only, so timing does not reveal
+    /// the metrics token byte by byte.
     private static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
         let x = Array(a.utf8), y = Array(b.utf8)
         guard x.count == y.count else { return false }

@@ -8,12 +8,22 @@ import Hummingbird
 /// HTTP Basic with the user's id or name and a device or user token) and Traccar Client /
 /// OsmAnd (`GET|POST /v1/osmand`, the device token as the device identifier).
 struct PhoneController {
+    /// Runs OwnTracks and OsmAnd reports through the fence engine and the registry, and builds
+    /// OwnTracks answers.
     let phones: PhoneService
+    /// Authenticates the OsmAnd device identifier, which arrives as a query or body field, not as a
+    /// header.
     let auth: AuthService
+    /// Counts fixes per user (`fixes`) and bad OsmAnd identifiers per client address
+    /// (`authFailures`).
     let limiter: RateLimiter
+    /// The `now` that fixes are judged against (the fence engine's accepted window).
     let clock: any WallClock
+    /// Bodies of OwnTracks and OsmAnd posts may be this large; beyond, 413 `body_too_large`.
     let maxBodyBytes: Int
 
+    /// Registers `POST /v1/owntracks` on the authenticated `/v1` group (`AuthMiddleware` takes HTTP
+    /// Basic as OwnTracks sends it).
     func addRoutes(to group: RouterGroup<AuthenticatedContext>) {
         group.post("owntracks", use: ownTracks)
     }

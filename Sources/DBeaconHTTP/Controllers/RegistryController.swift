@@ -7,10 +7,15 @@ import Hummingbird
 
 /// `/v1/registry…` (the shared physical beacon registry) and `POST /v1/sightings`.
 struct RegistryController {
+    /// The shared registry of physical beacons, each entry linking an identity to a digital beacon.
     let registry: RegistryService
+    /// Resolves sighting batches (`POST /v1/sightings`) into distances, positions and fence events.
     let sightings: SightingService
+    /// Bodies of registry entries, merge patches and sighting batches may be this large; beyond,
+    /// 413 `body_too_large`.
     let maxBodyBytes: Int
 
+    /// Registers the registry routes and `POST /v1/sightings` on the authenticated `/v1` group.
     func addRoutes(to group: RouterGroup<AuthenticatedContext>) {
         group.post("registry", use: create)
         group.get("registry", use: list)
@@ -21,16 +26,23 @@ struct RegistryController {
         group.post("sightings", use: report)
     }
 
+    /// The `:id` path parameter as a registry entry id; a value that cannot be one is 404, as for
+    /// an unknown entry.
     static func registryID(_ context: AuthenticatedContext) throws -> RegistryID {
         let raw = try context.parameters.require("id")
         guard let id = RegistryID(raw) else { throw DBeaconError.notFound("registry entry \(raw)") }
         return id
     }
 
+    /// A registry entry's answer (`RegistryCodec.encode`) with its version as the `ETag`.
     static func entry(_ e: RegistryEntry, status: HTTPResponse.Status = .ok) -> Response {
         .json(RegistryCodec.encode(e), status: status, headers: [.eTag: "\"\(e.version)\""])
     }
 
+    /// `POST /v1/registry` (`RegistryCodec.decodeDraft`): links a physical beacon identity to a
+    /// digital beacon the caller owns (any, for the operator). 201 with the entry, its `ETag` and
+    /// `Location`; 403 for a visible beacon of someone else, 404 for an invisible one, 409
+    /// `duplicate_identity` for an identity that a live entry the caller may see already has.
     @Sendable func create(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         var request = request
         let draft = try RegistryCodec.decodeDraft(try await request.jsonBody(limit: maxBodyBytes))
@@ -40,10 +52,16 @@ struct RegistryController {
         return response
     }
 
+    /// `GET /v1/registry/{id}`: the entry with its `ETag`, for the operator, the owner, and whoever
+    /// may see its digital beacon (404 otherwise).
     @Sendable func get(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         Self.entry(try await registry.get(try Self.registryID(context), by: context.principal))
     }
 
+    /// `PATCH /v1/registry/{id}`: an RFC 7396 merge patch of the entry as shown
+    /// (`RegistryCodec.patched`: `id`, `owner` and `created_at` are read-only, 422 `read_only`), by
+    /// the owner of its digital beacon or the operator. `If-Match` is honoured. 200 with the entry
+    /// and its `ETag`.
     @Sendable func update(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         var request = request
         let id = try Self.registryID(context)
@@ -54,6 +72,8 @@ struct RegistryController {
         })
     }
 
+    /// `DELETE /v1/registry/{id}`: removes the entry (the owner of its digital beacon, or the
+    /// operator; 403 for others who may see it). 204.
     @Sendable func delete(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         try await registry.delete(try Self.registryID(context), by: context.principal)
         return Response(status: .noContent)
@@ -120,6 +140,10 @@ struct RegistryController {
         return response
     }
 
+    /// The identity `resolve` asks about, from the query: `adv` (a raw advertisement, parsed as
+    /// sightings are) wins; otherwise `type` (by default the kind whose members are given) with its
+    /// members, whose integers are checked here (400). No identity at all is 422
+    /// `missing_identity`.
     static func identity(_ q: QueryReader) throws -> PhysicalBeaconIdentity {
         if let adv = try q.string("adv") {
             switch BeaconFrameParser.parse(hex: adv) {
@@ -147,6 +171,10 @@ struct RegistryController {
         return try RegistryCodec.decodeIdentity(try ObjectReader(.object(o)), concrete: false)
     }
 
+    /// `POST /v1/sightings` (`SightingAnswer`): resolves a batch of BLE sightings for the caller
+    /// (users only: 403 for the admin token), one result per sighting; an unreadable item carries
+    /// its own `error` instead of failing the batch. A repeated `batch_id` replays the stored
+    /// answer (409 `batch_id_reused` for a different batch).
     @Sendable func report(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         guard let user = context.principal.userID else {
             throw DBeaconError.forbidden("sightings belong to users; the admin token has none")

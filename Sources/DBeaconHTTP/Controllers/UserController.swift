@@ -9,10 +9,15 @@ import NIOCore
 /// `/v1/users…` (the admin's user management: create, list, show, rename, disable and enable,
 /// rotate a token, export, erase).
 struct UserController {
+    /// Tokens and devices: creates users and device tokens.
     let auth: AuthService
+    /// Accounts: profiles, token rotation, user management, export and erasure.
     let accounts: AccountService
+    /// Bodies of the user and device requests may be this large; beyond, 413 `body_too_large`.
     let maxBodyBytes: Int
 
+    /// Registers the account routes on the authenticated `/v1` group: `users…` for the admin token,
+    /// `me…` for the caller.
     func addRoutes(to group: RouterGroup<AuthenticatedContext>) {
         group.post("users", use: create)
         group.get("users", use: list)
@@ -32,6 +37,10 @@ struct UserController {
 
     // MARK: The caller's own account
 
+    /// `GET /v1/me`: who the token belongs to. The admin token gets `{"id": null, "admin": true}`;
+    /// a user gets their profile (`AccountEncoding.user` without `disabled` and `disabled_at`),
+    /// `beacon_id_prefix` (the namespace of client-chosen beacon ids) and, for a device token,
+    /// `device`.
     @Sendable func me(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         switch context.principal {
         case .admin: return .json(.object(["id": .null, "admin": true]))
@@ -60,6 +69,8 @@ struct UserController {
         return .json(.object(["id": .string(context.principal.userID?.rawValue ?? ""), "erased": true]))
     }
 
+    /// `GET /v1/me/export`: everything the service holds about the caller, streamed (`export`); 403
+    /// for the admin token, which is no user.
     @Sendable func exportOwn(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         guard let id = context.principal.userID else { throw DBeaconError.forbidden("the admin token belongs to no user: GET /v1/users/{id}/export") }
         return try await export(id, context: context)
@@ -67,6 +78,8 @@ struct UserController {
 
     // MARK: The admin's user management
 
+    /// `POST /v1/users` `{"name"}`: creates a user (the admin token only, 403 otherwise). 201 with
+    /// the user's id, name and token (shown only this once) and `Location`.
     @Sendable func create(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         var request = request
         let body = try ObjectReader(try await request.jsonBody(limit: maxBodyBytes))
@@ -94,6 +107,8 @@ struct UserController {
         ]))
     }
 
+    /// `GET /v1/users/{id}`: the user with how many beacons and active devices they have (admin
+    /// only).
     @Sendable func get(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let id = try userID(context)
         return .json(AccountEncoding.summary(try await accounts.get(id, by: context.principal)))
@@ -121,6 +136,8 @@ struct UserController {
         return .json(AccountEncoding.withToken(user, token), headers: [.cacheControl: "no-store"])
     }
 
+    /// `GET /v1/users/{id}/export`: the export document of `GET /v1/me/export` for that user (admin
+    /// only).
     @Sendable func exportFor(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         try await export(try userID(context), context: context)
     }
@@ -141,6 +158,8 @@ struct UserController {
         return id
     }
 
+    /// What an erasure removed (the admin's answer): how many beacons, the rows deleted or changed
+    /// per table (sorted by table name) and how many notices went to others.
     static func erasure(_ id: UserID, _ report: ErasureReport) -> JSONValue {
         .object(JSONObject([
             ("id", .string(id.rawValue)), ("erased", true), ("beacons", .int(report.beacons.count)),
@@ -201,6 +220,7 @@ struct UserController {
         return Response(status: .noContent)
     }
 
+    /// A device as the API shows it (never its token): `active` until `revoked_at` is set.
     static func device(_ d: Device) -> JSONObject {
         JSONObject([("id", .string(d.id.rawValue)), ("name", .string(d.name)), ("created_at", .string(d.createdAt.rfc3339)),
                     ("last_seen_at", d.lastSeenAt.map { .string($0.rfc3339) } ?? .null),

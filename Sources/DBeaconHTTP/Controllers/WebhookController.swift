@@ -4,9 +4,13 @@ import Hummingbird
 
 /// `/v1/webhooks…`: registration, listing, secret rotation, deliveries, redelivery.
 struct WebhookController {
+    /// The webhook service: endpoints (with the SSRF check on their URLs), secrets and deliveries.
     let webhooks: WebhookService
+    /// Bodies of `POST /v1/webhooks` may be this large; beyond, 413 `body_too_large`.
     let maxBodyBytes: Int
 
+    /// Registers the webhook routes on the authenticated `/v1` group. An endpoint that is not the
+    /// caller's is 404, as one that does not exist (the admin token sees all).
     func addRoutes(to group: RouterGroup<AuthenticatedContext>) {
         group.post("webhooks", use: create)
         group.get("webhooks", use: list)
@@ -18,6 +22,8 @@ struct WebhookController {
         group.post("webhooks/:id/deliveries/:delivery/redeliver", use: redeliver)
     }
 
+    /// An endpoint as the API shows it; `secret` only when asked (the answer to its creation),
+    /// never in lists.
     static func encode(_ w: Webhook, secret: Bool = false) -> JSONValue {
         var o = JSONObject([
             ("id", .string(w.id)), ("url", .string(w.url)), ("events", .array(w.events.map(JSONValue.string))),
@@ -29,6 +35,11 @@ struct WebhookController {
         return .object(o)
     }
 
+    /// `POST /v1/webhooks` `{"url","events"?,"scope"?,"description"?}`: registers an endpoint for
+    /// the caller's events (`scope: user`) or, with the admin token, for every event (`scope: all`,
+    /// 403 for a user). 201 with the endpoint, its signing `secret` (shown only here) and
+    /// `Location`; 409 `too_many_webhooks` past the per-user limit, 422 for a URL the SSRF check
+    /// refuses.
     @Sendable func create(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         var request = request
         let body = try ObjectReader(try await request.jsonBody(limit: maxBodyBytes))
@@ -40,19 +51,25 @@ struct WebhookController {
         return .json(Self.encode(w, secret: true), status: .created, headers: [.location: "/v1/webhooks/\(w.id)"])
     }
 
+    /// `GET /v1/webhooks`: `{"webhooks": […]}`, the caller's endpoints (all of them for the admin
+    /// token), without secrets.
     @Sendable func list(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         .json(.object(["webhooks": .array(try await webhooks.list(by: context.principal).map { Self.encode($0) })]))
     }
 
+    /// `GET /v1/webhooks/{id}`: one endpoint, without its secret.
     @Sendable func get(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         .json(Self.encode(try await webhooks.get(try context.parameters.require("id"), by: context.principal)))
     }
 
+    /// `DELETE /v1/webhooks/{id}`: removes the endpoint. 204.
     @Sendable func delete(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         try await webhooks.delete(try context.parameters.require("id"), by: context.principal)
         return Response(status: .noContent)
     }
 
+    /// `POST /v1/webhooks/{id}/rotate-secret`: a new signing secret; the previous one keeps signing
+    /// beside it until `previous_secret_expires_at` (24 hours).
     @Sendable func rotate(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let w = try await webhooks.rotateSecret(try context.parameters.require("id"), by: context.principal)
         return .json(.object([
@@ -61,10 +78,14 @@ struct WebhookController {
         ]))
     }
 
+    /// `POST /v1/webhooks/{id}/enable`: turns an endpoint disabled by a 410 answer back on (its URL
+    /// is checked again); its pending deliveries resume.
     @Sendable func enable(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         .json(Self.encode(try await webhooks.enable(try context.parameters.require("id"), by: context.principal)))
     }
 
+    /// `GET /v1/webhooks/{id}/deliveries`: the endpoint's deliveries, a page at a time, each with
+    /// its attempt log; `next_attempt_at` only while one is pending.
     @Sendable func deliveries(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let q = QueryReader(request)
         let page = try await webhooks.deliveries(try context.parameters.require("id"), after: try await context.position(of: try q.string("cursor")), limit: try q.limit(),
@@ -90,6 +111,8 @@ struct WebhookController {
         ]))
     }
 
+    /// `POST /v1/webhooks/{id}/deliveries/{delivery}/redeliver`: queues a delivery (`dlv_<seq>`)
+    /// again. 202 `{"id","status":"pending"}`; 404 for a delivery id of another form.
     @Sendable func redeliver(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let raw = try context.parameters.require("delivery")
         guard raw.hasPrefix("dlv_"), let seq = Int64(raw.dropFirst(4)) else { throw DBeaconError.notFound("delivery \(raw)") }

@@ -25,6 +25,7 @@ extension DBeaconError.Kind {
 }
 
 extension DBeaconError: HTTPResponseError {
+    /// The HTTP status of the error's kind (`Kind.status`).
     package var status: HTTPResponse.Status { kind.status }
 
     /// `{"error":{"code","message","path"}}`; causes of internal errors are logged, not returned.
@@ -34,6 +35,9 @@ extension DBeaconError: HTTPResponseError {
         return .object(["error": .object(error)])
     }
 
+    /// The JSON error answer, with `WWW-Authenticate` for a 401 (Basic on the OwnTracks endpoint or
+    /// for Basic credentials, Bearer elsewhere) and `Retry-After` when the error names a wait (2 s
+    /// for an unavailable database).
     package func response(from request: Request, context: some RequestContext) throws -> Response {
         var headers: HTTPFields = [.contentType: "application/json"]
         if kind == .unauthorized {
@@ -56,6 +60,8 @@ final class RouteMethods: @unchecked Sendable {
     private var templates: [(segments: [Substring], methods: [String])] = []
     private let lock = NSLock()
 
+    /// Records the router's routes by path template; a GET template answers HEAD too, as the router
+    /// generates it.
     func load(_ routes: [(path: String, method: String)]) {
         var byPath: [String: [String]] = [:]
         for r in routes { byPath[r.path, default: []].append(r.method) }
@@ -81,6 +87,7 @@ final class RouteMethods: @unchecked Sendable {
 /// Turns every error into the JSON error shape: DBeaconError as it is, Hummingbird's own
 /// errors (unknown route, body too large, …) by status, and anything else as a logged 500.
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    /// The router's routes by template, to tell an unknown path (404) from a wrong method (405).
     let methods: RouteMethods
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {

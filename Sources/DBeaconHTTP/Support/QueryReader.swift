@@ -8,6 +8,7 @@ import HummingbirdCore
 /// Reads query parameters: 400 for missing or unreadable values, 422 for readable values that
 /// break a rule (latitude out of range, NaN), each naming the parameter.
 package struct QueryReader {
+    /// The request's query parameters, repeated keys kept (for `tags`).
     let parameters: FlatDictionary<Substring, Substring>
 
     package init(_ request: Request) {
@@ -27,6 +28,8 @@ package struct QueryReader {
     /// Whether the parameter is given (even empty).
     package func has(_ key: String) -> Bool { parameters[key[...]] != nil }
 
+    /// A decimal number; nil when absent; 400 `invalid_parameter` when it is not one (hexadecimal
+    /// included), 422 `not_finite` for NaN or an infinity.
     package func double(_ key: String) throws -> Double? {
         guard let raw = try string(key) else { return nil }
         guard let value = Double(decimal: raw) else {
@@ -43,6 +46,7 @@ package struct QueryReader {
         return value
     }
 
+    /// `double`, required: 400 `missing_parameter` when absent.
     package func requiredDouble(_ key: String) throws -> Double {
         guard let v = try double(key) else {
             throw DBeaconError(.badRequest, code: "missing_parameter", message: "\(key) is required", path: key)
@@ -82,6 +86,7 @@ package struct QueryReader {
         return tags
     }
 
+    /// An RFC 3339 timestamp; nil when absent; 400 `invalid_parameter` for anything else.
     package func timestamp(_ key: String) throws -> Timestamp? {
         guard let raw = try string(key) else { return nil }
         guard let t = Timestamp(rfc3339: raw) else {
@@ -105,6 +110,8 @@ package struct QueryReader {
         return BoundingBox(west: w, south: s, east: e, north: n)
     }
 
+    /// `true`, `1`, `yes` or `false`, `0`, `no` (in any case); nil when absent; 400
+    /// `invalid_parameter` otherwise.
     package func bool(_ key: String) throws -> Bool? {
         guard let raw = try string(key) else { return nil }
         switch raw.lowercased() {
