@@ -50,7 +50,9 @@ extension BenchRun {
                              // The idle streams and wrk all come from 127.0.0.1.
                              "--max-connections", "\(command.streams + 2_000)", "--max-connections-per-client", "0",
                              // POST /v1/me/location as fast as wrk sends them.
-                             "--location-rate", "0", "--fixes-per-minute", "0", "--write-rate", "0"]
+                             "--location-rate", "0", "--fixes-per-minute", "0", "--write-rate", "0",
+                             // Whatever happens to the bench (a crash, a kill), its server ends with it.
+                             "--exit-with-parent"]
         let started = monotonicNanos()
         try process.run()
         let base = "http://127.0.0.1:\(command.port)"
@@ -250,15 +252,8 @@ extension BenchRun {
         return paths.map { "\($0)/\(tool)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
+    /// Runs a tool to its end (`Spawn`: safe with thousands of descriptors open) and returns its output.
     static func capture(_ executable: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        try Spawn.capture(executable, arguments)
     }
 }

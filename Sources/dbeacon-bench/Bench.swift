@@ -52,6 +52,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Idle event streams to open on the server (then its CPU, and HTTP nearby beside them); 0 skips.")
     var streams = 10_000
     @Flag(help: "Print one JSON object per N instead of a table.") var json = false
+    @Flag(help: "Measure the speed targets as ratios instead (BENCHMARKS.md): the server against nginx serving the very answers it gave, and against its own cheaper endpoints, alternating the two sides in one run.")
+    var peers = false
+    @Option(name: .customLong("peer-rounds"), help: "With --peers: runs of each side per ratio.") var peerRounds = 3
     @Option(help: "Also measure the SQL lookups on this PostgreSQL + PostGIS database (postgres://…; a new schema per run).")
     var postgres: String?
 
@@ -66,6 +69,16 @@ struct BenchCommand: AsyncParsableCommand {
         #if DEBUG
         FileHandle.standardError.write(Data("warning: this is a debug build; figures are meaningless (swift build -c release)\n".utf8))
         #endif
+        if peers {
+            var results: [PeerResult] = []
+            for n in counts {
+                let result = try await BenchRun(command: self, count: n).peers()
+                results.append(result)
+                if json { print(result.json) }
+            }
+            if !json { print(PeerResult.table(results)) }
+            return
+        }
         var rows: [BenchResult] = []
         for n in counts {
             let result = try await BenchRun(command: self, count: n).run()

@@ -108,6 +108,9 @@ struct ServeCommand: AsyncParsableCommand {
     var executor = "event-loops"
     @Option(name: .customLong("log-level"), help: "Log level.") var logLevel: Logger.Level = .info
     @Flag(name: .customLong("log-json"), help: "Write logs as one JSON object per line.") var logJSON = false
+    @Flag(name: .customLong("exit-with-parent"), help: ArgumentHelp(
+        "Stop (as on SIGTERM) when the process that started this one ends (benchmarks, test harnesses).", visibility: .hidden))
+    var exitWithParent = false
 
     func validate() throws {
         guard (1...65535).contains(port) else { throw ValidationError("--port must be between 1 and 65535") }
@@ -158,6 +161,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let env = ProcessInfo.processInfo.environment
+        if exitWithParent { ParentWatch.start() }
         // Before anything else starts tasks: from here on they run on the event loops the
         // server's connections use (long synchronous work goes through `offEventLoops`).
         let onEventLoops = executor == "event-loops"
@@ -281,3 +285,25 @@ struct JSONLogHandler: LogHandler {
 extension AppConfig.Engine: ExpressibleByArgument {}
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+/// Ends this process when its parent ends (`--exit-with-parent`): a thread of its own looks at
+/// the parent's pid four times a second and, once the process was handed to another parent
+/// (the one that started it died, however), sends itself SIGTERM (a graceful stop), then exits
+/// outright if that has not ended it within 10 s. (Not `PR_SET_PDEATHSIG`: it fires when the
+/// *thread* that spawned the process exits, and a Swift parent spawns from a pooled thread that
+/// may be retired at any time.)
+enum ParentWatch {
+    static func start() {
+        let parent = getppid()
+        guard parent > 1 else { return }
+        let thread = Thread {
+            while getppid() == parent { usleep(250_000) }
+            kill(getpid(), SIGTERM)
+            sleep(10)
+            _exit(1)
+        }
+        thread.name = "dbeacon-parent-watch"
+        thread.start()
+    }
+}
+
