@@ -46,7 +46,7 @@ extension AppServices {
         settings.rateLimits = config.rateLimits
         settings.console = config.console
         let memory = engine as? MemoryCoverageEngine
-        let regions = RegionService(beacons: beacons, registry: store)
+        let regions = RegionService(beacons: beacons, registry: store, changes: regionChanges)
         return RouterServices(
             settings: settings, clock: clock, auth: auth, accounts: accounts, beacons: beacons, fences: fences, feed: feed,
             notifier: notifier, webhooks: webhooks, meetings: domain.meetings, groups: domain.groups, tours: domain.tours,

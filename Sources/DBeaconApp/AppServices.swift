@@ -40,6 +40,8 @@ package struct AppServices: Sendable {
     package let generatedAdminToken: String?
     /// The in-memory index's snapshot folder, if snapshots are kept.
     package let indexSnapshots: IndexSnapshots?
+    /// Where beacons changed lately (phones keep their regions while nothing near them did).
+    package let regionChanges: RegionChanges
     let logger: Logger
 
     /// The background services to run with the HTTP server.
@@ -69,11 +71,18 @@ package struct AppServices: Sendable {
         let relayRemote = store.remoteChangesNeedFenceEvaluation
         let engine: any CoverageEngine
         var snapshots: IndexSnapshots?
+        let regionChanges = RegionChanges()
         switch config.engine {
         case .sql:
             engine = SQLCoverageEngine(store: store)
-            store.observeChanges { continuation.yield($0) }
-            store.observeRemoteChanges { if relayRemote { continuation.yield($0) } }
+            store.observeChanges { change in
+                regionChanges.record(change)
+                continuation.yield(change)
+            }
+            store.observeRemoteChanges { change in
+                regionChanges.record(change)
+                if relayRemote { continuation.yield(change) }
+            }
         case .memory:
             // Observe before loading, so a change committed during the load is not lost.
             let memory = MemoryCoverageEngine(store: store)
@@ -81,10 +90,12 @@ package struct AppServices: Sendable {
             // Weakly: the engine holds the store (it loads from it), and the store keeps its observers.
             store.observeChanges { [weak memory] change in
                 memory?.apply(change)
+                regionChanges.record(change)
                 continuation.yield(change)
             }
             store.observeRemoteChanges { [weak memory] change in
                 memory?.apply(change)
+                regionChanges.record(change)
                 if relayRemote { continuation.yield(change) }
             }
             // After a lost listener connection, reload: notifications sent meanwhile are gone.
@@ -159,7 +170,7 @@ package struct AppServices: Sendable {
             domain: await DomainServices.make(beacons: beacons, store: store, fences: fences, config: config.services, logger: logger),
             registry: registry,
             sightings: SightingService(registry: registry, store: store, fences: fences, clock: clock, config: config.sightings),
-            generatedAdminToken: generated, indexSnapshots: snapshots, logger: logger)
+            generatedAdminToken: generated, indexSnapshots: snapshots, regionChanges: regionChanges, logger: logger)
         if let dir = config.samplesDirectory {
             try await SampleLoader(services: services).loadIfEmpty(directory: dir, logger: logger)
         }

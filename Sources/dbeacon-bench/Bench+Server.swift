@@ -185,27 +185,7 @@ extension BenchRun {
     typealias WrkFigures = (rate: Double?, p50: Double?, p99: Double?, transfer: Double?, errors: Int)
 
     /// Random walks of the city's users, 8 m a fix, each with their own token.
-    static func fixesScript(seed: UInt64) -> String {
-        let c = BenchCity.center, m = BenchCity.metersPerDegreeLat
-        return """
-            math.randomseed(\(seed % 1_000_000))
-            local pos = {}
-            request = function()
-              local u = math.random(0, \(BenchCity.userCount - 1))
-              local p = pos[u]
-              if p == nil then
-                p = {\(c.lat) + (math.random() * 2 - 1) * \(BenchCity.halfLat), \(c.lon) + (math.random() * 2 - 1) * \(BenchCity.halfLon)}
-                pos[u] = p
-              end
-              local a = math.random() * 2 * math.pi
-              p[1] = p[1] + 8 / \(m) * math.sin(a)
-              p[2] = p[2] + 8 / \(m * cos(c.lat * .pi / 180)) * math.cos(a)
-              local body = string.format('{"lat":%.7f,"lon":%.7f,"accuracy_m":10}', p[1], p[2])
-              return wrk.format("POST", "/v1/me/location",
-                {["Authorization"] = "Bearer bench-token-" .. u, ["Content-Type"] = "application/json"}, body)
-            end
-            """
-    }
+    static func fixesScript(seed: UInt64) -> String { walksScript(seed: seed, ownTracks: false) }
 
     /// Random points in the region, 50 users' tokens, one tag filter in five.
     static func luaScript(seed: UInt64, path: String = "/v1/nearby", extra: String = "&limit=20") -> String {

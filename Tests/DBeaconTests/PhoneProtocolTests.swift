@@ -1,4 +1,5 @@
 import DBeaconCore
+import DBeaconServices
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -140,6 +141,68 @@ import Testing
                 #expect(r.status.code / 100 == 4 && r.json?["error"]?["path"] == .string(path), "\(body): \(r.text)")
             }
             #expect(try await client.call(.post, "/v1/owntracks", raw: "{not json", headers: auth).status == .badRequest)
+        }
+    }
+
+    /// A phone inside its refresh circle keeps its regions without their being searched again
+    /// (issue 46), but never past a change that concerns it: a beacon made near it, a beacon it
+    /// monitors edited or made invisible to it, and (what no change announces) a lifetime that
+    /// began near it, within `PhoneService.regionsMaxAgeSeconds`.
+    @Test(arguments: Backend.all) func ownTracksRegionsFollowChangesNearThePhone(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
+        let (_, ownerToken) = try await h.user("owner")
+        let (_, ann) = try await h.user("ann")
+        let auth = Self.basic("ann", ann)
+        try await h.app().test(.router) { client in
+            let market = try #require(try await client.call(.post, "/v1/beacons", token: ownerToken,
+                                                            json: feature(name: "Markthalle", perimeter: circle(60))).json?["id"]?.stringValue)
+            var step = 0
+            /// A fix at the Markthalle (a few centimetres apart each time): the region ids of the
+            /// waypoints the phone is sent, nil when it is sent none.
+            func post() async throws -> Set<String>? {
+                step += 1
+                let r = try await client.call(.post, "/v1/owntracks", json: ["_type": "location", "lat": 48.7784,
+                                                                               "lon": .number(9.18 + Double(step) * 1e-6),
+                                                                               "tst": .int(Self.tst(h))], headers: auth)
+                #expect(r.status == .ok, "\(r.text)")
+                guard let set = r.json?.arrayValue?.first(where: { $0["action"] == "setWaypoints" }) else { return nil }
+                return Set((set["waypoints"]?["waypoints"]?.arrayValue ?? []).compactMap { $0["rid"]?.stringValue })
+            }
+            #expect(try await post()?.contains(market) == true)
+            #expect(try await post() == nil, "nothing changed: the regions hold")
+
+            // A beacon made 300 m away: the next post brings it.
+            let near = Walk.offset(Walk.schlossplatz, east: 300)
+            let kiosk = try #require(try await client.call(.post, "/v1/beacons", token: ownerToken,
+                                                           json: feature(name: "Kiosk", lat: near.lat, lon: near.lon, perimeter: circle(40)))
+                .json?["id"]?.stringValue)
+            #expect(try await post()?.contains(kiosk) == true, "a beacon made near the phone")
+            #expect(try await post() == nil)
+
+            // The kiosk moved 40 km away (beyond the search): the phone stops monitoring it.
+            let far = Walk.offset(Walk.schlossplatz, east: 40_000)
+            #expect(try await client.call(.patch, "/v1/beacons/\(kiosk)", token: ownerToken,
+                                          json: ["geometry": ["type": "Point", "coordinates": [.number(far.lon), .number(far.lat)]]]).status == .ok)
+            let afterMove = try await post()
+            #expect(afterMove != nil && afterMove?.contains(kiosk) == false, "a monitored beacon moved away: \(String(describing: afterMove))")
+
+            // The Markthalle made private to someone else: gone from Ann's regions.
+            #expect(try await client.call(.patch, "/v1/beacons/\(market)", token: ownerToken,
+                                          json: ["properties": ["visibility": ["members": []]]]).status == .ok)
+            let afterHiding = try await post()
+            #expect(afterHiding != nil && afterHiding?.contains(market) == false, "a monitored beacon hidden from her")
+
+            // A beacon whose lifetime begins in 30 s: no change announces its start; within a
+            // minute of it the phone is given it.
+            let start = h.clock.now().adding(seconds: 30)
+            let later = try #require(try await client.call(.post, "/v1/beacons", token: ownerToken, json: feature(
+                name: "Evening market", perimeter: circle(50), lifetime: (start.rfc3339, nil))).json?["id"]?.stringValue)
+            let beforeStart = try await post()
+            #expect(beforeStart?.contains(later) != true)
+            h.clock.advance(seconds: 31)
+            #expect(try await post()?.contains(later) != true, "kept: nothing announced it yet")
+            h.clock.advance(seconds: PhoneService.regionsMaxAgeSeconds)
+            #expect(try await post()?.contains(later) == true, "searched again after regionsMaxAgeSeconds")
         }
     }
 

@@ -153,7 +153,8 @@ package struct PhoneService: Sendable {
         // A phone's first post: no regions given yet (radius -1: no refresh circle to be inside).
         var state = stored ?? .initial
         var changed = stored == nil
-        if let (position, _) = latest, let (waypoints, regionsState) = try await waypoints(at: position, stored: stored, by: principal) {
+        if let (position, _) = latest, try await !keepsRegions(stored, at: position, by: principal) {
+            let (waypoints, regionsState) = try await waypoints(at: position, stored: stored, by: principal)
             answer.waypoints = waypoints
             let events = state.events
             state = regionsState
@@ -188,11 +189,32 @@ package struct PhoneService: Sendable {
         return answer
     }
 
-    /// The regions at `position`, when they differ from what the phone was last given or the
-    /// phone left the refresh circle it was given (with the state to store); nil when the
-    /// phone's regions still hold.
+    /// How long a phone keeps its regions without their being worked out again, at most: what
+    /// no change announces (a lifetime beginning near the phone, an iBeacon registered for a
+    /// beacon it monitors) reaches it within this.
+    package static let regionsMaxAgeSeconds = 60.0
+
+    /// Whether the phone's regions still hold at `position` without working them out again:
+    /// it is inside the refresh circle it was given, they were worked out less than
+    /// `regionsMaxAgeSeconds` ago, no beacon changed under that circle since
+    /// (`RegionChanges`), and the beacons it monitors are the versions it was given and still
+    /// visible to the user. (An OwnTracks post used to search the regions every time: 7–10×
+    /// the cost of a native fix.)
+    func keepsRegions(_ stored: PhoneState?, at position: Position, by principal: Principal) async throws -> Bool {
+        guard let s = stored, let checkedAt = s.checkedAt, let stamp = s.stamp, stamp > 0, let versions = s.versions,
+              s.refreshRadius > 0, Geodesy.distance(s.refreshCenter, position) <= s.refreshRadius,
+              clock.now().seconds(since: Timestamp(millis: checkedAt)) < Self.regionsMaxAgeSeconds,
+              regions.changes.stamp(center: s.refreshCenter, radiusM: s.refreshRadius) == stamp else { return false }
+        let current = try await regions.beacons.gate.versions(versions.keys.compactMap(BeaconID.init), for: principal)
+        return current.count == versions.count && current.allSatisfy { versions[$0.key.rawValue] == $0.value }
+    }
+
+    /// The regions at `position`, with the state to store: the waypoints when they differ from
+    /// what the phone was last given or the phone left the refresh circle it was given (nil
+    /// when the phone's regions still hold: then the state is the one stored, checked again).
     func waypoints(at position: Position, stored: PhoneState?,
-                   by principal: Principal) async throws -> ([PhoneWaypoint], PhoneState)? {
+                   by principal: Principal) async throws -> ([PhoneWaypoint]?, PhoneState) {
+        let before = regions.changes.sequence
         let found = try await regions.regions(at: position, max: Self.maxRegions, tags: [], by: principal)
         var waypoints: [PhoneWaypoint] = []
         var refresh: (Position, Double)?
@@ -217,11 +239,24 @@ package struct PhoneService: Sendable {
             }
         }
         let signature = waypoints.filter { $0.rid != "refresh" }.map { "\($0.rid)@\($0.center.lat),\($0.center.lon),\($0.radiusM)" }.joined(separator: ";")
+        // The check of what was worked out: when, what had changed near it, the beacons' versions.
+        func checked(_ state: PhoneState) -> PhoneState {
+            var state = state
+            state.checkedAt = clock.now().millis
+            let stamp = regions.changes.stamp(center: state.refreshCenter, radiusM: state.refreshRadius)
+            // A change near the phone while this was worked out may be missing from it: again next time.
+            state.stamp = stamp > before ? 0 : stamp
+            state.versions = Dictionary(found.regions.compactMap { r -> (String, Int)? in
+                guard case .circle = r.kind, let b = r.beacon else { return nil }
+                return (b.id.rawValue, b.version)
+            }, uniquingKeysWith: { a, _ in a })
+            return state
+        }
         if let stored, stored.signature == signature,
-           Geodesy.distance(stored.refreshCenter, position) <= stored.refreshRadius { return nil }
+           Geodesy.distance(stored.refreshCenter, position) <= stored.refreshRadius { return (nil, checked(stored)) }
         let state = PhoneState(signature: signature, refreshCenter: refresh?.0 ?? position, refreshRadius: refresh?.1 ?? 0,
                                waypoints: waypoints.map { PhoneState.Waypoint(wtst: $0.wtst, rid: $0.rid, desc: $0.desc) })
-        return (waypoints, state)
+        return (waypoints, checked(state))
     }
 
     /// Members of the caller's groups with a position they may see (group status), latest fix

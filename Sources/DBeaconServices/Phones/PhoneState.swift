@@ -65,9 +65,16 @@ package struct PhoneState: Codable, Sendable, Equatable {
     package var waypoints: [Waypoint]
     /// The log position up to which the phone was told of group alerts (nil: not yet started).
     package var events: Int64?
+    /// When the regions were last worked out (milliseconds), the newest change under the
+    /// refresh circle then (`RegionChanges.stamp`; 0: unknown), and the version of each beacon
+    /// given as a region: while the phone stays in its circle, nothing near it changed and these
+    /// beacons are as they were, its regions hold without being worked out again.
+    package var checkedAt: Int64?
+    package var stamp: UInt64?
+    package var versions: [String: Int]?
 
     enum CodingKeys: String, CodingKey {
-        case signature, lat, lon, radiusM = "radius_m", waypoints, events
+        case signature, lat, lon, radiusM = "radius_m", waypoints, events, checkedAt = "checked_at", stamp, versions
     }
 
     package init(signature: String, refreshCenter: Position, refreshRadius: Double, waypoints: [Waypoint], events: Int64? = nil) {
@@ -89,6 +96,9 @@ package struct PhoneState: Codable, Sendable, Equatable {
         waypoints = try c.decodeIfPresent([Waypoint].self, forKey: .waypoints) ?? []
         // Written as a JSON number by earlier versions (possibly with a fraction part).
         events = try c.decodeIfPresent(Double.self, forKey: .events).map { Int64($0) }
+        checkedAt = try c.decodeIfPresent(Int64.self, forKey: .checkedAt)
+        stamp = try c.decodeIfPresent(UInt64.self, forKey: .stamp)
+        versions = try c.decodeIfPresent([String: Int].self, forKey: .versions)
     }
 
     package func encode(to encoder: any Encoder) throws {
@@ -99,6 +109,9 @@ package struct PhoneState: Codable, Sendable, Equatable {
         try c.encode(refreshRadius, forKey: .radiusM)
         try c.encode(waypoints, forKey: .waypoints)
         try c.encode(events, forKey: .events)
+        try c.encodeIfPresent(checkedAt, forKey: .checkedAt)
+        try c.encodeIfPresent(stamp, forKey: .stamp)
+        try c.encodeIfPresent(versions, forKey: .versions)
     }
 
     /// The region id of the waypoint given with `wtst`, if any.

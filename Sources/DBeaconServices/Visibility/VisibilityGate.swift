@@ -182,6 +182,12 @@ package struct VisibilityGate: Sendable {
         return beacon
     }
 
+    /// The version of each beacon among `ids` that `viewer` may see now (read without
+    /// perimeters): whether something a viewer was given has changed since.
+    package func versions(_ ids: [BeaconID], for viewer: Principal) async throws -> [BeaconID: Int] {
+        try await resolve(ids, for: viewer, perimeters: false).mapValues(\.version)
+    }
+
     /// `resolve` for many ids at once.
     package func resolve(_ ids: [BeaconID], for viewer: Principal) async throws -> [BeaconID: Beacon] {
         try await resolve(ids, for: viewer, perimeters: true)
