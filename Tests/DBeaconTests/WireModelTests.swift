@@ -50,4 +50,35 @@ import Testing
         #expect(messages[3]["acc"] == 12 && messages[3]["tst"] == 1_795_262_400 && messages[3]["topic"] == "owntracks/usr_ann/dbeacon")
         #expect(!text.contains("\\/"))
     }
+
+    /// The house decoder reads what Foundation's reads, the same way, for states of every shape,
+    /// and refuses what Foundation refuses (a fraction for an integer, a missing key, a string
+    /// for a number).
+    @Test func theHouseDecoderAgreesWithFoundation() throws {
+        var g = SystemRandomNumberGenerator()
+        for i in 0..<300 {
+            var state = PhoneState(signature: "s\(i)", refreshCenter: Position(lon: .random(in: -180...180, using: &g), lat: .random(in: -90...90, using: &g)),
+                                   refreshRadius: .random(in: -1...30_000, using: &g),
+                                   waypoints: (0..<Int.random(in: 0...20, using: &g)).map {
+                                       PhoneState.Waypoint(wtst: .random(in: 0...2_000_000_000, using: &g), rid: "bcn_\($0)", desc: "d \($0) \"é\"")
+                                   },
+                                   events: Bool.random(using: &g) ? nil : .random(in: 0...(1 << 50), using: &g))
+            if Bool.random(using: &g) {
+                state.checkedAt = .random(in: 0...(1 << 45), using: &g)
+                state.stamp = .random(in: 0...(1 << 50), using: &g)
+                state.versions = Dictionary(uniqueKeysWithValues: state.waypoints.map { ($0.rid, Int.random(in: 1...99, using: &g)) })
+            }
+            let text = try state.encoded()
+            let foundation = try JSONDecoder().decode(PhoneState.self, from: Data(text.utf8))
+            #expect(try PhoneState(decoding: text) == foundation)
+            #expect(foundation == state)
+        }
+        for bad in [#"{"signature":"s","lat":1,"lon":2,"radius_m":3,"waypoints":[[1,2,"d"]]}"#,
+                    #"{"signature":"s","lat":1,"lon":2,"waypoints":[]}"#,
+                    #"{"signature":"s","lat":"1","lon":2,"radius_m":3}"#,
+                    #"{"signature":"s","lat":1,"lon":2,"radius_m":3,"checked_at":-1.25}"#] {
+            #expect(throws: (any Error).self, "\(bad)") { try PhoneState(decoding: bad) }
+            #expect(throws: (any Error).self, "\(bad)") { try JSONDecoder().decode(PhoneState.self, from: Data(bad.utf8)) }
+        }
+    }
 }
