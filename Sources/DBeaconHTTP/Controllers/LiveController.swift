@@ -68,7 +68,7 @@ struct LiveController {
             throw DBeaconError.forbidden("\(what) belong to users; the admin token has none")
         }
         var request = request
-        let items = try decode(try await request.jsonBody(limit: maxBodyBytes), clock.now(), await fences.config)
+        let items = try decode(try await request.jsonBody(limit: maxBodyBytes), clock.now(), fences.config)
         try limiter.consume(.fixes, key: user.rawValue, cost: Double(items.count))
         return .json(.object(try await handle(user, items)))
     }

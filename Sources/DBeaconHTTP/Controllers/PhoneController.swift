@@ -48,7 +48,7 @@ struct PhoneController {
         }
         var request = request
         let body = try await request.optionalJSONBody(limit: maxBodyBytes)
-        let messages = try OwnTracksRequest.decode(body, now: clock.now(), config: await phones.fences.config)
+        let messages = try OwnTracksRequest.decode(body, now: clock.now(), config: phones.fences.config)
         var fixes: [LocationFix] = [], beacons: [SightingInput] = []
         var transitions: [PhoneTransition] = []
         for m in messages {
@@ -101,7 +101,7 @@ struct PhoneController {
         }
         let report = try json.map { try OsmAndRequest.decodeJSON($0) } ?? OsmAndRequest.decode(fields)
         let now = clock.now()
-        let config = await phones.fences.config
+        let config = phones.fences.config
         guard let position = report.position else { return Response(status: .ok) }
         let at = report.timestamp ?? now
         // Outside the accepted window: acknowledged and left alone, as OwnTracks does (a 4xx

@@ -72,7 +72,10 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private let limits: ConnectionLimits
     private let counter: ClientConnectionCounter
     private var client: String?
-    private var deadline: Scheduled<Void>?
+    /// When the connection is closed unless something happens first (nil: no deadline runs).
+    private var due: NIODeadline?
+    /// The pending timer, if any (it may fire before `due`, and then sleeps again).
+    private var timer: Scheduled<Void>?
 
     init(limits: ConnectionLimits, counter: ClientConnectionCounter) {
         self.limits = limits
@@ -91,13 +94,13 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        disarm()
+        stop()
         if let client { counter.close(client) }
         client = nil
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        disarm()
+        stop()
         context.fireChannelInactive()
     }
 
@@ -115,17 +118,45 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         context.write(data, promise: promise)
     }
 
+    /// Sets the deadline `seconds` from now. A timer is scheduled only when none is pending:
+    /// when it fires it closes the connection if the deadline then set has passed, or sleeps
+    /// again until it (a keep-alive connection answering requests back to back moves its
+    /// deadline twice a request; scheduling and cancelling a task each time cost 1.5 % of a
+    /// location fix through HTTP).
     private func arm(_ context: ChannelHandlerContext, seconds: Double) {
-        disarm()
-        guard seconds > 0 else { return }
-        let channel = context.channel
-        deadline = context.eventLoop.scheduleTask(in: .milliseconds(Int64(seconds * 1000))) {
-            channel.close(promise: nil)
+        guard seconds > 0 else {
+            due = nil
+            return
+        }
+        due = .now() + .milliseconds(Int64(seconds * 1000))
+        if timer == nil { schedule(context.channel, context.eventLoop, at: due!) }
+    }
+
+    private func schedule(_ channel: any Channel, _ loop: any EventLoop, at when: NIODeadline) {
+        // The handler lives on its event loop, where the task runs too; cancelled when the
+        // connection goes (`stop`), so the reference does not outlive it.
+        let bound = NIOLoopBound(self, eventLoop: loop)
+        timer = loop.scheduleTask(deadline: when) {
+            let handler = bound.value
+            handler.timer = nil
+            guard let due = handler.due else { return }  // disarmed meanwhile
+            if due <= .now() {
+                channel.close(promise: nil)
+            } else {
+                handler.schedule(channel, loop, at: due)
+            }
         }
     }
 
+    /// No deadline until the next `arm` (the timer, if pending, finds none and stops).
     private func disarm() {
-        deadline?.cancel()
-        deadline = nil
+        due = nil
+    }
+
+    /// Stops the timer for good (the connection is gone).
+    private func stop() {
+        due = nil
+        timer?.cancel()
+        timer = nil
     }
 }

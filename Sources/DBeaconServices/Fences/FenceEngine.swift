@@ -21,7 +21,7 @@ package actor FenceEngine {
     private let engine: any CoverageEngine
     private let committer: GroupCommitter
     private let clock: any WallClock
-    package let config: FenceConfig
+    package nonisolated let config: FenceConfig
 
     private var evaluator: FenceEvaluator
     private var needsReload = true
