@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Draws docs/bench-scaling.png from docs/bench-scaling.json (figures of `dbeacon bench` at
-several city sizes, entered from the runs BENCHMARKS.md records).
+several city sizes, entered from the runs docs/benchmarks-history.md records).
 
     python3 -m venv /tmp/plot && /tmp/plot/bin/pip install matplotlib
     /tmp/plot/bin/python scripts/bench-plot.py
@@ -45,7 +45,7 @@ for ax, (title, series, scale) in zip(axes.flat, panels):
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-fig.suptitle("dbeacon bench: 100k → 1M → 2M beacons (2 vCPU, 24 GiB; 1M the median of three runs, see BENCHMARKS.md)", fontsize=11)
+fig.suptitle("dbeacon bench: 100k → 1M → 2M beacons (2 vCPU, 24 GiB; 1M the median of three runs, see docs/benchmarks-history.md)", fontsize=11)
 fig.tight_layout()
 out = root / "docs" / "bench-scaling.png"
 fig.savefig(out, dpi=110)

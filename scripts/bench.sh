@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 install_build_dependencies
-apt_install wrk
+apt_install wrk nginx-light
 swift build -c release --product dbeacon >&2
 swift build -c release --product dbeacon-bench >&2
 exec .build/release/dbeacon-bench "$@"
