@@ -126,6 +126,10 @@ let package = Package(
             name: "dbeacon",
             dependencies: [
                 "DBeaconCore", "DBeaconGeo", "DBeaconStore", "DBeaconServices", "DBeaconAPI", "DBeaconHTTP", "DBeaconApp",
+                // The CLI's calls go through the typed client apps use, over HTTP or in process.
+                "DBeaconKit",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),

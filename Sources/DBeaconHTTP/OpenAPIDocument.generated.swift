@@ -5958,31 +5958,43 @@ components:
           type: ['string', 'null']
     Delivery:
       type: object
-      required: [id, event, status, attempts, next_attempt_at, created_at]
+      description: >-
+        One event's delivery to the endpoint, with its attempts. The event itself is the body of
+        each attempt (its id is the `webhook-id` header).
+      required: [id, event_id, event_type, status, attempts, next_attempt_at, last_status_code, last_error,
+                 created_at, attempt_log]
       properties:
         id:
+          type: string
+          pattern: '^dlv_[0-9]+$'
+          description: The delivery's id (`POST /v1/webhooks/{id}/deliveries/{delivery}/redeliver`).
+        event_id:
           $ref: '#/components/schemas/EventId'
-          description: The `webhook-id` of the delivery (the event id).
-        event:
-          $ref: '#/components/schemas/Event'
+        event_type:
+          $ref: '#/components/schemas/EventType'
         status:
           type: string
           enum: [pending, in_flight, delivered, failed, cancelled]
         attempts:
-          type: array
-          items:
-            $ref: '#/components/schemas/DeliveryAttempt'
-        first_attempt_at:
+          type: integer
+          minimum: 0
+          description: Attempts made so far.
+        next_attempt_at:
           type: [string, 'null']
           format: date-time
-        next_attempt_at:
-          $ref: '#/components/schemas/Timestamp'
+          description: When the next attempt is due; null unless `pending`.
         last_status_code:
           type: ['integer', 'null']
+          description: The endpoint's status at the last attempt; null before one or on a timeout or connection error.
         last_error:
           type: ['string', 'null']
         created_at:
           $ref: '#/components/schemas/Timestamp'
+        attempt_log:
+          type: array
+          description: The attempts, oldest first.
+          items:
+            $ref: '#/components/schemas/DeliveryAttempt'
     DeliveryList:
       type: object
       required: [deliveries, next_cursor]

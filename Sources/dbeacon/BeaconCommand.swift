@@ -1,6 +1,7 @@
 import ArgumentParser
 import DBeaconCore
 import DBeaconGeo
+import DBeaconKit
 import Foundation
 
 struct BeaconCommand: AsyncParsableCommand {
@@ -16,7 +17,11 @@ struct BeaconCommand: AsyncParsableCommand {
         @OptionGroup var target: TargetOptions
 
         func run() async throws {
-            try await reportingErrors { Output.printJSON(try await target.client().beacon(id)) }
+            try await reportingErrors {
+                let client = try await target.client()
+                _ = try await client.call { try await $0.getBeacon(path: .init(id: id)).ok }
+                if !target.printedJSON(client) { Output.printJSON(client.answerJSON) }
+            }
         }
     }
 
@@ -31,20 +36,19 @@ struct BeaconCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let result = try await target.client().beacons(tags: tag, owner: owner, bbox: bbox, limit: limit, cursor: cursor)
-                if target.json {
-                    print(result.jsonString)
-                    return
+                let client = try await target.client()
+                let page = try await client.call {
+                    try await $0.listBeacons(query: .init(tag: tag.isEmpty ? nil : tag, owner: owner.map { $0 == "me" ? .case1(.me) : .UserId($0) }, bbox: bbox, limit: limit, cursor: cursor))
+                        .ok.body.json
                 }
-                let rows: [[String]] = (result["features"]?.arrayValue ?? []).map { f in
-                    let p = f["properties"]
-                    return [f["id"]?.stringValue ?? "", p?["name"]?.stringValue ?? "",
-                            p?["perimeter"]?["type"]?.stringValue ?? "",
-                            (p?["tags"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ","),
-                            p?["visibility"]?.isNull == false ? "private" : "public"]
+                if target.printedJSON(client) { return }
+                let rows: [[String]] = page.value1.features.map { f in
+                    let p = f.properties
+                    return [f.id, p.value1.name, Output.perimeterType(p.value2.perimeter), p.value1.tags.joined(separator: ","),
+                            p.value1.visibility == nil ? "public" : "private"]
                 }
                 print(Output.table(["ID", "NAME", "PERIMETER", "TAGS", "VISIBILITY"], rows))
-                if let next = result["next_cursor"]?.stringValue { print("next page: --cursor \(next)") }
+                if let next = page.value2.nextCursor { print("next page: --cursor \(next)") }
             }
         }
     }
@@ -75,25 +79,21 @@ struct BeaconCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let feature: JSONValue
+                let feature: Components.Schemas.BeaconInput
                 if let file {
-                    guard let data = FileManager.default.contents(atPath: file) else { throw DBeaconError.notFound("file \(file)") }
-                    feature = try JSONParser.parse(Array(data))
+                    feature = try Output.read(Components.Schemas.BeaconInput.self, file: file, as: "a GeoJSON Feature of a beacon")
                 } else {
-                    feature = .object([
-                        "type": "Feature",
-                        "geometry": .object(["type": "Point", "coordinates": [.number(lon ?? 0), .number(lat ?? 0)]]),
-                        "properties": .object([
-                            "name": .string(name ?? ""), "tags": .array(tag.map(JSONValue.string)),
-                            "perimeter": .object(["type": "Circle", "radius_m": .number(radius)]),
-                        ]),
-                    ])
+                    feature = .init(
+                        _type: .feature,
+                        geometry: .Point(.init(_type: .point, coordinates: [lon ?? 0, lat ?? 0])),
+                        properties: .init(name: name ?? "", perimeter: .circle(.init(_type: .circle, radiusM: radius)), tags: tag))
                 }
                 if !target.isRemote && owner == nil {
                     throw DBeaconError.badRequest("--owner is required on the database file: who owns the beacon?", path: "owner")
                 }
-                let created = try await target.client(as: owner, flag: "--owner").createBeacon(feature)
-                if target.json { print(created.jsonString) } else { print("created \(created["id"]?.stringValue ?? "")") }
+                let client = try await target.client(as: owner, flag: "--owner")
+                let created = try await client.call { try await $0.createBeacon(body: .json(feature)).created.body.json }
+                if !target.printedJSON(client) { print("created \(created.id)") }
             }
         }
     }
@@ -105,7 +105,7 @@ struct BeaconCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                try await target.client().deleteBeacon(id)
+                _ = try await target.client().call { try await $0.deleteBeacon(path: .init(id: id)).noContent }
                 print("deleted \(id)")
             }
         }

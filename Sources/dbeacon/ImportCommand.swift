@@ -1,5 +1,6 @@
 import ArgumentParser
 import DBeaconCore
+import DBeaconKit
 import Foundation
 
 struct ImportCommand: AsyncParsableCommand {
@@ -23,14 +24,13 @@ struct ImportCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            guard let data = FileManager.default.contents(atPath: file) else {
-                throw DBeaconError.notFound("file \(file)")
-            }
-            let document = try JSONParser.parse(Array(data))
+            let document = try Output.read(Operations.ImportBeacons.Input.Body.JsonPayload.self, file: file,
+                                           as: "a GeoJSON FeatureCollection of beacons")
             // Through the API the token's user owns them; on the file, --owner (or each feature's
             // properties.owner, as the operator).
-            let result = try await target.client(as: owner, flag: "--owner").importFeatures(document, owner: nil)
-            if target.json { print(result.jsonString) } else { print("imported \(result["imported"]?.numberValue.map { Int($0) } ?? 0) beacons") }
+            let client = try await target.client(as: owner, flag: "--owner")
+            let result = try await client.call { try await $0.importBeacons(body: .json(document)).created.body.json }
+            if !target.printedJSON(client) { print("imported \(result.imported) beacons") }
         }
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import DBeaconCore
+import DBeaconKit
 
 struct LocationCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -25,13 +26,12 @@ struct LocationCommand: AsyncParsableCommand {
             if !target.isRemote && asUser == nil {
                 throw DBeaconError.badRequest("--as USER is required on the database file: whose fix is it?", path: "as")
             }
-            let result = try await target.client(as: asUser).reportLocation(lat: lat, lon: lon, accuracy: accuracy)
-            if target.json { print(result.jsonString); return }
-            let inside = (result["inside"]?.arrayValue ?? []).compactMap(\.stringValue)
-            print("inside: \(inside.isEmpty ? "—" : inside.joined(separator: ", "))")
-            for e in result["events"]?.arrayValue ?? [] {
-                print("\(e["type"]?.stringValue ?? "")  \(e["data"]?["name"]?.stringValue ?? "")  \(e["data"]?["beacon"]?.stringValue ?? "")")
-            }
+            let client = try await target.client(as: asUser)
+            let fix = Components.Schemas.LocationFix(lat: lat, lon: lon, accuracyM: accuracy)
+            let result = try await client.call { try await $0.postMyLocation(body: .json(.LocationFix(fix))).ok.body.json }
+            if target.printedJSON(client) { return }
+            print("inside: \(result.inside.isEmpty ? "—" : result.inside.joined(separator: ", "))")
+            for e in result.events { print(Output.line(e)) }
         }
     }
 }
@@ -52,14 +52,14 @@ struct EventsCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let result = try await target.client(as: asUser).events(after: after, limit: limit)
-            if target.json { print(result.jsonString); return }
-            let rows: [[String]] = (result["events"]?.arrayValue ?? []).map { e in
-                [e["created_at"]?.stringValue ?? "", e["type"]?.stringValue ?? "", e["recipient"]?.stringValue ?? "",
-                 e["data"]?["name"]?.stringValue ?? e["data"]?["beacon"]?.stringValue ?? "", e["id"]?.stringValue ?? ""]
+            let client = try await target.client(as: asUser)
+            let result = try await client.call { try await $0.listEvents(query: .init(after: after, limit: limit)).ok.body.json }
+            if target.printedJSON(client) { return }
+            let rows: [[String]] = result.events.map { e in
+                [Output.time(e.createdAt), e._type.rawValue, e.recipient, Output.about(e), e.id]
             }
             print(Output.table(["TIME", "TYPE", "RECIPIENT", "ABOUT", "ID"], rows))
-            if let next = result["next_cursor"]?.stringValue { print("more: --after \(next)") }
+            if let next = result.nextCursor { print("more: --after \(next)") }
         }
     }
 }
@@ -88,11 +88,20 @@ struct WebhookCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let w = try await target.client(as: asUser).addWebhook(url: url, events: events,
-                                                                       scope: scope ?? (asUser == nil && !target.isRemote ? "all" : nil))
-                if target.json { print(w.jsonString); return }
-                print("id:     \(w["id"]?.stringValue ?? "")")
-                print("secret: \(w["secret"]?.stringValue ?? "")  (shown only this once)")
+                let scope = scope ?? (asUser == nil && !target.isRemote ? "all" : nil)
+                let body = Components.Schemas.WebhookCreate(
+                    url: url, events: events.isEmpty ? nil : events,
+                    scope: try scope.map { value in
+                        guard let s = Components.Schemas.WebhookCreate.ScopePayload(rawValue: value) else {
+                            throw DBeaconError.invalid("scope", "--scope must be user or all")
+                        }
+                        return s
+                    })
+                let client = try await target.client(as: asUser)
+                let w = try await client.call { try await $0.createWebhook(body: .json(body)).created.body.json }
+                if target.printedJSON(client) { return }
+                print("id:     \(w.value1.id)")
+                print("secret: \(w.value2.secret)  (shown only this once)")
             }
         }
     }
@@ -104,11 +113,11 @@ struct WebhookCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let result = try await target.client(as: asUser).webhooks()
-                if target.json { print(result.jsonString); return }
-                let rows: [[String]] = (result["webhooks"]?.arrayValue ?? []).map { w in
-                    [w["id"]?.stringValue ?? "", w["status"]?.stringValue ?? "", w["scope"]?.stringValue ?? "",
-                     (w["events"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ","), w["url"]?.stringValue ?? ""]
+                let client = try await target.client(as: asUser)
+                let result = try await client.call { try await $0.listWebhooks().ok.body.json }
+                if target.printedJSON(client) { return }
+                let rows: [[String]] = result.webhooks.map { w in
+                    [w.id, w.status.rawValue, w.scope.rawValue, w.events.joined(separator: ","), w.url]
                 }
                 print(Output.table(["ID", "STATUS", "SCOPE", "EVENTS", "URL"], rows))
             }
@@ -123,12 +132,14 @@ struct WebhookCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let result = try await target.client().deliveries(webhook: id, limit: limit)
-                if target.json { print(result.jsonString); return }
-                let rows: [[String]] = (result["deliveries"]?.arrayValue ?? []).map { d in
-                    [d["id"]?.stringValue ?? "", d["event_type"]?.stringValue ?? "", d["status"]?.stringValue ?? "",
-                     String(Int(d["attempts"]?.numberValue ?? 0)), d["last_status_code"]?.numberValue.map { String(Int($0)) } ?? "—",
-                     d["next_attempt_at"]?.stringValue ?? "—", d["last_error"]?.stringValue ?? ""]
+                let client = try await target.client()
+                let result = try await client.call {
+                    try await $0.listWebhookDeliveries(path: .init(id: id), query: .init(limit: limit)).ok.body.json
+                }
+                if target.printedJSON(client) { return }
+                let rows: [[String]] = result.deliveries.map { d in
+                    [d.id, d.eventType.rawValue, d.status.rawValue, String(d.attempts), d.lastStatusCode.map(String.init) ?? "—",
+                     Output.time(d.nextAttemptAt), d.lastError ?? ""]
                 }
                 print(Output.table(["ID", "EVENT", "STATUS", "ATTEMPTS", "LAST", "NEXT", "ERROR"], rows))
             }

@@ -32,26 +32,25 @@ struct NearbyCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let when = at.flatMap(Timestamp.init(rfc3339:))
-            let result = try await target.client(as: asUser).nearby(lat: lat, lon: lon, tags: tag, at: when, limit: limit)
-            if target.json {
-                print(result.jsonString)
-                return
+            let client = try await target.client(as: asUser)
+            let result = try await client.call {
+                try await $0.nearby(query: .init(lat: lat, lon: lon, tag: tag.isEmpty ? nil : tag, limit: limit, at: when?.date))
+                    .ok.body.json
             }
-            let features = result["features"]?.arrayValue ?? []
-            if features.isEmpty {
+            if target.printedJSON(client) { return }
+            if result.features.isEmpty {
                 print("No beacons cover \(lat), \(lon)\(tag.isEmpty ? "" : " with tag \(tag.joined(separator: " or "))").")
                 return
             }
             let now = when ?? Timestamp.now()
-            let rows: [[String]] = features.map { f in
-                let p = f["properties"]
-                let end = p?["lifetime"]?["end"]?.stringValue.flatMap(Timestamp.init(rfc3339:))
+            let rows: [[String]] = result.features.map { f in
+                let p = f.properties
                 return [
-                    p?["name"]?.stringValue ?? "",
-                    Output.distance(p?["distance_m"]?.numberValue ?? 0),
-                    Output.bearing(p?["bearing_deg"]?.numberValue ?? 0),
-                    (p?["tags"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ","),
-                    Output.endsIn(end, now: now),
+                    p.value1.name,
+                    Output.distance(p.value2.distanceM),
+                    Output.bearing(p.value2.bearingDeg),
+                    p.value1.tags.joined(separator: ","),
+                    Output.endsIn(p.value1.lifetime?.end.map(Timestamp.init(date:)), now: now),
                 ]
             }
             print(Output.table(["NAME", "DISTANCE", "BEARING", "TAGS", "ENDS IN"], rows))

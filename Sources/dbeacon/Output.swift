@@ -1,6 +1,7 @@
 import DBeaconCore
 import DBeaconApp
 import DBeaconHTTP
+import DBeaconKit
 import Foundation
 
 /// Printing helpers shared by the commands.
@@ -87,4 +88,59 @@ func reportingErrors(_ body: () async throws -> Void) async throws {
     } catch let error as DBeaconError {
         Output.fail(error)
     }
+}
+
+extension Timestamp {
+    /// The instant of a `Date` the typed client decoded.
+    init(date: Date) { self.init(millis: Int64((date.timeIntervalSince1970 * 1000).rounded())) }
+
+    /// As a `Date`, for the typed client's parameters.
+    var date: Date { Date(timeIntervalSince1970: seconds) }
+}
+
+extension Output {
+    /// A timestamp as the API writes it (`2026-11-21T12:00:00.000Z`), "—" when there is none.
+    static func time(_ date: Date?) -> String {
+        date.map { Timestamp(date: $0).rfc3339 } ?? "—"
+    }
+
+    /// Reads a JSON file given to a command as the document's `type` (a Feature, a collection).
+    static func read<T: Decodable>(_ type: T.Type, file: String, as what: String) throws -> T {
+        guard let data = FileManager.default.contents(atPath: file) else { throw DBeaconError.notFound("file \(file)") }
+        do {
+            return try DBeaconDateTranscoder.jsonDecoder().decode(T.self, from: data)
+        } catch {
+            throw DBeaconError.unreadable(file, as: what, error)
+        }
+    }
+}
+
+extension Output {
+    /// The GeoJSON type of a perimeter (`Circle`, `Polygon`, `MultiPolygon`).
+    static func perimeterType(_ perimeter: Components.Schemas.Perimeter) -> String {
+        switch perimeter {
+        case .polygon: "Polygon"
+        case .multiPolygon: "MultiPolygon"
+        case .circle: "Circle"
+        }
+    }
+}
+
+extension Output {
+    /// What an event is about: the name in its data, else the beacon's id.
+    static func about(_ event: Components.Schemas.Event) -> String {
+        let data = event.data.additionalProperties.value
+        return (data["name"] as? String) ?? (data["beacon"] as? String) ?? ""
+    }
+
+    /// An event on one line: type, name, beacon.
+    static func line(_ event: Components.Schemas.Event) -> String {
+        let data = event.data.additionalProperties.value
+        return "\(event._type.rawValue)  \(data["name"] as? String ?? "")  \(data["beacon"] as? String ?? "")"
+    }
+}
+
+extension Output {
+    /// A number as JSON writes it (`2000`, `12.5`).
+    static func number(_ value: Double) -> String { JSONWriter.string(.number(value)) }
 }

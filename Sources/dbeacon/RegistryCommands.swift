@@ -4,8 +4,10 @@ import DBeaconGeo
 import DBeaconApp
 import DBeaconHTTP
 import DBeaconServices
+import DBeaconKit
 import DBeaconStore
 import Foundation
+import OpenAPIRuntime
 
 /// The identity options shared by `registry add`, `registry resolve` and `sighting`.
 struct IdentityOptions: ParsableArguments {
@@ -21,19 +23,36 @@ struct IdentityOptions: ParsableArguments {
 
     var isEmpty: Bool { uuid == nil && namespace == nil && id1 == nil }
 
-    /// The identity members as JSON (the type is inferred from which id is given).
-    var members: JSONObject {
-        var o = JSONObject()
-        o["type"] = .string(type ?? (namespace != nil ? "eddystone-uid" : id1 != nil ? "altbeacon" : "ibeacon"))
-        if let uuid { o["uuid"] = .string(uuid) }
-        if let major { o["major"] = .int(major) }
-        if let minor { o["minor"] = .int(minor) }
-        if let namespace { o["namespace"] = .string(namespace) }
-        if let instance { o["instance"] = .string(instance) }
-        if let id1 { o["id1"] = .string(id1) }
-        if let id2 { o["id2"] = .int(id2) }
-        if let id3 { o["id3"] = .int(id3) }
+    /// The frame type: `--type`, else inferred from which id is given.
+    var frameType: String { type ?? (namespace != nil ? "eddystone-uid" : id1 != nil ? "altbeacon" : "ibeacon") }
+
+    /// The identity members as a sighting item carries them.
+    var members: [String: (any Sendable)?] {
+        var o: [String: (any Sendable)?] = ["type": frameType]
+        if let uuid { o["uuid"] = uuid }
+        if let major { o["major"] = major }
+        if let minor { o["minor"] = minor }
+        if let namespace { o["namespace"] = namespace }
+        if let instance { o["instance"] = instance }
+        if let id1 { o["id1"] = id1 }
+        if let id2 { o["id2"] = id2 }
+        if let id3 { o["id3"] = id3 }
         return o
+    }
+
+    /// A registry entry of this identity (a member the type needs and was not given is sent
+    /// empty, so the server names it).
+    func entry(_ common: Components.Schemas.RegistryCommon) throws -> Components.Schemas.RegistryEntryCreate {
+        switch frameType {
+        case "ibeacon":
+            return .ibeacon(.init(value1: common, value2: .init(_type: .ibeacon, uuid: uuid ?? "", major: major, minor: minor)))
+        case "eddystone-uid":
+            return .eddystoneUid(.init(value1: common, value2: .init(_type: .eddystoneUid, namespace: namespace ?? "", instance: instance ?? "")))
+        case "altbeacon":
+            return .altbeacon(.init(value1: common, value2: .init(_type: .altbeacon, id1: id1 ?? "", id2: id2, id3: id3)))
+        default:
+            throw DBeaconError.invalid("type", "--type must be ibeacon, eddystone-uid or altbeacon")
+        }
     }
 }
 
@@ -72,16 +91,21 @@ struct RegistryCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                var body = identity.members
-                body["beacon"] = .string(beacon)
-                if let lat, let lon {
-                    body["position"] = .object(JSONObject([("lat", .number(lat)), ("lon", .number(lon)), ("level", .int(level))]))
-                }
-                if let measuredPower { body["measured_power"] = .int(measuredPower) }
-                if let status { body["status"] = .string(status) }
-                let entry = try await target.client().register(.object(body))
-                if target.json { print(entry.jsonString); return }
-                print("\(entry["id"]?.stringValue ?? "")  →  \(entry["beacon"]?.stringValue ?? "")")
+                let common = Components.Schemas.RegistryCommon(
+                    beacon: beacon,
+                    position: lat.flatMap { lat in lon.map { .init(lat: lat, lon: $0, level: level) } },
+                    measuredPower: measuredPower,
+                    status: try status.map { value in
+                        guard let s = Components.Schemas.RegistryCommon.StatusPayload(rawValue: value) else {
+                            throw DBeaconError.invalid("status", "--status must be active, inactive or decommissioned")
+                        }
+                        return s
+                    })
+                let body = try identity.entry(common)
+                let client = try await target.client()
+                let entry = try await client.call { try await $0.registerPhysicalBeacon(body: .json(body)).created.body.json }
+                if target.printedJSON(client) { return }
+                print("\(entry.id)  →  \(entry.beacon)")
             }
         }
     }
@@ -97,29 +121,34 @@ struct RegistryCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let result = try await target.client().registry(beacon: beacon, uuid: uuid, status: status, limit: limit,
-                                                                             cursor: cursor)
-                if target.json { print(result.jsonString); return }
-                let rows: [[String]] = (result["entries"]?.arrayValue ?? []).map { e in
-                    let id: String
-                    switch e["type"]?.stringValue {
-                    case "eddystone-uid": id = "\(e["namespace"]?.stringValue ?? "")/\(e["instance"]?.stringValue ?? "")"
-                    case "altbeacon": id = [e["id1"], e["id2"], e["id3"]].map(Self.part).joined(separator: "/")
-                    default: id = [e["uuid"], e["major"], e["minor"]].map(Self.part).joined(separator: "/")
+                let statusFilter = try status.map { value in
+                    guard let s = Operations.ListRegistryEntries.Input.Query.StatusPayload(rawValue: value) else {
+                        throw DBeaconError.invalid("status", "--status must be active, inactive or decommissioned")
                     }
-                    return [e["id"]?.stringValue ?? "", e["type"]?.stringValue ?? "", id, e["beacon"]?.stringValue ?? "",
-                            e["status"]?.stringValue ?? ""]
+                    return s
+                }
+                let client = try await target.client()
+                let result = try await client.call {
+                    try await $0.listRegistryEntries(query: .init(beacon: beacon, uuid: uuid, status: statusFilter, limit: limit, cursor: cursor))
+                        .ok.body.json
+                }
+                if target.printedJSON(client) { return }
+                let rows: [[String]] = result.entries.map { e in
+                    let id: String
+                    switch e._type {
+                    case .eddystoneUid: id = "\(e.namespace ?? "")/\(e.instance ?? "")"
+                    case .altbeacon: id = [e.id1 ?? "*", Self.part(e.id2), Self.part(e.id3)].joined(separator: "/")
+                    case .ibeacon: id = [e.uuid ?? "*", Self.part(e.major), Self.part(e.minor)].joined(separator: "/")
+                    }
+                    return [e.id, e._type.rawValue, id, e.beacon, e.status.rawValue]
                 }
                 print(Output.table(["ID", "TYPE", "IDENTITY", "BEACON", "STATUS"], rows))
-                if let next = result["next_cursor"]?.stringValue { print("next page: --cursor \(next)") }
+                if let next = result.nextCursor { print("next page: --cursor \(next)") }
             }
         }
 
-        static func part(_ v: JSONValue?) -> String {
-            if let s = v?.stringValue { return s }
-            if let n = v?.numberValue { return String(Int(n)) }
-            return "*"
-        }
+        /// A number of an identity, `*` for any.
+        static func part(_ value: Int?) -> String { value.map(String.init) ?? "*" }
     }
 
     struct Resolve: AsyncParsableCommand {
@@ -142,10 +171,19 @@ struct RegistryCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let query: JSONObject = adv.map { ["adv": .string($0)] } ?? identity.members
-                let feature = try await target.client(as: asUser).resolve(query)
-                if target.json { print(feature.jsonString); return }
-                print("\(feature["id"]?.stringValue ?? "")  \(feature["properties"]?["name"]?.stringValue ?? "")")
+                var query = Operations.ResolvePhysicalBeacon.Input.Query(adv: adv)
+                if adv == nil {
+                    guard let type = Operations.ResolvePhysicalBeacon.Input.Query._TypePayload(rawValue: identity.frameType) else {
+                        throw DBeaconError.invalid("type", "--type must be ibeacon, eddystone-uid or altbeacon")
+                    }
+                    query = .init(uuid: identity.uuid, major: identity.major, minor: identity.minor, _type: type,
+                                  namespace: identity.namespace, instance: identity.instance,
+                                  id1: identity.id1, id2: identity.id2, id3: identity.id3)
+                }
+                let client = try await target.client(as: asUser)
+                let feature = try await client.call { try await $0.resolvePhysicalBeacon(query: query).ok.body.json }
+                if target.printedJSON(client) { return }
+                print("\(feature.id)  \(feature.properties.value1.name)")
             }
         }
     }
@@ -177,30 +215,25 @@ struct SightingCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            var item: JSONObject = adv.map { ["adv": .string($0)] } ?? identity.members
-            item["rssi"] = .int(rssi)
-            if let txPower { item["tx_power"] = .int(txPower) }
+            // An item is an identity or a raw advertisement (the document leaves its schema open).
+            var item: [String: (any Sendable)?] = adv.map { ["adv": $0] } ?? identity.members
+            item["rssi"] = rssi
+            if let txPower { item["tx_power"] = txPower }
             // No timestamp: the server stamps the sighting with its own clock.
-            var body: JSONObject = ["sightings": [.object(item)]]
-            if let batchId { body["batch_id"] = .string(batchId) }
+            let body = Components.Schemas.SightingBatch(batchId: batchId, sightings: [try OpenAPIValueContainer(unvalidatedValue: item)])
             if !target.isRemote && asUser == nil {
                 throw DBeaconError.badRequest("--as USER is required on the database file: who saw it?", path: "as")
             }
-            let result = try await target.client(as: asUser).reportSightings(.object(body))
-            if target.json { print(result.jsonString); return }
-            for r in result["results"]?.arrayValue ?? [] {
-                if let error = r["error"], !error.isNull, r["beacon"]?.isNull != false {
-                    print("\(error["code"]?.stringValue ?? "error"): \(error["message"]?.stringValue ?? "")")
-                }
-                if let b = r["beacon"], !b.isNull {
-                    print("\(b["id"]?.stringValue ?? "")  \(b["properties"]?["name"]?.stringValue ?? "")")
-                }
-                let distance = r["distance_m"]?.numberValue.map { String(format: "%.1f m", $0) } ?? "—"
-                print("distance: \(distance)  proximity: \(r["proximity"]?.stringValue ?? "—")")
+            let client = try await target.client(as: asUser)
+            let result = try await client.call { try await $0.postSightings(body: .json(body)).ok.body.json }
+            if target.printedJSON(client) { return }
+            for r in result.results {
+                if let error = r.error, r.beacon == nil { print("\(error.code): \(error.message)") }
+                if let b = r.beacon { print("\(b.id)  \(b.properties.value1.name)") }
+                let distance = r.distanceM.map { String(format: "%.1f m", $0) } ?? "—"
+                print("distance: \(distance)  proximity: \(r.proximity?.rawValue ?? "—")")
             }
-            for e in result["events"]?.arrayValue ?? [] {
-                print("\(e["type"]?.stringValue ?? "")  \(e["data"]?["name"]?.stringValue ?? "")  \(e["data"]?["beacon"]?.stringValue ?? "")")
-            }
+            for e in result.events { print(Output.line(e)) }
         }
     }
 }

@@ -3,8 +3,9 @@ import DBeaconCore
 import DBeaconGeo
 import DBeaconApp
 import DBeaconHTTP
+import DBeaconKit
 import DBeaconServices
-import NIOHTTP1
+import Foundation
 
 /// Runs a service command through the API (the token's user) or on the local database (as
 /// `--as USER`, else as the operator), returning the same JSON either way.
@@ -45,15 +46,22 @@ struct MeetingCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                var body: JSONObject = [
-                    "name": .string(name), "location": ["lat": .number(lat), "lon": .number(lon)],
-                    "perimeter": ["type": "Circle", "radius_m": .number(radius)], "start": .string(start), "end": .string(end),
-                ]
-                if let description { body["description"] = .string(description) }
-                if !invitees.isEmpty { body["invitees"] = .array(invitees.map(JSONValue.string)) }
-                let result = try await target.client(as: asUser).createMeeting(.object(body))
-                if target.json { print(result.jsonString); return }
-                print("created meeting \(result["id"]?.stringValue ?? "")")
+                func instant(_ text: String, _ field: String) throws -> Date {
+                    guard let t = Timestamp(rfc3339: text) else {
+                        throw DBeaconError.invalid(field, "--\(field) must be an RFC 3339 timestamp, e.g. 2026-11-21T12:00:00Z",
+                                                   code: "invalid_timestamp")
+                    }
+                    return t.date
+                }
+                let body = Components.Schemas.MeetingCreate(
+                    name: name, description: description, location: .init(lat: lat, lon: lon),
+                    perimeter: .circle(.init(_type: .circle, radiusM: radius)),
+                    start: try instant(start, "start"), end: try instant(end, "end"),
+                    invitees: invitees.isEmpty ? nil : invitees)
+                let client = try await target.client(as: asUser)
+                let result = try await client.call { try await $0.createMeeting(body: .json(body)).created.body.json }
+                if target.printedJSON(client) { return }
+                print("created meeting \(result.id)")
             }
         }
     }
@@ -65,12 +73,12 @@ struct MeetingCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let result = try await target.client(as: asUser).meetings()
-                if target.json { print(result.jsonString); return }
-                print(Output.table(["ID", "NAME", "START", "END", "PRIVATE"], (result["features"]?.arrayValue ?? []).map { f in
-                    let p = f["properties"]
-                    return [f["id"]?.stringValue ?? "", p?["name"]?.stringValue ?? "", p?["lifetime"]?["start"]?.stringValue ?? "—",
-                            p?["lifetime"]?["end"]?.stringValue ?? "—", p?["visibility"] == .null ? "no" : "yes"]
+                let client = try await target.client(as: asUser)
+                let result = try await client.call { try await $0.listMyMeetings().ok.body.json }
+                if target.printedJSON(client) { return }
+                print(Output.table(["ID", "NAME", "START", "END", "PRIVATE"], result.features.map { f in
+                    let p = f.properties.value1
+                    return [f.id, p.name, Output.time(p.lifetime?.start), Output.time(p.lifetime?.end), p.visibility == nil ? "no" : "yes"]
                 }))
             }
         }
@@ -87,12 +95,12 @@ struct MeetingCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let result = try await target.client(as: asUser).nearbyMeetings(lat: lat, lon: lon, at: nil)
-                if target.json { print(result.jsonString); return }
-                print(Output.table(["ID", "NAME", "DISTANCE", "BEARING"], (result["features"]?.arrayValue ?? []).map { f in
-                    let p = f["properties"]
-                    return [f["id"]?.stringValue ?? "", p?["name"]?.stringValue ?? "", Output.distance(p?["distance_m"]?.numberValue ?? 0),
-                            Output.bearing(p?["bearing_deg"]?.numberValue ?? 0)]
+                let client = try await target.client(as: asUser)
+                let result = try await client.call { try await $0.nearbyMeetings(query: .init(lat: lat, lon: lon)).ok.body.json }
+                if target.printedJSON(client) { return }
+                print(Output.table(["ID", "NAME", "DISTANCE", "BEARING"], result.features.map { f in
+                    let p = f.properties
+                    return [f.id, p.value1.name, Output.distance(p.value2.distanceM), Output.bearing(p.value2.bearingDeg)]
                 }))
             }
         }
@@ -123,24 +131,27 @@ struct GroupCommand: AsyncParsableCommand {
         func run() async throws {
             try await reportingErrors {
                 let client = try await target.client(as: asUser)
-                var groups: [JSONValue] = []
-                if let id {
-                    groups = [try await client.group(id)]
-                } else {
-                    for g in try await client.groups()["groups"]?.arrayValue ?? [] {
-                        if let gid = g["id"]?.stringValue { groups.append(try await client.group(gid)) }
-                    }
+                // Each group as the API answered it (for --json) and as its schema reads it.
+                var groups: [(answer: JSONValue, group: Components.Schemas.Group)] = []
+                func fetch(_ gid: String) async throws {
+                    let group = try await client.call { try await $0.getGroup(path: .init(id: gid)).ok.body.json }
+                    groups.append((client.answerJSON, group))
                 }
-                if target.json { print((id == nil ? JSONValue.object(["groups": .array(groups)]) : groups.first ?? .null).jsonString); return }
+                if let id {
+                    try await fetch(id)
+                } else {
+                    for g in try await client.call({ try await $0.listMyGroups().ok.body.json }).groups { try await fetch(g.id) }
+                }
+                if target.json {
+                    print((id == nil ? JSONValue.object(["groups": .array(groups.map(\.answer))]) : groups.first?.answer ?? .null).jsonString)
+                    return
+                }
                 if groups.isEmpty { print("no groups: create one with POST /v1/groups, or join one"); return }
-                for result in groups {
-                    print("\(result["name"]?.stringValue ?? "")  \(result["id"]?.stringValue ?? "")  range "
-                          + Output.distance(result["range_m"]?.numberValue ?? 0))
-                    print(Output.table(["MEMBER", "ROLE", "DISTANCE", "IN RANGE", "FIX AGE", "STALE"], (result["members"]?.arrayValue ?? []).map { m in
-                        [m["name"]?.stringValue ?? "", m["role"]?.stringValue ?? "",
-                         m["distance_m"]?.numberValue.map(Output.distance) ?? "—",
-                         m["in_range"]?.boolValue.map { $0 ? "yes" : "NO" } ?? "?",
-                         m["age_s"]?.numberValue.map { "\(Int($0)) s" } ?? "—", m["stale"]?.boolValue == true ? "stale" : ""]
+                for (_, group) in groups {
+                    print("\(group.name)  \(group.id)  range " + Output.distance(group.rangeM))
+                    print(Output.table(["MEMBER", "ROLE", "DISTANCE", "IN RANGE", "FIX AGE", "STALE"], group.members.map { m in
+                        [m.name, m.role.rawValue, m.distanceM.map(Output.distance) ?? "—", m.inRange.map { $0 ? "yes" : "NO" } ?? "?",
+                         m.ageS.map { "\(Int($0)) s" } ?? "—", m.stale ? "stale" : ""]
                     }))
                 }
             }
@@ -166,14 +177,13 @@ struct TourCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let result = try await target.client(as: asUser).tour(id)
-                if target.json { print(result.jsonString); return }
-                let visited = Set((result["progress"]?["visited"]?.arrayValue ?? []).compactMap { $0["beacon"]?.stringValue })
-                print(result["tour"]?["properties"]?["name"]?.stringValue ?? "")
-                print(Output.table(["ORDER", "PLACE", "ID", "VISITED"], (result["stops"]?.arrayValue ?? []).map { s in
-                    let bid = s["beacon"]?["id"]?.stringValue ?? ""
-                    return [String(Int(s["order"]?.numberValue ?? 0)), s["beacon"]?["properties"]?["name"]?.stringValue ?? "", bid,
-                            visited.contains(bid) ? "yes" : ""]
+                let client = try await target.client(as: asUser)
+                let result = try await client.call { try await $0.getTour(path: .init(id: id)).ok.body.json }
+                if target.printedJSON(client) { return }
+                let visited = Set((result.progress?.visited ?? []).map(\.beacon))
+                print(result.tour.properties.value1.name)
+                print(Output.table(["ORDER", "PLACE", "ID", "VISITED"], result.stops.map { s in
+                    [String(s.order), s.beacon.properties.value1.name, s.beacon.id, visited.contains(s.beacon.id) ? "yes" : ""]
                 }))
             }
         }
@@ -205,14 +215,14 @@ struct PromoCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let result = try await target.client(as: asUser).pickPromotion(lat: lat, lon: lon)
-                if target.json { print(result.jsonString); return }
-                if result["capped"] == true {
-                    print("frequency cap reached; next pick in \(Int(result["retry_after_s"]?.numberValue ?? 0)) s")
-                } else if let p = result["promotion"], p != .null {
-                    print("\(p["properties"]?["name"]?.stringValue ?? "")  (\(p["id"]?.stringValue ?? ""), score "
-                          + "\(Int(result["score"]?.numberValue ?? 0)), \(Int(result["tied"]?.numberValue ?? 0)) tied, "
-                          + "\(Output.distance(p["properties"]?["distance_m"]?.numberValue ?? 0)))")
+                let client = try await target.client(as: asUser)
+                let result = try await client.call { try await $0.pickPromotion(query: .init(lat: lat, lon: lon)).ok.body.json }
+                if target.printedJSON(client) { return }
+                if result.capped {
+                    print("frequency cap reached; next pick in \(result.retryAfterS ?? 0) s")
+                } else if let p = result.promotion?.value1 {
+                    print("\(p.properties.value1.name)  (\(p.id), score \(result.score ?? 0), \(result.tied) tied, "
+                          + "\(Output.distance(p.properties.value2.distanceM)))")
                 } else {
                     print("no promotion here")
                 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import DBeaconCore
+import DBeaconKit
 
 struct TagCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -28,11 +29,10 @@ struct TagCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let result = try await target.client(as: asUser).tags(bbox: bbox, limit: limit)
-                if target.json { print(result.jsonString); return }
-                let rows: [[String]] = (result["tags"]?.arrayValue ?? []).map { t in
-                    [t["tag"]?.stringValue ?? "", t["count"].map { JSONWriter.string($0) } ?? ""]
-                }
+                let client = try await target.client(as: asUser)
+                let result = try await client.call { try await $0.listTags(query: .init(bbox: bbox, limit: limit)).ok.body.json }
+                if target.printedJSON(client) { return }
+                let rows: [[String]] = result.tags.map { [$0.tag, String($0.count)] }
                 print(Output.table(["TAG", "BEACONS"], rows))
             }
         }
@@ -52,7 +52,16 @@ struct TagCommand: AsyncParsableCommand {
         @OptionGroup var target: TargetOptions
 
         func run() async throws {
-            try await reportingErrors { Output.printJSON(try await target.client(as: asUser).followTag(tag, radius: radius)) }
+            try await reportingErrors {
+                let client = try await target.client(as: asUser)
+                let output = try await client.call {
+                    try await $0.followTag(path: .init(tag: tag), body: .json(.init(radiusM: radius)))
+                }
+                switch output {
+                case .ok, .created: if !target.printedJSON(client) { Output.printJSON(client.answerJSON) }
+                default: throw DBeaconError(.internal, code: "unexpected_answer", message: "unexpected answer to PUT /v1/me/tags/\(tag)")
+                }
+            }
         }
     }
 
@@ -70,7 +79,7 @@ struct TagCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                try await target.client(as: asUser).unfollowTag(tag)
+                _ = try await target.client(as: asUser).call { try await $0.unfollowTag(path: .init(tag: tag)).noContent }
                 print("no longer following \(tag)")
             }
         }
@@ -89,11 +98,10 @@ struct TagCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let result = try await target.client(as: asUser).followedTags()
-                if target.json { print(result.jsonString); return }
-                let rows: [[String]] = (result["follows"]?.arrayValue ?? []).map { f in
-                    [f["tag"]?.stringValue ?? "", f["radius_m"].map { JSONWriter.string($0) } ?? "", f["created_at"]?.stringValue ?? ""]
-                }
+                let client = try await target.client(as: asUser)
+                let result = try await client.call { try await $0.listFollowedTags().ok.body.json }
+                if target.printedJSON(client) { return }
+                let rows: [[String]] = result.follows.map { f in [f.tag, Output.number(f.radiusM), Output.time(f.createdAt)] }
                 print(Output.table(["TAG", "RADIUS (m)", "SINCE"], rows))
             }
         }
@@ -123,19 +131,19 @@ struct RegionsCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let result = try await target.client(as: asUser).regions(lat: lat, lon: lon, max: max, tags: tag)
-            if target.json { print(result.jsonString); return }
-            let rows: [[String]] = (result["regions"]?.arrayValue ?? []).map { r in
-                let type = r["type"]?.stringValue ?? ""
+            let client = try await target.client(as: asUser)
+            let result = try await client.call {
+                try await $0.listMonitoredRegions(query: .init(lat: lat, lon: lon, tag: tag.isEmpty ? nil : tag, max: max)).ok.body.json
+            }
+            if target.printedJSON(client) { return }
+            let rows: [[String]] = result.regions.map { r in
                 let what: String
-                if type == "ibeacon" {
-                    what = [r["uuid"]?.stringValue, r["major"].map { JSONWriter.string($0) }, r["minor"].map { JSONWriter.string($0) }]
-                        .compactMap { $0 }.joined(separator: " ")
+                if r._type == .ibeacon {
+                    what = [r.uuid, r.major.map(String.init) ?? "any", r.minor.map(String.init) ?? "any"].compactMap { $0 }.joined(separator: " ")
                 } else {
-                    what = "r=\(r["radius_m"].map { JSONWriter.string($0) } ?? "") m" + (r["approximate"]?.boolValue == true ? " (approx.)" : "")
+                    what = "r=\(r.radiusM.map(Output.number) ?? "") m" + (r.approximate == true ? " (approx.)" : "")
                 }
-                return [type, r["id"]?.stringValue ?? "", r["name"]?.stringValue ?? "", what,
-                        r["distance_m"].map { JSONWriter.string($0) } ?? ""]
+                return [r._type.rawValue, r.id, r.name ?? "", what, r.distanceM.map(Output.number) ?? ""]
             }
             print(Output.table(["TYPE", "ID", "NAME", "REGION", "DISTANCE (m)"], rows))
         }

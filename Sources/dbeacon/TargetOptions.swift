@@ -41,17 +41,24 @@ struct TargetOptions: ParsableArguments {
 
     /// The API client these options select: a server over HTTP with the token, or the API
     /// built in this process on the database file, acting as the operator or, with `asUser`
-    /// (`--as`, `--owner`), as that user (id or name).
-    func client(as asUser: String? = nil, flag: String = "--as") async throws -> DBeaconClient {
+    /// (`--as`, `--owner`), as that user (id or name). Either way DBeaconKit's typed client.
+    func client(as asUser: String? = nil, flag: String = "--as") async throws -> APIClient {
         if isRemote, let url = serverURL, let token = bearer {
             if asUser != nil {
                 throw DBeaconError.badRequest("\(flag) only applies to the database file (--db); through the API the token decides")
             }
-            return DBeaconClient(transport: HTTPTransport(baseURL: url, token: token))
+            return APIClient(transport: HTTPTransport.make(), token: token, server: url)
         }
         let services = try await InProcessTransport.open(path: databasePath)
         var principal = Principal.admin
         if let asUser { principal = .user(try await InProcessTransport.user(asUser, in: services)) }
-        return DBeaconClient(transport: InProcessTransport(services: services, principal: principal))
+        return APIClient(transport: InProcessTransport(services: services, principal: principal), token: nil, server: nil)
+    }
+
+    /// Prints the last answer of `client` as the API wrote it, when `--json` asks for it.
+    /// Returns whether it did (the command then prints nothing else).
+    func printedJSON(_ client: APIClient) -> Bool {
+        if json { print(client.answer) }
+        return json
     }
 }

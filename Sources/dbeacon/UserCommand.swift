@@ -1,5 +1,6 @@
 import ArgumentParser
 import DBeaconCore
+import DBeaconKit
 import Foundation
 
 struct UserCommand: AsyncParsableCommand {
@@ -30,14 +31,12 @@ struct UserCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let user = try await target.client().addUser(name: name)
-                if target.json {
-                    print(user.jsonString)
-                } else {
-                    print("id:    \(user["id"]?.stringValue ?? "")")
-                    print("name:  \(user["name"]?.stringValue ?? "")")
-                    print("token: \(user["token"]?.stringValue ?? "")  (shown only this once)")
-                }
+                let client = try await target.client()
+                let user = try await client.call { try await $0.createUser(body: .json(.init(name: name))).created.body.json }
+                if target.printedJSON(client) { return }
+                print("id:    \(user.value1.id)")
+                print("name:  \(user.value1.name)")
+                print("token: \(user.value2.token)  (shown only this once)")
             }
         }
     }
@@ -63,14 +62,14 @@ struct UserCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let page = try await target.client().users(namePrefix: namePrefix, limit: limit, cursor: cursor)
-                if target.json { return print(page.jsonString) }
-                let rows = (page["users"]?.arrayValue ?? []).map { u in
-                    [u["id"]?.stringValue ?? "", u["name"]?.stringValue ?? "", u["created_at"]?.stringValue ?? "",
-                     u["disabled"]?.boolValue == true ? "disabled" : "active"]
+                let client = try await target.client()
+                let page = try await client.call {
+                    try await $0.listUsers(query: .init(namePrefix: namePrefix, limit: limit, cursor: cursor)).ok.body.json
                 }
+                if target.printedJSON(client) { return }
+                let rows = page.users.map { u in [u.id, u.name, Output.time(u.createdAt), u.disabled ? "disabled" : "active"] }
                 print(Output.table(["id", "name", "created", "status"], rows))
-                if let next = page["next_cursor"]?.stringValue { print("more: --cursor \(next)") }
+                if let next = page.nextCursor { print("more: --cursor \(next)") }
             }
         }
     }
@@ -87,8 +86,9 @@ struct UserCommand: AsyncParsableCommand {
         func run() async throws {
             try await reportingErrors {
                 let client = try await target.client()
-                let shown = try await client.user(try await UserCommand.resolve(user, client))
-                target.json ? print(shown.jsonString) : UserCommand.printUser(shown)
+                let id = try await UserCommand.resolve(user, client)
+                let shown = try await client.call { try await $0.getUser(path: .init(user: id)).ok.body.json }
+                if !target.printedJSON(client) { UserCommand.printUser(shown) }
             }
         }
     }
@@ -138,10 +138,12 @@ struct UserCommand: AsyncParsableCommand {
                     throw DBeaconError.badRequest("name the user whose token to rotate (on the database file you act as the operator)")
                 }
                 let id = try await user.asyncMap { try await UserCommand.resolve($0, client) }
-                let rotated = try await client.rotateToken(id)
-                if target.json { return print(rotated.jsonString) }
-                print("id:    \(rotated["id"]?.stringValue ?? "")")
-                print("token: \(rotated["token"]?.stringValue ?? "")  (shown only this once; the old one no longer works)")
+                let rotated = try await client.call { kit in
+                    if let id { try await kit.rotateUserToken(path: .init(user: id)).ok.body.json } else { try await kit.rotateOwnToken().ok.body.json }
+                }
+                if target.printedJSON(client) { return }
+                print("id:    \(rotated.id)")
+                print("token: \(rotated.token)  (shown only this once; the old one no longer works)")
             }
         }
     }
@@ -168,19 +170,19 @@ struct UserCommand: AsyncParsableCommand {
         func run() async throws {
             try await reportingErrors {
                 let client = try await target.client()
-                let report: JSONValue
                 if user == "me" {
-                    guard let id = try await client.me()["id"]?.stringValue else {
+                    guard let id = try await client.call({ try await $0.getMe().ok.body.json }).id else {
                         throw DBeaconError.badRequest("`me` needs a user's token (the admin token belongs to no user)")
                     }
-                    report = try await client.eraseOwnAccount(confirm: id)
-                } else {
-                    report = try await client.eraseUser(try await UserCommand.resolve(user, client))
+                    let erased = try await client.call { try await $0.deleteMe(query: .init(confirm: id)).ok.body.json }
+                    if !target.printedJSON(client) { print("erased \(erased.id)") }
+                    return
                 }
-                if target.json { return print(report.jsonString) }
-                print("erased \(report["id"]?.stringValue ?? user): \(report["beacons"]?.numberValue.map { Int($0) } ?? 0) beacons, "
-                      + "\(report["notices"]?.numberValue.map { Int($0) } ?? 0) notices to others")
-                let rows = (report["rows"]?.objectValue?.members ?? []).map { [$0.key, "\(Int($0.value.numberValue ?? 0))"] }
+                let id = try await UserCommand.resolve(user, client)
+                let report = try await client.call { try await $0.deleteUser(path: .init(user: id)).ok.body.json }
+                if target.printedJSON(client) { return }
+                print("erased \(report.id): \(report.beacons) beacons, \(report.notices) notices to others")
+                let rows = report.rows.additionalProperties.sorted { $0.key < $1.key }.map { [$0.key, String($0.value)] }
                 if !rows.isEmpty { print(Output.table(["table", "rows"], rows)) }
             }
         }
@@ -189,11 +191,11 @@ struct UserCommand: AsyncParsableCommand {
     // MARK: Helpers
 
     /// A user id, or the id of the one user with this name.
-    static func resolve(_ user: String, _ client: DBeaconClient) async throws -> String {
+    static func resolve(_ user: String, _ client: APIClient) async throws -> String {
         if UserID(user) != nil { return user }
-        let page = try await client.users(namePrefix: user, limit: 500, cursor: nil)
-        let matches = (page["users"]?.arrayValue ?? []).filter { $0["name"]?.stringValue == user }
-        guard matches.count == 1, let id = matches[0]["id"]?.stringValue else {
+        let page = try await client.call { try await $0.listUsers(query: .init(namePrefix: user, limit: 500)).ok.body.json }
+        let matches = page.users.filter { $0.name == user }
+        guard matches.count == 1, let id = matches.first?.id else {
             throw DBeaconError.badRequest(matches.isEmpty ? "no user named \(user)" : "\(matches.count) users are named \(user): give the id")
         }
         return id
@@ -202,22 +204,20 @@ struct UserCommand: AsyncParsableCommand {
     static func setDisabled(_ user: String, _ disabled: Bool, _ target: TargetOptions) async throws {
         try await reportingErrors {
             let client = try await target.client()
-            let updated = try await client.updateUser(try await resolve(user, client), disabled: disabled)
-            target.json ? print(updated.jsonString) : printUser(updated)
+            let id = try await resolve(user, client)
+            let updated = try await client.call { try await $0.updateUser(path: .init(user: id), body: .json(.init(disabled: disabled))).ok.body.json }
+            if !target.printedJSON(client) { printUser(updated) }
         }
     }
 
-    static func printUser(_ u: JSONValue) {
-        for key in ["id", "name", "created_at", "disabled", "disabled_at", "token_rotated_at", "beacons", "devices"] {
-            guard let v = u[key] else { continue }
-            let text: String = switch v {
-            case .string(let s): s
-            case .number(let n): String(Int(n))
-            case .bool(let b): b ? "yes" : "no"
-            default: "—"
-            }
-            print("\(key.padding(toLength: 17, withPad: " ", startingAt: 0)) \(text)")
-        }
+    static func printUser(_ u: Components.Schemas.UserSummary) {
+        let a = u.value1
+        let lines: [(String, String)] = [
+            ("id", a.id), ("name", a.name), ("created_at", Output.time(a.createdAt)), ("disabled", a.disabled ? "yes" : "no"),
+            ("disabled_at", Output.time(a.disabledAt)), ("token_rotated_at", Output.time(a.tokenRotatedAt)),
+            ("beacons", String(u.value2.beacons)), ("devices", String(u.value2.devices)),
+        ]
+        for (key, text) in lines { print("\(key.padding(toLength: 17, withPad: " ", startingAt: 0)) \(text)") }
     }
 }
 
@@ -245,15 +245,17 @@ struct ExportCommand: AsyncParsableCommand {
                 throw DBeaconError.badRequest("name the user with --user (on the database file you act as the operator)")
             }
             let id = try await user.asyncMap { try await UserCommand.resolve($0, client) }
-            let document = try await client.export(id)
-            let text = document.jsonString + "\n"
+            let document = try await client.call { kit in
+                if let id { try await kit.exportUser(path: .init(user: id)).ok.body.json } else { try await kit.exportMe().ok.body.json }
+            }
+            // The document as the server wrote it, not as this client would re-encode it.
+            var bytes = client.answers.last
+            if bytes.last != UInt8(ascii: "\n") { bytes.append(UInt8(ascii: "\n")) }
             if let output {
-                try Data(text.utf8).write(to: URL(fileURLWithPath: output))
-                let events = document["events"]?.arrayValue?.count ?? 0
-                let beacons = document["beacons"]?["features"]?.arrayValue?.count ?? 0
-                print("wrote \(output): \(beacons) beacons, \(events) events")
+                try Data(bytes).write(to: URL(fileURLWithPath: output))
+                print("wrote \(output): \(document.beacons.features.count) beacons, \(document.events.count) events")
             } else {
-                print(text, terminator: "")
+                FileHandle.standardOutput.write(Data(bytes))
             }
         }
     }

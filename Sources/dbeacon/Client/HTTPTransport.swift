@@ -2,36 +2,13 @@ import AsyncHTTPClient
 import DBeaconCore
 import Foundation
 import NIOCore
-import NIOHTTP1
+import OpenAPIAsyncHTTPClient
 
-/// The API of a server over HTTP, with a bearer token.
-struct HTTPTransport: APITransport {
-    let baseURL: String
-    let token: String
-
-    func send(_ request: APIRequest) async throws -> JSONValue? {
-        var components = URLComponents(string: baseURL.hasSuffix("/") ? String(baseURL.dropLast()) + request.path : baseURL + request.path)
-        if !request.query.isEmpty { components?.queryItems = request.query.map { URLQueryItem(name: $0.0, value: $0.1) } }
-        guard let url = components?.string else { throw DBeaconError.badRequest("invalid server URL \(baseURL)") }
-        var http = HTTPClientRequest(url: url)
-        http.method = request.method
-        http.headers.add(name: "Authorization", value: "Bearer \(token)")
-        if let body = request.body {
-            http.headers.add(name: "Content-Type", value: "application/json")
-            http.body = .bytes(ByteBuffer(bytes: JSONWriter.serialize(body)))
-        }
-        let response: HTTPClientResponse
-        do {
-            response = try await Self.client.execute(http, timeout: .seconds(request.bulk ? 600 : 60))
-        } catch {
-            throw Self.unreachable(baseURL, error)
-        }
-        let bytes = try await response.body.collect(upTo: 256 << 20)
-        let json = bytes.readableBytes > 0 ? try? JSONParser.parse(bytes.readableBytesView) : nil
-        guard (200..<300).contains(response.status.code) else {
-            throw DBeaconError.fromAPI(status: Int(response.status.code), body: json)
-        }
-        return json
+/// The API of a server over HTTP: the OpenAPI runtime's AsyncHTTPClient transport on the CLI's
+/// own HTTP client, with room for large answers (an export, an import's report).
+enum HTTPTransport {
+    static func make() -> AsyncHTTPClientTransport {
+        AsyncHTTPClientTransport(configuration: .init(client: client, timeout: .seconds(600)))
     }
 
     /// The CLI's HTTP client: a refused or unreachable server is reported at once (the shared

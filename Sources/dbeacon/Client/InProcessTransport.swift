@@ -8,13 +8,13 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOEmbedded
-import NIOHTTP1
+import OpenAPIRuntime
 
 /// The API answered in this process: the server's own router, built on the database file,
 /// called without a network and without a token, as the operator or as one user (`--as`).
 /// So the CLI on a file does exactly what the API does (same checks, same JSON), and the
 /// server sees the CLI's writes to its file through the change log (`RemoteChangePoller`).
-struct InProcessTransport: APITransport {
+struct InProcessTransport: ClientTransport {
     let services: AppServices
     let responder: RouterResponder<AppRequestContext>
     let principal: Principal
@@ -56,27 +56,20 @@ struct InProcessTransport: APITransport {
         return user.id
     }
 
-    func send(_ request: APIRequest) async throws -> JSONValue? {
-        var components = URLComponents()
-        components.path = request.path
-        if !request.query.isEmpty { components.queryItems = request.query.map { URLQueryItem(name: $0.0, value: $0.1) } }
-        var head = HTTPRequest(method: HTTPRequest.Method(request.method.rawValue) ?? .get, scheme: "http", authority: "localhost",
-                               path: components.percentEncodedPath + (components.percentEncodedQuery.map { "?" + $0 } ?? ""))
-        var body = ByteBuffer()
-        if let json = request.body {
-            head.headerFields[.contentType] = "application/json"
-            body = ByteBuffer(bytes: JSONWriter.serialize(json))
-        }
+    func send(_ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String) async throws -> (HTTPResponse, HTTPBody?) {
+        var head = request
+        head.scheme = "http"
+        head.authority = "localhost"
+        var bytes: [UInt8] = []
+        if let body { bytes = try await [UInt8](collecting: body, upTo: 1 << 30) }
         var context = AppRequestContext(source: ApplicationRequestContextSource(channel: EmbeddedChannel(), logger: logger))
         context.principal = principal
-        let response = try await responder.respond(to: Request(head: head, body: RequestBody(buffer: body)), context: context)
+        let response = try await responder.respond(to: Request(head: head, body: RequestBody(buffer: ByteBuffer(bytes: bytes))),
+                                                   context: context)
         let collected = Collected()
         try await response.body.write(Collector(into: collected))
-        let json = collected.buffer.readableBytes > 0 ? try? JSONParser.parse(collected.buffer.readableBytesView) : nil
-        guard (200..<300).contains(Int(response.status.code)) else {
-            throw DBeaconError.fromAPI(status: Int(response.status.code), body: json)
-        }
-        return json
+        let answer = Array(collected.buffer.readableBytesView)
+        return (HTTPResponse(status: response.status, headerFields: response.headers), answer.isEmpty ? nil : HTTPBody(answer))
     }
 }
 

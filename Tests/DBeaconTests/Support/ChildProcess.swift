@@ -72,6 +72,17 @@ final class ChildProcess: @unchecked Sendable {
         return wait(within: .infinity) ?? -1
     }
 
+    /// `wait(upTo:)` for async callers: it sleeps between looks instead of blocking a thread of
+    /// the cooperative pool (a server under test in the same process may need every one of them).
+    func exit(upTo seconds: Double = 600) async -> Int32 {
+        let end = Date().addingTimeInterval(seconds)
+        while true {
+            if let status = reap(options: WNOHANG) { return status }
+            if Date() >= end { return wait(upTo: 0) }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
     /// Exit status, or nil if the child is still running after `seconds`.
     func wait(within seconds: Double) -> Int32? {
         let end = Date().addingTimeInterval(seconds)
