@@ -18,32 +18,29 @@ struct CLI {
     /// Exit status, stdout and stderr.
     @discardableResult
     static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, out: String, err: String) {
-        var env = ProcessInfo.processInfo.environment
-        env["DBEACON_SERVER"] = nil
-        env["DBEACON_TOKEN"] = nil
-        for (k, v) in environment { env[k] = v }
         let capture = CapturedOutput()
         defer { capture.remove() }
-        let status = try ChildProcess(executable.path, arguments, environment: env, stdout: capture.outURL, stderr: capture.errURL).wait()
-        let (o, e) = capture.read()
-        return (status, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+        let status = try spawn(arguments, environment, capture).wait()
+        return capture.result(status)
     }
-}
 
-extension CLI {
     /// `run` for async callers (the tests that talk to a server in this process): waiting for
     /// the child does not block a thread the server needs.
     @discardableResult
     static func execute(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, out: String, err: String) {
+        let capture = CapturedOutput()
+        defer { capture.remove() }
+        let status = try await spawn(arguments, environment, capture).exit()
+        return capture.result(status)
+    }
+
+    /// The CLI with this process's environment, less the server and token, plus `environment`.
+    private static func spawn(_ arguments: [String], _ environment: [String: String], _ capture: CapturedOutput) throws -> ChildProcess {
         var env = ProcessInfo.processInfo.environment
         env["DBEACON_SERVER"] = nil
         env["DBEACON_TOKEN"] = nil
         for (k, v) in environment { env[k] = v }
-        let capture = CapturedOutput()
-        defer { capture.remove() }
-        let status = try await ChildProcess(executable.path, arguments, environment: env, stdout: capture.outURL, stderr: capture.errURL).exit()
-        let (o, e) = capture.read()
-        return (status, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+        return try ChildProcess(executable.path, arguments, environment: env, stdout: capture.outURL, stderr: capture.errURL)
     }
 }
 
@@ -55,6 +52,12 @@ struct CapturedOutput {
 
     func read() -> (Data, Data) {
         ((try? Data(contentsOf: outURL)) ?? Data(), (try? Data(contentsOf: errURL)) ?? Data())
+    }
+
+    /// The child's status with what it wrote, as text.
+    func result(_ status: Int32) -> (status: Int32, out: String, err: String) {
+        let (o, e) = read()
+        return (status, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
     }
 
     func remove() {

@@ -3,7 +3,7 @@
 /// for validation errors, the `path` of the offending value (`properties.perimeter.coordinates[0][3]`).
 package struct DBeaconError: Error, Sendable, CustomStringConvertible {
     /// What went wrong, independent of the transport.
-    package enum Kind: Sendable, Equatable {
+    package enum Kind: Sendable, Equatable, CaseIterable {
         /// Malformed JSON or parameters (HTTP 400).
         case badRequest
         /// Missing or invalid credentials (HTTP 401).

@@ -1,4 +1,5 @@
 import DBeaconCore
+import DBeaconHTTP
 import DBeaconKit
 import Foundation
 import HTTPTypes
@@ -78,23 +79,10 @@ struct AnswerMiddleware: ClientMiddleware {
 }
 
 extension DBeaconError.Kind {
-    /// The kind an HTTP error status stands for.
+    /// The kind an HTTP error status stands for: the inverse of the server's one mapping
+    /// (`Kind.status`), `internal` for a status no kind has.
     init(status: Int) {
-        switch status {
-        case 400: self = .badRequest
-        case 401: self = .unauthorized
-        case 403: self = .forbidden
-        case 404: self = .notFound
-        case 409: self = .conflict
-        case 412: self = .preconditionFailed
-        case 413: self = .payloadTooLarge
-        case 415: self = .unsupportedMediaType
-        case 422: self = .unprocessable
-        case 429: self = .tooManyRequests
-        case 503: self = .unavailable
-        case 507: self = .insufficientStorage
-        default: self = .internal
-        }
+        self = Self.allCases.first { $0.status.code == status } ?? .internal
     }
 }
 

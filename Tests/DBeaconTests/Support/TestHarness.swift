@@ -38,6 +38,11 @@ struct TestHarness {
         // scripts/fault-test.py).
         config.databaseTimeoutSeconds = 60
         config.readinessTimeoutSeconds = 60
+        // A live test's client keeps one connection; on a loaded machine it may wait longer than
+        // the 10 s keep-alive idle limit between two requests, and the server would close it
+        // under the test ("I/O on closed channel"). The limits are tested on their own
+        // (ConnectionLimitTests, against a real `dbeacon serve`).
+        config.connections.headerTimeoutSeconds = 300
         configure(&config)
         let clock = ManualClock(start)
         let services = try await AppServices.make(config, clock: clock, logger: Self.logger)
