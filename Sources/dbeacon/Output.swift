@@ -92,7 +92,7 @@ func reportingErrors(_ body: () async throws -> Void) async throws {
 
 extension Timestamp {
     /// The instant of a `Date` the typed client decoded.
-    init(date: Date) { self.init(millis: Int64((date.timeIntervalSince1970 * 1000).rounded())) }
+    init(date: Date) { self.init(seconds: date.timeIntervalSince1970) }
 
     /// As a `Date`, for the typed client's parameters.
     var date: Date { Date(timeIntervalSince1970: seconds) }
@@ -113,9 +113,7 @@ extension Output {
             throw DBeaconError.unreadable(file, as: what, error)
         }
     }
-}
 
-extension Output {
     /// The GeoJSON type of a perimeter (`Circle`, `Polygon`, `MultiPolygon`).
     static func perimeterType(_ perimeter: Components.Schemas.Perimeter) -> String {
         switch perimeter {
@@ -124,9 +122,7 @@ extension Output {
         case .circle: "Circle"
         }
     }
-}
 
-extension Output {
     /// What an event is about: the name in its data, else the beacon's id.
     static func about(_ event: Components.Schemas.Event) -> String {
         let data = event.data.additionalProperties.value
@@ -138,9 +134,7 @@ extension Output {
         let data = event.data.additionalProperties.value
         return "\(event._type.rawValue)  \(data["name"] as? String ?? "")  \(data["beacon"] as? String ?? "")"
     }
-}
 
-extension Output {
     /// A number as JSON writes it (`2000`, `12.5`).
     static func number(_ value: Double) -> String { JSONWriter.string(.number(value)) }
 }
