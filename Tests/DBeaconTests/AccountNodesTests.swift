@@ -64,18 +64,18 @@ import Testing
         #expect(try await server.call(.GET, "/v1/me", token: first).status == 200)  // cached now
 
         // The operator rotates ann's token with the CLI, on the same file.
-        let rotated = try CLI.run(["user", "rotate-token", "ann", "--db", db, "--json"])
+        let rotated = try await CLI.run(["user", "rotate-token", "ann", "--db", db, "--json"])
         #expect(rotated.status == 0, "\(rotated.err)")
         let second = try #require(try JSONParser.parse(rotated.out)["token"]?.stringValue)
         #expect(try await server.eventually { try await $0.call(.GET, "/v1/me", token: first).status == 401 }, "the server kept the old token")
         #expect(try await server.call(.GET, "/v1/me", token: second).status == 200)
 
         // Disabled, then deleted, with the CLI.
-        #expect(try CLI.run(["user", "disable", "ann", "--db", db]).status == 0)
+        #expect(try await CLI.run(["user", "disable", "ann", "--db", db]).status == 0)
         #expect(try await server.eventually { try await $0.call(.GET, "/v1/me", token: second).status == 401 })
-        #expect(try CLI.run(["user", "enable", "ann", "--db", db]).status == 0)
+        #expect(try await CLI.run(["user", "enable", "ann", "--db", db]).status == 0)
         #expect(try await server.call(.GET, "/v1/me", token: second).status == 200)
-        let deleted = try CLI.run(["user", "delete", "ann", "--yes", "--db", db, "--json"])
+        let deleted = try await CLI.run(["user", "delete", "ann", "--yes", "--db", db, "--json"])
         #expect(deleted.status == 0 && deleted.out.contains("\"erased\":true"), "\(deleted.out)\(deleted.err)")
         #expect(try await server.eventually { try await $0.call(.GET, "/v1/me", token: second).status == 401 })
     }

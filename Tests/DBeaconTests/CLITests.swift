@@ -15,19 +15,11 @@ struct CLI {
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
     }
 
-    /// Exit status, stdout and stderr.
+    /// Exit status, stdout and stderr. Waiting for the child sleeps between looks and never
+    /// blocks a thread of the cooperative pool: a server under test in this process (or any
+    /// other test's work) may need every one of them, and a two-core machine has two.
     @discardableResult
-    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, out: String, err: String) {
-        let capture = CapturedOutput()
-        defer { capture.remove() }
-        let status = try spawn(arguments, environment, capture).wait()
-        return capture.result(status)
-    }
-
-    /// `run` for async callers (the tests that talk to a server in this process): waiting for
-    /// the child does not block a thread the server needs.
-    @discardableResult
-    static func execute(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, out: String, err: String) {
+    static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, out: String, err: String) {
         let capture = CapturedOutput()
         defer { capture.remove() }
         let status = try await spawn(arguments, environment, capture).exit()
@@ -73,17 +65,17 @@ struct CapturedOutput {
         return try backend.freshDatabase(in: dir)
     }
 
-    @Test func helpIsWrittenForNewcomers() throws {
-        let root = try CLI.run(["--help"])
+    @Test func helpIsWrittenForNewcomers() async throws {
+        let root = try await CLI.run(["--help"])
         #expect(root.status == 0)
         for command in ["serve", "user", "import", "nearby", "beacon"] { #expect(root.out.contains(command)) }
-        let nearby = try CLI.run(["nearby", "--help"])
+        let nearby = try await CLI.run(["nearby", "--help"])
         #expect(nearby.out.contains("--lat") && nearby.out.contains("--tag") && nearby.out.contains("Example"))
     }
 
-    @Test(arguments: Backend.all) func worksOnTheLocalDatabase(_ backend: Backend) throws {
+    @Test(arguments: Backend.all) func worksOnTheLocalDatabase(_ backend: Backend) async throws {
         let db = try tempDB(backend)
-        let user = try CLI.run(["user", "add", "ann", "--db", db, "--json"])
+        let user = try await CLI.run(["user", "add", "ann", "--db", db, "--json"])
         #expect(user.status == 0, "\(user.err)")
         let created = try JSONParser.parse(user.out)
         #expect(created["id"]?.stringValue?.hasPrefix("usr_") == true)
@@ -97,11 +89,11 @@ struct CapturedOutput {
             feature(name: "Bookshop", lat: 48.7784, lon: 9.1800, perimeter: circle(100), tags: ["shopping"]),
         ]])
         try Data(JSONWriter.serialize(collection)).write(to: file)
-        let imported = try CLI.run(["import", file.path, "--owner", "ann", "--db", db])
+        let imported = try await CLI.run(["import", file.path, "--owner", "ann", "--db", db])
         #expect(imported.status == 0, "\(imported.err)")
         #expect(imported.out.contains("imported 3 beacons"))
 
-        let table = try CLI.run(["nearby", "--lat", "48.7784", "--lon", "9.1800", "--tag", "food", "--db", db])
+        let table = try await CLI.run(["nearby", "--lat", "48.7784", "--lon", "9.1800", "--tag", "food", "--db", db])
         #expect(table.status == 0, "\(table.err)")
         let lines = table.out.split(separator: "\n")
         #expect(lines.first?.contains("NAME") == true && lines.first?.contains("ENDS IN") == true)
@@ -110,53 +102,53 @@ struct CapturedOutput {
         #expect(lines[3].contains("Bakery") && lines[3].contains("food,cafe"))
         #expect(!table.out.contains("Bookshop"))
 
-        let json = try CLI.run(["nearby", "--lat", "48.7784", "--lon", "9.1800", "--json", "--db", db])
+        let json = try await CLI.run(["nearby", "--lat", "48.7784", "--lon", "9.1800", "--json", "--db", db])
         let features = try JSONParser.parse(json.out)["features"]?.arrayValue ?? []
         #expect(features.count == 3)
         #expect(features.first?["properties"]?["name"] == "Bookshop")
 
-        let list = try CLI.run(["beacon", "list", "--tag", "food", "--json", "--db", db])
+        let list = try await CLI.run(["beacon", "list", "--tag", "food", "--json", "--db", db])
         let ids = (try JSONParser.parse(list.out)["features"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue }
         #expect(ids.count == 2)
-        let one = try CLI.run(["beacon", "get", ids[0], "--db", db])
+        let one = try await CLI.run(["beacon", "get", ids[0], "--db", db])
         #expect(one.out.contains("Currywurst stand"))
-        let made = try CLI.run(["beacon", "create", "--name", "Kiosk", "--lat", "48.7", "--lon", "9.1", "--tag", "food",
+        let made = try await CLI.run(["beacon", "create", "--name", "Kiosk", "--lat", "48.7", "--lon", "9.1", "--tag", "food",
                                 "--owner", "ann", "--json", "--db", db])
         #expect(made.status == 0, "\(made.err)")
         let madeID = try JSONParser.parse(made.out)["id"]?.stringValue ?? ""
-        #expect(try CLI.run(["beacon", "delete", madeID, "--db", db]).status == 0)
-        let gone = try CLI.run(["beacon", "get", madeID, "--db", db])
+        #expect(try await CLI.run(["beacon", "delete", madeID, "--db", db]).status == 0)
+        let gone = try await CLI.run(["beacon", "get", madeID, "--db", db])
         #expect(gone.status == 1)
         #expect(gone.err.contains("not found"))
     }
 
-    @Test(arguments: Backend.all) func reportsBadInputClearly(_ backend: Backend) throws {
+    @Test(arguments: Backend.all) func reportsBadInputClearly(_ backend: Backend) async throws {
         let db = try tempDB(backend)
-        let bad = try CLI.run(["nearby", "--lat", "95", "--lon", "9", "--db", db])
+        let bad = try await CLI.run(["nearby", "--lat", "95", "--lon", "9", "--db", db])
         #expect(bad.status != 0)
         #expect(bad.err.contains("--lat"))
         let file = Scratch.file("bad", ext: "geojson")
         try Data(#"{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Point","coordinates":[9,48]},"properties":{}}]}"#.utf8).write(to: file)
-        _ = try CLI.run(["user", "add", "ann", "--db", db])
-        let imported = try CLI.run(["import", file.path, "--owner", "ann", "--db", db])
+        _ = try await CLI.run(["user", "add", "ann", "--db", db])
+        let imported = try await CLI.run(["import", file.path, "--owner", "ann", "--db", db])
         #expect(imported.status == 1)
         #expect(imported.err.contains("features[0].properties.name"))
         // A server that is not there: say which, and what to try (not the HTTP client's words)
         let asked = Date()
-        let away = try CLI.run(["nearby", "--lat", "48.78", "--lon", "9.18", "--server", "http://127.0.0.1:1", "--token", "t"])
+        let away = try await CLI.run(["nearby", "--lat", "48.78", "--lon", "9.18", "--server", "http://127.0.0.1:1", "--token", "t"])
         // At once, not after the request's deadline (the HTTP client used to retry the refused
         // connection for 60 s); 30 s leaves room for a loaded machine.
         #expect(Date().timeIntervalSince(asked) < 30, "a refused connection reported after \(Date().timeIntervalSince(asked)) s")
         #expect(away.status == 1 && away.err.contains("cannot reach the DBeacon server at http://127.0.0.1:1")
                 && away.err.contains("./scripts/run.sh") && !away.err.contains("errno"), "\(away.err)")
-        let tokenless = try CLI.run(["nearby", "--lat", "48.78", "--lon", "9.18"], environment: ["DBEACON_SERVER": "http://127.0.0.1:1"])
+        let tokenless = try await CLI.run(["nearby", "--lat", "48.78", "--lon", "9.18"], environment: ["DBEACON_SERVER": "http://127.0.0.1:1"])
         #expect(tokenless.err.contains("export DBEACON_TOKEN"), "\(tokenless.err)")
         // --db on the command line wins over $DBEACON_SERVER
-        #expect(try CLI.run(["nearby", "--lat", "48.78", "--lon", "9.18", "--db", db],
+        #expect(try await CLI.run(["nearby", "--lat", "48.78", "--lon", "9.18", "--db", db],
                             environment: ["DBEACON_SERVER": "http://127.0.0.1:1", "DBEACON_TOKEN": "t"]).status == 0)
         // An empty --db (an unset shell variable) is refused before anything is opened or made.
         for arguments in [["nearby", "--lat", "48.78", "--lon", "9.18", "--db", ""], ["serve", "--db", "", "--port", "18998"]] {
-            let empty = try CLI.run(arguments)
+            let empty = try await CLI.run(arguments)
             #expect(empty.status != 0 && empty.err.contains("--db must name a database file"), "\(arguments): \(empty.err)")
         }
     }
@@ -165,17 +157,17 @@ struct CapturedOutput {
         let h = try await TestHarness.make(backend: backend)
         try await h.app().test(.live) { client in
             let server = "http://127.0.0.1:\(client.port!)"
-            let user = try CLI.run(["user", "add", "ann", "--server", server, "--token", TestHarness.adminToken, "--json"])
+            let user = try await CLI.run(["user", "add", "ann", "--server", server, "--token", TestHarness.adminToken, "--json"])
             #expect(user.status == 0, "\(user.err)")
             let token = try JSONParser.parse(user.out)["token"]?.stringValue ?? ""
-            let made = try CLI.run(["beacon", "create", "--name", "Food truck", "--lat", "48.7784", "--lon", "9.18", "--radius", "80",
+            let made = try await CLI.run(["beacon", "create", "--name", "Food truck", "--lat", "48.7784", "--lon", "9.18", "--radius", "80",
                                     "--tag", "food", "--server", server, "--token", token, "--json"])
             #expect(made.status == 0, "\(made.err)")
-            let nearby = try CLI.run(["nearby", "--lat", "48.7784", "--lon", "9.18", "--tag", "food"],
+            let nearby = try await CLI.run(["nearby", "--lat", "48.7784", "--lon", "9.18", "--tag", "food"],
                                      environment: ["DBEACON_SERVER": server, "DBEACON_TOKEN": token])
             #expect(nearby.status == 0, "\(nearby.err)")
             #expect(nearby.out.contains("Food truck"))
-            let denied = try CLI.run(["user", "add", "eve", "--server", server, "--token", token])
+            let denied = try await CLI.run(["user", "add", "eve", "--server", server, "--token", token])
             #expect(denied.status == 1)
             #expect(denied.err.contains("403"))
         }
@@ -192,10 +184,10 @@ struct CapturedOutput {
         }
         try await h.app().test(.live) { client in
             let server = "http://127.0.0.1:\(client.port!)"
-            let user = try await CLI.execute(["user", "add", "ann", "--server", server, "--token", TestHarness.adminToken, "--json"])
+            let user = try await CLI.run(["user", "add", "ann", "--server", server, "--token", TestHarness.adminToken, "--json"])
             let env = ["DBEACON_SERVER": server, "DBEACON_TOKEN": try JSONParser.parse(user.out)["token"]?.stringValue ?? ""]
             func run(_ arguments: [String]) async throws -> String {
-                let r = try await CLI.execute(arguments, environment: env)
+                let r = try await CLI.run(arguments, environment: env)
                 #expect(r.status == 0, "dbeacon \(arguments.joined(separator: " ")): \(r.err)")
                 return r.out
             }
@@ -245,10 +237,10 @@ struct CapturedOutput {
         ["user", "delete"], ["export"],
     ]
 
-    @Test func everyExampleCanBePasted() throws {
+    @Test func everyExampleCanBePasted() async throws {
         var examples = 0
         for command in Self.commands {
-            let help = try CLI.run(command + ["--help"], environment: ["COLUMNS": "80"])
+            let help = try await CLI.run(command + ["--help"], environment: ["COLUMNS": "80"])
             #expect(help.status == 0, "\(command): \(help.err)")
             let lines = help.out.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
             var i = 0
@@ -265,7 +257,7 @@ struct CapturedOutput {
                 examples += 1
                 #expect(!text.contains("…"), "\(command): a placeholder in \(text)")
                 let words = text.split(separator: " ").map { $0.replacingOccurrences(of: "'", with: "") }.dropFirst()
-                let parsed = try CLI.run(Array(words), environment: ["DBEACON_PARSE_ONLY": "1", "DBEACON_SERVER": "http://127.0.0.1:1",
+                let parsed = try await CLI.run(Array(words), environment: ["DBEACON_PARSE_ONLY": "1", "DBEACON_SERVER": "http://127.0.0.1:1",
                                                                      "DBEACON_TOKEN": "t"])
                 #expect(parsed.status == 0, "\(command): `\(text)` does not parse: \(parsed.err)")
             }

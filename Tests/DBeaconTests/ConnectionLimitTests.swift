@@ -16,7 +16,7 @@ import Testing
         let user = try await server.call(.POST, "/v1/users", token: PostgresMultiProcessTests.adminToken, json: ["name": "ann"])
         let token = try #require(user.json?["token"]?.stringValue)
 
-        let report = try runScript("connection-flood.py", [
+        let report = try await runScript("connection-flood.py", [
             "--port", String(server.port), "--idle", "300", "--slow", "10", "--slow-body", "10", "--token", token,
             "--duration", "3",
         ])
@@ -30,13 +30,13 @@ import Testing
 }
 
 /// Runs a script of `scripts/` with the test Python and returns its JSON output.
-func runScript(_ name: String, _ arguments: [String]) throws -> JSONValue {
+func runScript(_ name: String, _ arguments: [String]) async throws -> JSONValue {
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     let capture = CapturedOutput()
     defer { capture.remove() }
     let python = ProcessInfo.processInfo.environment["DBEACON_PYTHON"] ?? "python3"
-    let status = try ChildProcess("/usr/bin/env", [python, root.appendingPathComponent("scripts").appendingPathComponent(name).path] + arguments,
-                                  stdout: capture.outURL, stderr: capture.errURL).wait()
+    let status = try await ChildProcess("/usr/bin/env", [python, root.appendingPathComponent("scripts").appendingPathComponent(name).path] + arguments,
+                                  stdout: capture.outURL, stderr: capture.errURL).exit()
     let (output, errors) = capture.read()
     guard status == 0 else {
         throw DBeaconError.internalError("scripts/\(name) failed: " + String(decoding: errors, as: UTF8.self))

@@ -112,8 +112,8 @@ import Testing
             .contains("img-src 'self' data: http://127.0.0.1:8081;"))
     }
 
-    @Test func serveRefusesABadTileTemplate() throws {
-        let result = try CLI.run(["serve", "--map-tiles", "ftp://tiles.example.org/{z}/{x}/{y}.png", "--port", "1"])
+    @Test func serveRefusesABadTileTemplate() async throws {
+        let result = try await CLI.run(["serve", "--map-tiles", "ftp://tiles.example.org/{z}/{x}/{y}.png", "--port", "1"])
         #expect(result.status != 0)
         #expect(result.err.contains("--map-tiles") && result.err.contains("http(s)"))
     }

@@ -79,28 +79,28 @@ import Testing
         #expect(!regions.shouldRefresh(lat: 48.779, lon: 9.18))
         #expect(regions.shouldRefresh(lat: 49.1, lon: 9.18), "35 km away, outside the 30 km refresh circle")
 
-        // Live events: open the stream, then walk in; the event arrives decoded.
-        var stream = walker.events(retryDelay: .milliseconds(200)).makeAsyncIterator()
-        try await Task.sleep(for: .milliseconds(500)) // the stream starts with the next event
+        // Walk in: the event is in the log, paged.
         let at = clock.now()
         let fix = try await walker.postMyLocation(body: .json(.LocationFix(.init(lat: 48.7784, lon: 9.18, accuracyM: 5,
                                                                             timestamp: Date(timeIntervalSince1970: Double(at.millis) / 1000)))))
         #expect(try fix.ok.body.json.inside == [beacon.id])
-        let live = try #require(try await stream.next())
-        #expect(live._type == .beacon_entered && live.recipient == walkerCreated.value1.id)
+        let entered = try #require(try await walker.listEvents().ok.body.json.events.first)
+        #expect(entered._type == .beacon_entered && entered.recipient == walkerCreated.value1.id)
 
-        // The same event in the log, paged.
-        let log = try await walker.listEvents().ok.body.json
-        #expect(log.events.map(\.id) == [live.id])
-        #expect(log.events.first?.createdAt == live.createdAt)
-
-        // Walk out while no stream is open; a stream resumed after the first event (as after a
-        // relaunch, or EventSource's Last-Event-ID) replays the exit from the log.
+        // Live events: a stream resumed after the entry (as an app does with the id it saved, or
+        // EventSource with Last-Event-ID) receives what follows, decoded, whether it was committed
+        // before the stream was up or after. (Without `after` a stream starts with the next
+        // event, so a test could not tell when it may walk.)
+        var stream = walker.events(after: entered.id, retryDelay: .milliseconds(200)).makeAsyncIterator()
         clock.advance(seconds: 30)
         let out = try await walker.postMyLocation(body: .json(.LocationFix(.init(lat: 48.8, lon: 9.18, accuracyM: 5))))
         #expect(try out.ok.body.json.inside.isEmpty)
-        var resumed = walker.events(after: live.id).makeAsyncIterator()
-        let exited = try #require(try await resumed.next())
-        #expect(exited._type == .beacon_exited && exited.id != live.id)
+        let exited = try #require(try await stream.next())
+        #expect(exited._type == .beacon_exited && exited.id != entered.id)
+
+        // The stream and the log agree, in order.
+        let log = try await walker.listEvents().ok.body.json
+        #expect(log.events.map(\.id) == [entered.id, exited.id])
+        #expect(log.events.last?.createdAt == exited.createdAt)
     }
 }

@@ -45,7 +45,7 @@ import Testing
         #expect(stream.status == .ok)
         try await Task.sleep(for: .milliseconds(300))
         // Ann's fix, reported by the CLI on the server's file: she enters the kiosk.
-        let fix = try CLI.run(["location", "--lat", "48.7784", "--lon", "9.18", "--as", "ann", "--db", db])
+        let fix = try await CLI.run(["location", "--lat", "48.7784", "--lon", "9.18", "--as", "ann", "--db", db])
         #expect(fix.status == 0, "\(fix.err)")
         let events = try await Self.read(stream, within: .seconds(10))
         #expect(events.contains { $0.type == "beacon.entered" }, "the server's stream was not woken by the CLI's commit: \(events)")

@@ -9,13 +9,13 @@ import Testing
 /// (`--executor`), long synchronous work handed to other threads (`offEventLoops`), and a
 /// PostgreSQL pool that is running before its first lease.
 @Suite(.bounded) struct ExecutorTests {
-    @Test func serveRefusesAnUnknownExecutor() throws {
+    @Test func serveRefusesAnUnknownExecutor() async throws {
         let db = try Backend.spatialite.freshDatabase(in: try Scratch.directory("dbeacon-executor"))
-        let refused = try CLI.run(["serve", "--executor", "threads", "--db", db, "--port", "18996"])
+        let refused = try await CLI.run(["serve", "--executor", "threads", "--db", db, "--port", "18996"])
         #expect(refused.status != 0)
         #expect(refused.err.contains("--executor must be event-loops or cooperative"), "\(refused.err)")
         #expect(!FileManager.default.fileExists(atPath: db), "a refused start must not create the database")
-        let help = try CLI.run(["serve", "--help"])
+        let help = try await CLI.run(["serve", "--help"])
         #expect(help.out.contains("--executor") && help.out.contains("event-loops"))
     }
 

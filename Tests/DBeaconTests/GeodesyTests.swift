@@ -6,7 +6,7 @@ import Testing
 @Suite(.bounded) struct GeodesyTests {
     /// Distances and bearings agree with GeographicLib (Python) to a micrometre, nearly
     /// antipodal pairs included (Karney's algorithms have no failure case).
-    @Test func agreesWithGeographicLib() throws {
+    @Test func agreesWithGeographicLib() async throws {
         var rng = SeededGenerator(seed: 42)
         var pairs: [(Position, Position)] = []
         // City scale around Stuttgart, continental scale, global, and nearly antipodal.
@@ -29,7 +29,7 @@ import Testing
         pairs.append((Position(lon: 0, lat: 0), Position(lon: 180, lat: 0)))
         pairs.append((Position(lon: 0, lat: 0.5), Position(lon: 179.5, lat: -0.5)))
         let input: JSONValue = .object(["pairs": .array(pairs.map { [.number($0.0.lat), .number($0.0.lon), .number($0.1.lat), .number($0.1.lon)] })])
-        let reference = try runReference("geodesic_reference.py", input: input)["results"]!.arrayValue!
+        let reference = try await runReference("geodesic_reference.py", input: input)["results"]!.arrayValue!
         var worst = 0.0
         for (i, (a, b)) in pairs.enumerated() {
             let expected = reference[i].arrayValue!.compactMap(\.numberValue)
@@ -48,7 +48,7 @@ import Testing
     /// the nearest point of an edge straight in longitude/latitude: within 0.1 m of GeographicLib
     /// (Python, by its own search along the edge), at 0°, 48°N, 60°S and 69°N, next to ±180° and
     /// from a few metres to 30 km out; and the plane's estimate is within its stated error.
-    @Test func perimeterDistancesAgreeWithGeographicLib() throws {
+    @Test func perimeterDistancesAgreeWithGeographicLib() async throws {
         var g = SeededGenerator(seed: 2829)
         var cases: [(perimeter: Perimeter, center: Position, point: Position)] = []
         let places = [Position(lon: 9.18, lat: 48.78), Position(lon: 18.95, lat: 69.65), Position(lon: -47.9, lat: 0.1),
@@ -81,7 +81,7 @@ import Testing
                 .array(p.rings.map { ring in .array(ring.map { [.number($0.lon), .number($0.lat)] }) }) })]))
             queries.append([.number(Double(i)), .number(c.point.lon), .number(c.point.lat)])
         }
-        let reference = try runReference("perimeter_reference.py", input: .object(["beacons": .array(beacons), "distances": .array(queries)]))
+        let reference = try await runReference("perimeter_reference.py", input: .object(["beacons": .array(beacons), "distances": .array(queries)]))
         let expected = reference["distances"]!.arrayValue!.compactMap(\.numberValue)
         var worst = 0.0, outside = 0
         for (i, c) in cases.enumerated() {

@@ -181,7 +181,7 @@ import Testing
         #expect(text.contains("in-memory index loaded from its snapshot"), "\(text)")
 
         // The CLI deletes a beacon while no server runs: the snapshot is stale.
-        let deleted = try CLI.run(["beacon", "delete", ids[5], "--db", db])
+        let deleted = try await CLI.run(["beacon", "delete", ids[5], "--db", db])
         #expect(deleted.status == 0, "\(deleted.err)")
         try Data().write(to: log)
         server = try await ServerProcess.start(db: db, log: log, extra: ["--log-level", "info"])

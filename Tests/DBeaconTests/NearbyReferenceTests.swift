@@ -26,7 +26,7 @@ import Testing
         try await h.store.insertBeacons(beacons)
         let queries = generator.queries(count: 3000, beacons: beacons)
 
-        let reference = try runReference("nearby_reference.py", input: .object([
+        let reference = try await runReference("nearby_reference.py", input: .object([
             "beacons": RandomBeacons.referenceJSON(beacons), "queries": .array(queries.map(\.referenceJSON)),
             "now": .number(Double(h.clock.now().millis)),
         ]))["results"]!.arrayValue!

@@ -170,7 +170,7 @@ import Testing
                 extents.append([.number(Double(i)), .number(c.center.lon), .number(c.center.lat)])
             }
         }
-        let reference = try runReference("perimeter_reference.py", input: .object([
+        let reference = try await runReference("perimeter_reference.py", input: .object([
             "beacons": .array(visible.map(Self.reference)), "covering": .array(points),
             "distances": .array(distances), "extents": .array(extents),
         ]))

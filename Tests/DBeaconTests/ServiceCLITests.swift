@@ -14,30 +14,30 @@ import Testing
                 .stringValue ?? ""
         }
 
-        let tour = try CLI.run(["tour", "show", "bcn_tour_old_town_walk", "--db", db, "--json"])
+        let tour = try await CLI.run(["tour", "show", "bcn_tour_old_town_walk", "--db", db, "--json"])
         #expect(tour.status == 0, "\(tour.err)")
         #expect(try JSONParser.parse(tour.out)["stops"]?.arrayValue?.count == 8)
-        let table = try CLI.run(["tour", "show", "bcn_tour_old_town_walk", "--db", db])
+        let table = try await CLI.run(["tour", "show", "bcn_tour_old_town_walk", "--db", db])
         #expect(table.out.contains("Jubiläumssäule") && table.out.contains("ORDER"), "\(table.out)")
 
-        let pick = try CLI.run(["promo", "pick", "--lat", "48.7753", "--lon", "9.1783", "--as", "usr_anna", "--db", db, "--json"])
+        let pick = try await CLI.run(["promo", "pick", "--lat", "48.7753", "--lon", "9.1783", "--as", "usr_anna", "--db", db, "--json"])
         #expect(pick.status == 0, "\(pick.err)")
         #expect(try JSONParser.parse(pick.out)["promotion"]?["properties"]?["service"] == "promotion")
 
-        let created = try CLI.run(["meeting", "create", "--name", "Picnic", "--lat", "48.7812", "--lon", "9.1822", "--radius", "150",
+        let created = try await CLI.run(["meeting", "create", "--name", "Picnic", "--lat", "48.7812", "--lon", "9.1822", "--radius", "150",
                                    "--start", "2026-01-01T00:00:00Z", "--end", "2030-01-01T00:00:00Z", "--as", "usr_anna",
                                    "--db", db, "--json"])
         #expect(created.status == 0, "\(created.err)")
         let meetingID = try #require(try JSONParser.parse(created.out)["id"]?.stringValue)
-        let list = try CLI.run(["meeting", "list", "--as", "usr_anna", "--db", db, "--json"])
+        let list = try await CLI.run(["meeting", "list", "--as", "usr_anna", "--db", db, "--json"])
         #expect((try JSONParser.parse(list.out)["features"]?.arrayValue ?? []).contains { $0["id"] == .string(meetingID) })
-        let nearby = try CLI.run(["meeting", "nearby", "--lat", "48.7812", "--lon", "9.1822", "--as", "usr_ben", "--db", db])
+        let nearby = try await CLI.run(["meeting", "nearby", "--lat", "48.7812", "--lon", "9.1822", "--as", "usr_ben", "--db", db])
         #expect(nearby.out.contains("Picnic"), "\(nearby.out)")
 
-        let status = try CLI.run(["group", "status", groupID, "--as", "ann", "--db", db])
+        let status = try await CLI.run(["group", "status", groupID, "--as", "ann", "--db", db])
         #expect(status.status == 0, "\(status.err)")
         #expect(status.out.contains("Walkers") && status.out.contains("leader"), "\(status.out)")
-        let bad = try CLI.run(["group", "status", groupID, "--as", "usr_ben", "--db", db])
+        let bad = try await CLI.run(["group", "status", groupID, "--as", "usr_ben", "--db", db])
         #expect(bad.status == 1 && bad.err.contains("not found"), "non-members get nothing")
     }
 }

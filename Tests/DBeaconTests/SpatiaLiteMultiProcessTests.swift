@@ -25,7 +25,7 @@ import Testing
         try Data(JSONWriter.serialize(.object(["type": "FeatureCollection", "features": [
             feature(name: "kiosk", lat: 48.7784, lon: 9.18, perimeter: circle(150), tags: ["food"]),
         ]]))).write(to: file)
-        let imported = try CLI.run(["import", file.path, "--owner", "owner", "--db", db, "--json"])
+        let imported = try await CLI.run(["import", file.path, "--owner", "owner", "--db", db, "--json"])
         #expect(imported.status == 0, "\(imported.err)")
         let id = try #require(try JSONParser.parse(imported.out)["ids"]?.arrayValue?.first?.stringValue, "\(imported.out)")
 
@@ -38,7 +38,7 @@ import Testing
 
         // When the CLI reports ann elsewhere on the same file, the server forgets the fence state
         // it held for her (it reloads), so coming back enters her again.
-        let away = try CLI.run(["location", "--lat", "48.7900", "--lon", "9.18", "--as", "ann", "--db", db, "--json"])
+        let away = try await CLI.run(["location", "--lat", "48.7900", "--lon", "9.18", "--as", "ann", "--db", db, "--json"])
         #expect(away.status == 0 && away.out.contains("beacon.exited"), "\(away.out)\(away.err)")
         var reentered = false
         for _ in 0..<20 where !reentered {
@@ -49,7 +49,7 @@ import Testing
         #expect(reentered, "the server kept a stale fence state after the CLI's fix")
 
         // When the CLI deletes it, it leaves nearby within a second and enters nobody any more.
-        #expect(try CLI.run(["beacon", "delete", id, "--db", db]).status == 0)
+        #expect(try await CLI.run(["beacon", "delete", id, "--db", db]).status == 0)
         #expect(try await server.eventually { try await !$0.nearbyIDs(token: ann).contains(id) }, "a deleted beacon stayed in nearby")
         let bob = try #require(try await server.call(.POST, "/v1/users", token: admin, json: ["name": "bob"]).json?["token"]?.stringValue)
         let report = try await server.call(.POST, "/v1/me/location", token: bob, json: fix)

@@ -26,7 +26,8 @@ import Testing
         let (ann, _) = try await h.user("ann")
         let b = try await h.beacon(feature(name: "kiosk", tags: ["food"]), owner: ann)
         // A second store on the same database sees the data and does not re-run migrations.
-        let reopened = try await StoreLocation.open(h.services.config.databasePath, listen: false, logger: TestHarness.logger)
+        let reopened = try await StoreLocation.open(h.services.config.databasePath, listen: false, deadline: Backend.testDeadline,
+                                                    logger: TestHarness.logger)
         #expect(try await reopened.beacon(id: b.id) == b)
         switch reopened {
         case let spatialite as SpatiaLiteStore:

@@ -28,12 +28,12 @@ import Testing
         return b
     }
 
-    func verify(_ received: [WebhookReceiver.Received], secret: String) throws -> [JSONValue] {
+    func verify(_ received: [WebhookReceiver.Received], secret: String) async throws -> [JSONValue] {
         let input: JSONValue = .object(["deliveries": .array(received.map { r in
             .object(["secret": .string(secret), "body": .string(r.body),
                      "headers": .object(JSONObject(r.headers.map { ($0.key, .string($0.value)) }))])
         })])
-        return try runReference("verify_webhooks.py", input: input)["results"]?.arrayValue ?? []
+        return try await runReference("verify_webhooks.py", input: input)["results"]?.arrayValue ?? []
     }
 
     @Test(arguments: Backend.all) func deliversSignedEventsThatTheReferenceVerifierAccepts(_ backend: Backend) async throws {
@@ -58,8 +58,8 @@ import Testing
         #expect(body["recipient"] == .string(ann.rawValue))
         #expect(received[0].headers["webhook-id"] == body["id"]?.stringValue)
         #expect(received[0].headers["webhook-signature"]?.hasPrefix("v1,") == true)
-        #expect(try verify(received, secret: secret) == [true])
-        #expect(try verify(received, secret: StandardWebhooks.newSecret()) != [true], "a wrong secret must not verify")
+        #expect(try await verify(received, secret: secret) == [true])
+        #expect(try await verify(received, secret: StandardWebhooks.newSecret()) != [true], "a wrong secret must not verify")
     }
 
     /// An idle deliverer sleeps: its own (empty) claims are commits, which on PostgreSQL wake
@@ -105,7 +105,7 @@ import Testing
         #expect(delivery.status == .delivered)
         #expect(attempts.map(\.statusCode) == [500, 302, 200])
         // (The third attempt is stamped with the test clock, 335 s ahead: beyond the verifier's 5-minute tolerance.)
-        #expect(try verify(Array(receiver.received.prefix(2)), secret: w.secret).allSatisfy { $0 == true })
+        #expect(try await verify(Array(receiver.received.prefix(2)), secret: w.secret).allSatisfy { $0 == true })
     }
 
     @Test(arguments: Backend.all) func givesUpAfterTheLastAttemptAndHonoursRetryAfter(_ backend: Backend) async throws {
@@ -197,8 +197,8 @@ import Testing
         #expect(rotated.secret != w.secret)
         _ = try await produceEvent(h, ann: ann)
         try await h.services.deliverer.runOnce()
-        #expect(try verify(receiver.received, secret: w.secret) == [true])
-        #expect(try verify(receiver.received, secret: rotated.secret) == [true])
+        #expect(try await verify(receiver.received, secret: w.secret) == [true])
+        #expect(try await verify(receiver.received, secret: rotated.secret) == [true])
         #expect(receiver.received[0].headers["webhook-signature"]?.split(separator: " ").count == 2)
     }
 
@@ -364,7 +364,7 @@ import Testing
         #expect(anns.first?["data"]?["beacon"] == .string(kiosk.id.rawValue))
         for user in [ann, bob] {
             let mine = received.filter { (try? JSONParser.parse($0.body)["recipient"]) == .string(user.rawValue) }
-            #expect(try verify(mine, secret: try #require(secrets[user])) == [true, true])
+            #expect(try await verify(mine, secret: try #require(secrets[user])) == [true, true])
         }
     }
 }

@@ -13,7 +13,8 @@ enum Backend: String, Sendable, CaseIterable, CustomTestStringConvertible {
     /// The deadline of stores a test opens itself (as `TestHarness` does for its own): the whole
     /// suite shares two cores and one PostgreSQL, so a transaction may queue for seconds. The
     /// deadline itself is tested on its own (DatabaseFaultTests, scripts/fault-test.py).
-    static let testDeadline = DatabaseDeadline(seconds: 60)
+    static let testDeadlineSeconds = 180.0
+    static let testDeadline = DatabaseDeadline(seconds: testDeadlineSeconds)
 
     /// The backends available here.
     static var all: [Backend] { postgresURL == nil ? [.spatialite] : [.spatialite, .postgis] }

@@ -37,8 +37,8 @@ struct TestHarness {
         // queue for seconds, and on a machine at a third of its speed three PostGIS tests waited
         // past 60 s. The deadline itself is tested on its own (DatabaseFaultTests,
         // scripts/fault-test.py); each test stays bounded (.bounded, 12 min).
-        config.databaseTimeoutSeconds = 180
-        config.readinessTimeoutSeconds = 180
+        config.databaseTimeoutSeconds = Backend.testDeadlineSeconds
+        config.readinessTimeoutSeconds = Backend.testDeadlineSeconds
         // A live test's client keeps one connection; on a loaded machine it may wait longer than
         // the 10 s keep-alive idle limit between two requests, and the server would close it
         // under the test ("I/O on closed channel"). The limits are tested on their own
@@ -152,7 +152,7 @@ extension TestClientProtocol {
 /// Runs a Python reference script with a JSON input and returns its JSON output. The
 /// reference libraries (shapely, geographiclib, standardwebhooks) come from PyPI; see
 /// Tests/Reference/requirements.txt (installed by scripts/test.sh).
-func runReference(_ script: String, input: JSONValue) throws -> JSONValue {
+func runReference(_ script: String, input: JSONValue) async throws -> JSONValue {
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Reference")
     let capture = CapturedOutput()
@@ -163,8 +163,8 @@ func runReference(_ script: String, input: JSONValue) throws -> JSONValue {
         try? FileManager.default.removeItem(at: inputURL)
     }
     let python = ProcessInfo.processInfo.environment["DBEACON_PYTHON"] ?? "python3"
-    let status = try ChildProcess("/usr/bin/env", [python, root.appendingPathComponent(script).path],
-                                  stdin: inputURL, stdout: capture.outURL, stderr: capture.errURL).wait()
+    let status = try await ChildProcess("/usr/bin/env", [python, root.appendingPathComponent(script).path],
+                                  stdin: inputURL, stdout: capture.outURL, stderr: capture.errURL).exit()
     let (output, errors) = capture.read()
     guard status == 0 else {
         throw DBeaconError.internalError("reference script \(script) failed (pip install -r Tests/Reference/requirements.txt): "
