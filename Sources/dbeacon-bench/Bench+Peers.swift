@@ -187,56 +187,108 @@ extension BenchRun {
 
         let rounds = max(1, command.peerRounds)
         var result = PeerResult(beacons: count, rounds: rounds, duration: command.duration)
-        /// Alternates A and B `rounds` times with `connections` connections each.
-        func pair(_ name: String, _ a: (label: String, script: String, base: String), _ b: (label: String, script: String, base: String),
-                  connections: Int, target: Double?) throws -> PeerRatio {
-            var ratio = PeerRatio(name: name, a: a.label, b: b.label, target: target)
-            // One short warm-up of each (connections, caches).
-            for side in [a, b] {
-                _ = try Self.capture(wrk, ["-t1", "-c\(connections)", "-d1s", "-s", "\(folder)/\(side.script).lua", side.base])
-            }
-            var transfer = 0.0
-            for round in 0..<rounds {
-                // A, B in odd rounds and B, A in even ones: neither side always runs first.
-                let order = round % 2 == 0 ? [true, false] : [false, true]
-                for isA in order {
-                    let side = isA ? a : b
-                    let output = try Self.capture(wrk, ["-t1", "-c\(connections)", "-d\(Int(command.duration.rounded(.up)))s",
-                                                        "--latency", "-s", "\(folder)/\(side.script).lua", side.base])
-                    let figures = Self.parseWrk(output)
-                    if figures.errors > 0 { log("wrk reported \(figures.errors) errors on \(side.label):\n\(output)") }
-                    if isA {
-                        ratio.aRates.append(figures.rate ?? 0)
-                        ratio.aP99ms.append(figures.p99 ?? 0)
-                        if let t = figures.transfer, let r = figures.rate, r > 0 { transfer += t / r }
-                    } else {
-                        ratio.bRates.append(figures.rate ?? 0)
-                        ratio.bP99ms.append(figures.p99 ?? 0)
-                    }
-                }
-            }
-            ratio.aBytes = transfer / Double(rounds)
-            log(String(format: "%@: %.0f vs %.0f req/s = %.2f (A p99 %.1f ms)", name, PeerRatio.mean(ratio.aRates) ?? 0,
-                       PeerRatio.mean(ratio.bRates) ?? 0, ratio.ratio ?? 0, PeerRatio.mean(ratio.aP99ms) ?? 0))
-            return ratio
+        func pair(_ name: String, _ a: PeerSide, _ b: PeerSide, connections: Int, target: Double?) throws -> PeerRatio {
+            try measure(name, a, b, connections: connections, target: target, wrk: wrk, folder: folder, rounds: rounds)
         }
+        func side(_ label: String, _ script: String, _ base: String) -> PeerSide { PeerSide(label: label, script: script, bases: [base]) }
         let c = command.wrkConnections
-        result.ratios.append(try pair("nearby, full Features ÷ nginx, same bytes", ("DBeacon", "full", base),
-                                      ("nginx", "nginx-full", nginxBase), connections: c, target: 0.6))
-        result.ratios.append(try pair("nearby, perimeter=none ÷ nginx, same bytes", ("DBeacon", "lean", base),
-                                      ("nginx", "nginx-lean", nginxBase), connections: c, target: 0.45))
-        result.ratios.append(try pair("GET /healthz ÷ nginx, same bytes (the framework's floor)", ("DBeacon", "healthz", base),
-                                      ("nginx", "healthz", nginxBase), connections: c, target: nil))
-        result.ratios.append(try pair("GET /v1/regions?max=20 ÷ nearby perimeter=none", ("regions", "regions", base),
-                                      ("nearby", "lean", base), connections: c, target: 0.25))
+        result.ratios.append(try pair("nearby, full Features ÷ nginx, same bytes", side("DBeacon", "full", base),
+                                      side("nginx", "nginx-full", nginxBase), connections: c, target: 0.6))
+        result.ratios.append(try pair("nearby, perimeter=none ÷ nginx, same bytes", side("DBeacon", "lean", base),
+                                      side("nginx", "nginx-lean", nginxBase), connections: c, target: 0.45))
+        result.ratios.append(try pair("GET /healthz ÷ nginx, same bytes (the framework's floor)", side("DBeacon", "healthz", base),
+                                      side("nginx", "healthz", nginxBase), connections: c, target: nil))
+        result.ratios.append(try pair("GET /v1/regions?max=20 ÷ nearby perimeter=none", side("regions", "regions", base),
+                                      side("nearby", "lean", base), connections: c, target: 0.25))
         if !command.skipFixes {
-            result.ratios.append(try pair("POST /v1/me/location (durable) ÷ GET /healthz", ("fixes", "fixes", base),
-                                          ("healthz", "healthz", base), connections: 256, target: 0.5))
-            result.ratios.append(try pair("OwnTracks location ÷ POST /v1/me/location, same walks", ("OwnTracks", "owntracks", base),
-                                          ("fixes", "fixes", base), connections: 64, target: 0.7))
+            result.ratios.append(try pair("POST /v1/me/location (durable) ÷ GET /healthz", side("fixes", "fixes", base),
+                                          side("healthz", "healthz", base), connections: 256, target: 0.5))
+            result.ratios.append(try pair("OwnTracks location ÷ POST /v1/me/location, same walks", side("OwnTracks", "owntracks", base),
+                                          side("fixes", "fixes", base), connections: 64, target: 0.7))
+            if let url = command.postgres {
+                // The scale-out path: the same city copied into PostgreSQL + PostGIS, two nodes on
+                // it, the same walks with the same total connections as the one embedded node.
+                let nodes = try await startPostgresNodes(url: url, firstPort: command.port + 2)
+                defer { for node in nodes where node.isRunning { node.terminate(); node.waitUntilExit() } }
+                let bases = (0..<nodes.count).map { "http://127.0.0.1:\(command.port + 2 + $0)" }
+                result.ratios.append(try pair("two PostgreSQL nodes ÷ one embedded node, POST /v1/me/location (durable)",
+                                              PeerSide(label: "2 nodes on PostgreSQL", script: "fixes", bases: bases),
+                                              side("embedded", "fixes", base), connections: 256, target: 0.7))
+            }
         }
         return result
     }
+
+    /// Alternates A and B `rounds` times with `connections` connections each (split evenly over a
+    /// side's servers, one wrk per server, all at once), after a short warm-up of each.
+    func measure(_ name: String, _ a: PeerSide, _ b: PeerSide, connections: Int, target: Double?,
+                 wrk: String, folder: String, rounds: Int) throws -> PeerRatio {
+        var ratio = PeerRatio(name: name, a: a.label, b: b.label, target: target)
+        func run(_ side: PeerSide, seconds: Int, latency: Bool) throws -> (rate: Double, p99: Double, transfer: Double) {
+            let each = max(1, connections / side.bases.count)
+            let children = try side.bases.map { base in
+                try Spawn.start(wrk, ["-t1", "-c\(each)", "-d\(seconds)s"] + (latency ? ["--latency"] : [])
+                                + ["-s", "\(folder)/\(side.script).lua", base], capture: true)
+            }
+            var rate = 0.0, p99 = 0.0, transfer = 0.0
+            for (child, base) in zip(children, side.bases) {
+                let output = child.finish()
+                let figures = Self.parseWrk(output)
+                if figures.errors > 0 { log("wrk reported \(figures.errors) errors on \(side.label) (\(base)):\n\(output)") }
+                rate += figures.rate ?? 0
+                p99 = max(p99, figures.p99 ?? 0)
+                transfer += figures.transfer ?? 0
+            }
+            return (rate, p99, transfer)
+        }
+        for side in [a, b] { _ = try run(side, seconds: 1, latency: false) }
+        var transfer = 0.0
+        for round in 0..<rounds {
+            // A, B in odd rounds and B, A in even ones: neither side always runs first.
+            for isA in round % 2 == 0 ? [true, false] : [false, true] {
+                let figures = try run(isA ? a : b, seconds: Int(command.duration.rounded(.up)), latency: true)
+                if isA {
+                    ratio.aRates.append(figures.rate)
+                    ratio.aP99ms.append(figures.p99)
+                    if figures.rate > 0 { transfer += figures.transfer / figures.rate }
+                } else {
+                    ratio.bRates.append(figures.rate)
+                    ratio.bP99ms.append(figures.p99)
+                }
+            }
+        }
+        ratio.aBytes = transfer / Double(rounds)
+        log(String(format: "%@: %.0f vs %.0f req/s = %.2f (A p99 %.1f ms)", name, PeerRatio.mean(ratio.aRates) ?? 0,
+                   PeerRatio.mean(ratio.bRates) ?? 0, ratio.ratio ?? 0, PeerRatio.mean(ratio.aP99ms) ?? 0))
+        return ratio
+    }
+
+    /// Copies the bench's database (as it now is) into a new schema of `url` with
+    /// `dbeacon migrate`, and starts two `dbeacon serve` nodes on it, ports `firstPort` and the
+    /// next, returned once both have prepared their index.
+    func startPostgresNodes(url: String, firstPort: Int) async throws -> [Process] {
+        let schema = "bench_nodes_\(count)_\(UInt32.random(in: 0...UInt32.max))"
+        let target = url + (url.contains("?") ? "&" : "?") + "schema=\(schema)"
+        let started = monotonicNanos()
+        let migrate = try Spawn.start(Self.dbeaconExecutable, ["migrate", "--from", path, "--to", target], capture: true)
+        guard migrate.finishWithStatus().status == 0 else { throw ValidationError("dbeacon migrate into \(schema) failed (see above)") }
+        log(String(format: "PostgreSQL: the city copied into schema %@ in %.1f s", schema, seconds(since: started)))
+        var nodes: [Process] = []
+        for port in [firstPort, firstPort + 1] {
+            nodes.append(try await startPreparedServer(db: target, port: port))
+        }
+        return nodes
+    }
+}
+
+/// One side of a ratio: what wrk runs (its script) against which servers (one wrk each).
+struct PeerSide {
+    var label: String
+    var script: String
+    var bases: [String]
+}
+
+extension BenchRun {
 
     /// GETs `url` and writes the answer's body to `file`; returns its size.
     func record(_ url: String, token: String?, to file: String) async throws -> Int {
@@ -250,11 +302,11 @@ extension BenchRun {
     }
 
     /// The server started (from its snapshot when there is one), once its index is prepared.
-    func startPreparedServer() async throws -> Process {
+    func startPreparedServer(db: String? = nil, port: Int? = nil) async throws -> Process {
         let started = monotonicNanos()
-        let (process, up): (Process, Double) = try await startServer()
+        let (process, up): (Process, Double) = try await startServer(db: db, port: port)
         log(String(format: "server up in %.2f s", up))
-        let base = "http://127.0.0.1:\(command.port)"
+        let base = "http://127.0.0.1:\(port ?? command.port)"
         while seconds(since: started) < 900 && process.isRunning {
             var metrics = HTTPClientRequest(url: base + "/metrics")
             metrics.headers.add(name: "Authorization", value: "Bearer bench-admin-token")

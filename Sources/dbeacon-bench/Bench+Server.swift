@@ -40,12 +40,18 @@ extension BenchRun {
         return (total, Double(monotonicNanos() - started) / 1e9)
     }
 
-    func startServer() async throws -> (Process, Double) {
+    /// The `dbeacon` executable beside this one.
+    static var dbeaconExecutable: String {
         let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        let executable = URL(fileURLWithPath: me).deletingLastPathComponent().appendingPathComponent("dbeacon")
+        return URL(fileURLWithPath: me).deletingLastPathComponent().appendingPathComponent("dbeacon").path
+    }
+
+    /// Starts `dbeacon serve` on `db` (the bench's database by default) and `port` (`--port`).
+    func startServer(db: String? = nil, port: Int? = nil) async throws -> (Process, Double) {
+        let port = port ?? command.port
         let process = Process()
-        process.executableURL = executable
-        process.arguments = ["serve", "--db", path, "--port", "\(command.port)", "--admin-token", "bench-admin-token",
+        process.executableURL = URL(fileURLWithPath: Self.dbeaconExecutable)
+        process.arguments = ["serve", "--db", db ?? path, "--port", "\(port)", "--admin-token", "bench-admin-token",
                              "--log-level", "warning", "--perimeter-text", command.perimeterText,
                              // The idle streams and wrk all come from 127.0.0.1.
                              "--max-connections", "\(command.streams + 2_000)", "--max-connections-per-client", "0",
@@ -55,7 +61,7 @@ extension BenchRun {
                              "--exit-with-parent"]
         let started = monotonicNanos()
         try process.run()
-        let base = "http://127.0.0.1:\(command.port)"
+        let base = "http://127.0.0.1:\(port)"
         while seconds(since: started) < 300 && process.isRunning {
             if let response = try? await HTTPClient.shared.execute(HTTPClientRequest(url: base + "/healthz"), timeout: .seconds(1)),
                response.status == .ok {

@@ -55,7 +55,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(help: "Measure the speed targets as ratios instead (BENCHMARKS.md): the server against nginx serving the very answers it gave, and against its own cheaper endpoints, alternating the two sides in one run.")
     var peers = false
     @Option(name: .customLong("peer-rounds"), help: "With --peers: runs of each side per ratio.") var peerRounds = 3
-    @Option(help: "Also measure the SQL lookups on this PostgreSQL + PostGIS database (postgres://…; a new schema per run).")
+    @Option(help: "Also measure the SQL lookups on this PostgreSQL + PostGIS database (postgres://…; a new schema per run). With --peers: two nodes on it (the city copied into a new schema) against the one embedded node; give it fsync on, as scripts/bench.sh does.")
     var postgres: String?
 
     func validate() throws {

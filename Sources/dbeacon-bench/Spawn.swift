@@ -22,7 +22,10 @@ enum Spawn {
         let output: Int32?
 
         /// Reads its output to the end (when captured) and waits for it; returns the output.
-        func finish() -> String {
+        func finish() -> String { finishWithStatus().output }
+
+        /// `finish`, with the exit status (or 128 + the signal).
+        func finishWithStatus() -> (output: String, status: Int32) {
             var data = [UInt8]()
             if let output {
                 var buffer = [UInt8](repeating: 0, count: 1 << 16)
@@ -32,8 +35,8 @@ enum Spawn {
                 }
                 close(output)
             }
-            wait()
-            return String(decoding: data, as: UTF8.self)
+            let status = wait()
+            return (String(decoding: data, as: UTF8.self), status)
         }
 
         /// Waits for it to exit; returns its exit status (or 128 + the signal).
