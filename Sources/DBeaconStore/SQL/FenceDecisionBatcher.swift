@@ -24,6 +24,10 @@ package final class FenceDecisionBatcher: Sendable {
     /// Decisions per transaction at most: 64, or `DBEACON_FENCE_BATCH` (1: one transaction per
     /// decision, as before batching; for comparisons).
     package let maxBatch: Int
+    /// Batches in flight at once on this node: `DBEACON_FENCE_LANES`, default 1. Each lane is a
+    /// transaction of its own; lanes lock users as separate nodes do (a shared user waits, a
+    /// deadlock between lanes is retried as between nodes).
+    package let lanes: Int
 
     private struct Request: Sendable {
         let users: [UserID]
@@ -35,13 +39,15 @@ package final class FenceDecisionBatcher: Sendable {
 
     private struct State {
         var pending: [Request] = []
-        var running = false
+        var running = 0
     }
 
     private let state = Mutex(State())
 
-    package init(maxBatch: Int = ProcessInfo.processInfo.environment["DBEACON_FENCE_BATCH"].flatMap { Int($0) } ?? 64) {
+    package init(maxBatch: Int = ProcessInfo.processInfo.environment["DBEACON_FENCE_BATCH"].flatMap { Int($0) } ?? 64,
+                 lanes: Int = ProcessInfo.processInfo.environment["DBEACON_FENCE_LANES"].flatMap { Int($0) } ?? 1) {
         self.maxBatch = max(1, maxBatch)
+        self.lanes = max(1, lanes)
     }
 
     /// Decisions written so far, and transactions (for tests and metrics).
@@ -59,8 +65,8 @@ package final class FenceDecisionBatcher: Sendable {
             }, continuation: c)
             let lead = state.withLock { s in
                 s.pending.append(request)
-                if s.running { return false }
-                s.running = true
+                if s.running >= lanes { return false }
+                s.running += 1
                 return true
             }
             if lead { Task { await self.drain(store) } }
@@ -75,7 +81,7 @@ package final class FenceDecisionBatcher: Sendable {
             let batch: [Request] = state.withLock { s in
                 let taken = Array(s.pending.prefix(maxBatch))
                 s.pending.removeFirst(taken.count)
-                if taken.isEmpty { s.running = false }
+                if taken.isEmpty { s.running -= 1 }
                 return taken
             }
             if batch.isEmpty { return }
