@@ -11,6 +11,8 @@ import Glibc
 /// One speed target as a ratio: side A measured against side B in the same run, alternating
 /// (A, B, A, B, …) so that the machine's drift cancels (issue 46).
 struct PeerRatio {
+    /// Its key for `--ratios` (`PeerRatioKey`).
+    var key = ""
     var name: String
     var a: String
     var b: String
@@ -33,7 +35,7 @@ struct PeerRatio {
     var json: JSONValue {
         func n(_ v: Double?) -> JSONValue { v.map { .number(($0 * 1000).rounded() / 1000) } ?? .null }
         return .object(JSONObject([
-            ("name", .string(name)), ("a", .string(a)), ("b", .string(b)), ("ratio", n(ratio)), ("target", n(target)),
+            ("key", .string(key)), ("name", .string(name)), ("a", .string(a)), ("b", .string(b)), ("ratio", n(ratio)), ("target", n(target)),
             ("met", target.flatMap { t in ratio.map { .bool($0 >= t) } } ?? .null),
             ("a_requests_per_sec", .array(aRates.map { n($0) })), ("b_requests_per_sec", .array(bRates.map { n($0) })),
             ("a_p99_ms", n(Self.mean(aP99ms))), ("b_p99_ms", n(Self.mean(bP99ms))), ("a_bytes_per_answer", n(aBytes)),
@@ -192,28 +194,49 @@ extension BenchRun {
         }
         func side(_ label: String, _ script: String, _ base: String) -> PeerSide { PeerSide(label: label, script: script, bases: [base]) }
         let c = command.wrkConnections
-        result.ratios.append(try pair("nearby, full Features ÷ nginx, same bytes", side("DBeacon", "full", base),
-                                      side("nginx", "nginx-full", nginxBase), connections: c, target: 0.6))
-        result.ratios.append(try pair("nearby, perimeter=none ÷ nginx, same bytes", side("DBeacon", "lean", base),
-                                      side("nginx", "nginx-lean", nginxBase), connections: c, target: 0.45))
-        result.ratios.append(try pair("GET /healthz ÷ nginx, same bytes (the framework's floor)", side("DBeacon", "healthz", base),
-                                      side("nginx", "healthz", nginxBase), connections: c, target: nil))
-        result.ratios.append(try pair("GET /v1/regions?max=20 ÷ nearby perimeter=none", side("regions", "regions", base),
-                                      side("nearby", "lean", base), connections: c, target: 0.25))
+        let wanted = command.peerRatios
+        func add(_ key: PeerRatioKey, _ ratio: () async throws -> PeerRatio) async throws {
+            guard wanted.contains(key) else { return }
+            var measured = try await ratio()
+            measured.key = key.rawValue
+            result.ratios.append(measured)
+        }
+        try await add(.full) {
+            try pair("nearby, full Features ÷ nginx, same bytes", side("DBeacon", "full", base),
+                     side("nginx", "nginx-full", nginxBase), connections: c, target: 0.6)
+        }
+        try await add(.lean) {
+            try pair("nearby, perimeter=none ÷ nginx, same bytes", side("DBeacon", "lean", base),
+                     side("nginx", "nginx-lean", nginxBase), connections: c, target: 0.45)
+        }
+        try await add(.healthz) {
+            try pair("GET /healthz ÷ nginx, same bytes (the framework's floor)", side("DBeacon", "healthz", base),
+                     side("nginx", "healthz", nginxBase), connections: c, target: nil)
+        }
+        try await add(.regions) {
+            try pair("GET /v1/regions?max=20 ÷ nearby perimeter=none", side("regions", "regions", base),
+                     side("nearby", "lean", base), connections: c, target: 0.25)
+        }
         if !command.skipFixes {
-            result.ratios.append(try pair("POST /v1/me/location (durable) ÷ GET /healthz", side("fixes", "fixes", base),
-                                          side("healthz", "healthz", base), connections: 256, target: 0.5))
-            result.ratios.append(try pair("OwnTracks location ÷ POST /v1/me/location, same walks", side("OwnTracks", "owntracks", base),
-                                          side("fixes", "fixes", base), connections: 64, target: 0.7))
+            try await add(.fixes) {
+                try pair("POST /v1/me/location (durable) ÷ GET /healthz", side("fixes", "fixes", base),
+                         side("healthz", "healthz", base), connections: 256, target: 0.5)
+            }
+            try await add(.owntracks) {
+                try pair("OwnTracks location ÷ POST /v1/me/location, same walks", side("OwnTracks", "owntracks", base),
+                         side("fixes", "fixes", base), connections: 64, target: 0.7)
+            }
             if let url = command.postgres {
-                // The scale-out path: the same city copied into PostgreSQL + PostGIS, two nodes on
-                // it, the same walks with the same total connections as the one embedded node.
-                let nodes = try await startPostgresNodes(url: url, firstPort: command.port + 2)
-                defer { for node in nodes where node.isRunning { node.terminate(); node.waitUntilExit() } }
-                let bases = (0..<nodes.count).map { "http://127.0.0.1:\(command.port + 2 + $0)" }
-                result.ratios.append(try pair("two PostgreSQL nodes ÷ one embedded node, POST /v1/me/location (durable)",
-                                              PeerSide(label: "2 nodes on PostgreSQL", script: "fixes", bases: bases),
-                                              side("embedded", "fixes", base), connections: 256, target: 0.7))
+                try await add(.nodes) {
+                    // The scale-out path: the same city copied into PostgreSQL + PostGIS, two nodes
+                    // on it, the same walks with the same total connections as the one embedded node.
+                    let nodes = try await startPostgresNodes(url: url, firstPort: command.port + 2)
+                    defer { for node in nodes where node.isRunning { node.terminate(); node.waitUntilExit() } }
+                    let bases = (0..<nodes.count).map { "http://127.0.0.1:\(command.port + 2 + $0)" }
+                    return try pair("two PostgreSQL nodes ÷ one embedded node, POST /v1/me/location (durable)",
+                                    PeerSide(label: "2 nodes on PostgreSQL", script: "fixes", bases: bases),
+                                    side("embedded", "fixes", base), connections: 256, target: 0.7)
+                }
             }
         }
         return result
@@ -279,6 +302,11 @@ extension BenchRun {
         }
         return nodes
     }
+}
+
+/// The ratios `--peers` measures, by the key `--ratios` selects them with.
+enum PeerRatioKey: String, CaseIterable {
+    case full, lean, healthz, regions, fixes, owntracks, nodes
 }
 
 /// One side of a ratio: what wrk runs (its script) against which servers (one wrk each).

@@ -55,12 +55,22 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(help: "Measure the speed targets as ratios instead (BENCHMARKS.md): the server against nginx serving the very answers it gave, and against its own cheaper endpoints, alternating the two sides in one run.")
     var peers = false
     @Option(name: .customLong("peer-rounds"), help: "With --peers: runs of each side per ratio.") var peerRounds = 3
+    @Option(help: "With --peers: the ratios to measure, comma-separated, of full, lean, healthz, regions, fixes, owntracks, nodes (default: all; nodes needs --postgres).")
+    var ratios = PeerRatioKey.allCases.map(\.rawValue).joined(separator: ",")
     @Option(help: "Also measure the SQL lookups on this PostgreSQL + PostGIS database (postgres://…; a new schema per run). With --peers: two nodes on it (the city copied into a new schema) against the one embedded node; give it fsync on, as scripts/bench.sh does.")
     var postgres: String?
 
     func validate() throws {
         guard !counts.isEmpty, counts.allSatisfy({ $0 > 0 }) else { throw ValidationError("--beacons must list positive counts") }
         guard duration > 0 else { throw ValidationError("--duration must be positive") }
+        let unknown = ratios.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { PeerRatioKey(rawValue: $0) == nil }
+        guard unknown.isEmpty else {
+            throw ValidationError("--ratios: unknown \(unknown.joined(separator: ", ")); choose from \(PeerRatioKey.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+    }
+
+    var peerRatios: Set<PeerRatioKey> {
+        Set(ratios.split(separator: ",").compactMap { PeerRatioKey(rawValue: $0.trimmingCharacters(in: .whitespaces)) })
     }
 
     var counts: [Int] { beacons.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
