@@ -10,8 +10,8 @@ import Testing
 
 /// An app developer's tour with the generated client (`DBeaconKit`) against a live server, on
 /// both stores: create a beacon, patch it with `If-Match`, find it nearby, get the regions to
-/// monitor, walk in and read the events, and receive them live on the event stream (resuming
-/// with `Last-Event-ID` across the server's end of a stream).
+/// monitor, walk in and read the event from the log, then resume the event stream after it
+/// (`Last-Event-ID`, as an app does with the id it saved) and receive the exit on it.
 @Suite(.bounded) struct DBeaconKitTourTests {
     @Test(arguments: Backend.all) func tour(_ backend: Backend) async throws {
         let h = try await TestHarness.make(backend: backend)
