@@ -291,7 +291,7 @@ extension BenchRun {
     /// next, returned once both have prepared their index.
     func startPostgresNodes(url: String, firstPort: Int) async throws -> [Process] {
         let schema = "bench_nodes_\(count)_\(UInt32.random(in: 0...UInt32.max))"
-        let target = url + (url.contains("?") ? "&" : "?") + "schema=\(schema)"
+        let target = Self.url(url, schema: schema)
         let started = monotonicNanos()
         let migrate = try Spawn.start(Self.dbeaconExecutable, ["migrate", "--from", path, "--to", target], capture: true)
         guard migrate.finishWithStatus().status == 0 else { throw ValidationError("dbeacon migrate into \(schema) failed (see above)") }

@@ -7,12 +7,17 @@ import Logging
 
 /// `dbeacon bench --postgres URL`: the SQL-path lookups on PostGIS next to SpatiaLite's.
 extension BenchRun {
+    /// `url` with its `schema` parameter set to `schema` (a schema of its own for one run).
+    static func url(_ url: String, schema: String) -> String {
+        url + (url.contains("?") ? "&" : "?") + "schema=\(schema)"
+    }
+
     /// Generates the same synthetic city (same seed and distribution) into a fresh schema of
     /// `url` through the store's bulk insert, then measures the same SQL lookups (GiST on
     /// perimeters + ST_Covers, geodesic circle test) on 1 and 2 concurrent tasks.
     func postgis(url: String, into result: inout BenchResult) async throws {
         let schema = "bench_\(count)_\(command.seed)_\(UInt32.random(in: 0...UInt32.max))"
-        let target = url + (url.contains("?") ? "&" : "?") + "schema=\(schema)"
+        let target = Self.url(url, schema: schema)
         var logger = Logger(label: "bench")
         logger.logLevel = .warning
         let started = monotonicNanos()

@@ -63,15 +63,15 @@ struct BenchCommand: AsyncParsableCommand {
     func validate() throws {
         guard !counts.isEmpty, counts.allSatisfy({ $0 > 0 }) else { throw ValidationError("--beacons must list positive counts") }
         guard duration > 0 else { throw ValidationError("--duration must be positive") }
-        let unknown = ratios.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { PeerRatioKey(rawValue: $0) == nil }
+        let unknown = ratioNames.filter { PeerRatioKey(rawValue: $0) == nil }
         guard unknown.isEmpty else {
             throw ValidationError("--ratios: unknown \(unknown.joined(separator: ", ")); choose from \(PeerRatioKey.allCases.map(\.rawValue).joined(separator: ", "))")
         }
     }
 
-    var peerRatios: Set<PeerRatioKey> {
-        Set(ratios.split(separator: ",").compactMap { PeerRatioKey(rawValue: $0.trimmingCharacters(in: .whitespaces)) })
-    }
+    /// The names `--ratios` lists, and the ratios they name (`validate` refuses unknown names).
+    var ratioNames: [String] { ratios.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+    var peerRatios: Set<PeerRatioKey> { Set(ratioNames.compactMap(PeerRatioKey.init(rawValue:))) }
 
     var counts: [Int] { beacons.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
 

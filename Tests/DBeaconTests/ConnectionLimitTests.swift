@@ -31,15 +31,5 @@ import Testing
 
 /// Runs a script of `scripts/` with the test Python and returns its JSON output.
 func runScript(_ name: String, _ arguments: [String]) async throws -> JSONValue {
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    let capture = CapturedOutput()
-    defer { capture.remove() }
-    let python = ProcessInfo.processInfo.environment["DBEACON_PYTHON"] ?? "python3"
-    let status = try await ChildProcess("/usr/bin/env", [python, root.appendingPathComponent("scripts").appendingPathComponent(name).path] + arguments,
-                                  stdout: capture.outURL, stderr: capture.errURL).exit()
-    let (output, errors) = capture.read()
-    guard status == 0 else {
-        throw DBeaconError.internalError("scripts/\(name) failed: " + String(decoding: errors, as: UTF8.self))
-    }
-    return try JSONParser.parse(Array(output))
+    try await runPython("scripts/\(name)", arguments, what: "scripts/\(name)")
 }

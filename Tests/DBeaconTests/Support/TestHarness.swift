@@ -149,28 +149,35 @@ extension TestClientProtocol {
     }
 }
 
-/// Runs a Python reference script with a JSON input and returns its JSON output. The
-/// reference libraries (shapely, geographiclib, standardwebhooks) come from PyPI; see
-/// Tests/Reference/requirements.txt (installed by scripts/test.sh).
-func runReference(_ script: String, input: JSONValue) async throws -> JSONValue {
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("Reference")
+/// The repository's root folder.
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().deletingLastPathComponent()
+
+/// Runs a Python script of the repository with the test Python (`DBEACON_PYTHON`), its JSON
+/// `input` (if any) on standard input, and returns its JSON output; a failure names `what`.
+/// Awaited: the wait never blocks a thread of the cooperative pool.
+func runPython(_ path: String, _ arguments: [String] = [], input: JSONValue? = nil, what: String) async throws -> JSONValue {
     let capture = CapturedOutput()
     let inputURL = capture.base.appendingPathExtension("in")
-    try Data(JSONWriter.serialize(input)).write(to: inputURL)
+    if let input { try Data(JSONWriter.serialize(input)).write(to: inputURL) }
     defer {
         capture.remove()
         try? FileManager.default.removeItem(at: inputURL)
     }
     let python = ProcessInfo.processInfo.environment["DBEACON_PYTHON"] ?? "python3"
-    let status = try await ChildProcess("/usr/bin/env", [python, root.appendingPathComponent(script).path],
-                                  stdin: inputURL, stdout: capture.outURL, stderr: capture.errURL).exit()
+    let status = try await ChildProcess("/usr/bin/env", [python, repositoryRoot.appendingPathComponent(path).path] + arguments,
+                                        stdin: input == nil ? nil : inputURL, stdout: capture.outURL, stderr: capture.errURL).exit()
     let (output, errors) = capture.read()
-    guard status == 0 else {
-        throw DBeaconError.internalError("reference script \(script) failed (pip install -r Tests/Reference/requirements.txt): "
-            + String(decoding: errors, as: UTF8.self))
-    }
+    guard status == 0 else { throw DBeaconError.internalError("\(what) failed: " + String(decoding: errors, as: UTF8.self)) }
     return try JSONParser.parse(Array(output))
+}
+
+/// Runs a Python reference script with a JSON input and returns its JSON output. The
+/// reference libraries (shapely, geographiclib, standardwebhooks) come from PyPI; see
+/// Tests/Reference/requirements.txt (installed by scripts/test.sh).
+func runReference(_ script: String, input: JSONValue) async throws -> JSONValue {
+    try await runPython("Tests/Reference/\(script)", input: input,
+                        what: "reference script \(script) (pip install -r Tests/Reference/requirements.txt)")
 }
 
 /// A deterministic random generator (SplitMix64) so property tests are reproducible.
