@@ -1241,9 +1241,10 @@ paths:
         **The promise:** while the phone stays inside the `refresh` circle, every beacon the
         caller may see whose perimeter contains the phone's position is among the returned
         circles. The refresh radius is just short of the distance to the nearest perimeter left
-        out, and never larger than the radius searched (1, 3, 10 or 30 km). When more beacons
-        cover the caller's position than there are slots, the answer says so: `complete: false`,
-        the covering beacons first, and a refresh circle of radius 0, meaning "this place is
+        out, and never larger than the radius searched (250 m, 1, 3, 10 or 30 km). When more
+        beacons cover the caller's position than there are slots, the answer says so:
+        `complete: false`, the first of the covering beacons by id (each at `distance_m` 0),
+        and a refresh circle of radius 0, meaning "this place is
         too crowded to watch: report fixes (`POST /v1/me/location`) instead, and ask again
         after moving". The same input gives the same regions in the same order.
       parameters:

@@ -182,7 +182,14 @@ import Testing
         var misses: [String] = []
         var p = 0, k = 0, worstDistance = 0.0, incomplete = 0
         for a in answers {
-            if !a.complete { incomplete += 1 }
+            if !a.complete {
+                // More beacons cover the user than there are slots: the answer is the first of
+                // them by id (the reference's covering set at the user), each at distance 0.
+                incomplete += 1
+                let here = (covering[p].arrayValue ?? []).compactMap(\.numberValue).map { visible[Int($0)].id }.sorted()
+                #expect(here.count > a.max - 1 && a.circles.map(\.id) == Array(here.prefix(a.max - 1)) && a.refresh == 0
+                        && a.circles.allSatisfy { $0.distance == 0 }, "\(a.area), max \(a.max): incomplete, not the first covering beacons")
+            }
             let monitored = Set(a.circles.map(\.id))
             for (j, point) in a.points.enumerated() {
                 defer { p += 1 }
