@@ -52,7 +52,7 @@ extension AppServices {
             notifier: notifier, webhooks: webhooks, meetings: domain.meetings, groups: domain.groups, tours: domain.tours,
             promotions: domain.promotions, registry: registry, sightings: sightings, regions: regions,
             phones: PhoneService(fences: fences, regions: regions, sightings: sightings, groups: domain.groups, devices: store, feed: feed,
-                                 clock: clock),
+                                 clock: clock, states: phoneStates),
             health: NodeHealth(store: store, pendingPolygons: { memory?.pendingCount ?? 0 }))
     }
 }

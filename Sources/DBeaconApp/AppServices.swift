@@ -42,6 +42,8 @@ package struct AppServices: Sendable {
     package let indexSnapshots: IndexSnapshots?
     /// Where beacons changed lately (phones keep their regions while nothing near them did).
     package let regionChanges: RegionChanges
+    /// Phones' states as this process last read or wrote them (forgotten at an erasure here).
+    package let phoneStates: PhoneStateCache
     let logger: Logger
 
     /// The background services to run with the HTTP server.
@@ -72,6 +74,7 @@ package struct AppServices: Sendable {
         let engine: any CoverageEngine
         var snapshots: IndexSnapshots?
         let regionChanges = RegionChanges()
+        let phoneStates = PhoneStateCache()
         switch config.engine {
         case .sql:
             engine = SQLCoverageEngine(store: store)
@@ -153,6 +156,7 @@ package struct AppServices: Sendable {
         // After an erasure that deleted beacons, a snapshot of the index without them, on a new
         // coordinate file (the old one, append-only, still held their perimeters).
         let compaction: (@Sendable (UserID, ErasureReport) async -> Void)? = { [snapshots] user, _ in
+            phoneStates.forget(user)
             guard let memory = engine as? MemoryCoverageEngine else { return }
             memory.scrub(erasing: user)
             guard let snapshots, snapshots.writable else { return }
@@ -170,7 +174,7 @@ package struct AppServices: Sendable {
             domain: await DomainServices.make(beacons: beacons, store: store, fences: fences, config: config.services, logger: logger),
             registry: registry,
             sightings: SightingService(registry: registry, store: store, fences: fences, clock: clock, config: config.sightings),
-            generatedAdminToken: generated, indexSnapshots: snapshots, regionChanges: regionChanges, logger: logger)
+            generatedAdminToken: generated, indexSnapshots: snapshots, regionChanges: regionChanges, phoneStates: phoneStates, logger: logger)
         if let dir = config.samplesDirectory {
             try await SampleLoader(services: services).loadIfEmpty(directory: dir, logger: logger)
         }

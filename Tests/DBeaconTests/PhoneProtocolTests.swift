@@ -206,6 +206,80 @@ import Testing
         }
     }
 
+    /// Where more beacons cover the phone than it has slots (a city centre), it is given the
+    /// first 19 covering beacons by id and no refresh circle. Its next posts keep them without a
+    /// search while the first covering beacons are the same ones (issue 46), and bring new
+    /// regions when they are not: a monitored beacon hidden from the user, the phone walking out
+    /// of some. What it keeps is what a search there gives (`GET /v1/regions`).
+    @Test(arguments: Backend.all) func ownTracksInACrowdKeepsItsRegionsWhileTheCrowdIsTheSame(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
+        let (_, ownerToken) = try await h.user("owner")
+        let (_, ann) = try await h.user("ann")
+        let auth = Self.basic("ann", ann)
+        try await h.app().test(.router) { client in
+            // 40 circles of 152 m, their centres 5 m apart going east from the Schlossplatz.
+            var centres: [String: Double] = [:]
+            for k in 0..<40 {
+                let c = Walk.offset(Walk.schlossplatz, east: Double(k) * 5)
+                let id = try #require(try await client.call(.post, "/v1/beacons", token: ownerToken, json: feature(
+                    name: "stall \(k)", lat: c.lat, lon: c.lon, perimeter: circle(152))).json?["id"]?.stringValue)
+                centres[id] = Double(k) * 5
+            }
+            var hidden: Set<String> = []
+            /// The first 19 by id of the beacons covering the point `x` metres east (each point
+            /// used is 2 m or more inside or outside every circle).
+            func expected(_ x: Double) -> [String] {
+                Array(centres.filter { abs($0.value - x) < 151 && !hidden.contains($0.key) }.keys
+                    .sorted { BeaconID(uncheckedRawValue: $0) < BeaconID(uncheckedRawValue: $1) }.prefix(19))
+            }
+            /// A fix `x` metres east: the region ids of the waypoints sent, nil when none are.
+            func post(_ x: Double) async throws -> [String]? {
+                let p = Walk.offset(Walk.schlossplatz, east: x)
+                let r = try await client.call(.post, "/v1/owntracks", json: ["_type": "location", "lat": .number(p.lat), "lon": .number(p.lon),
+                                                                             "tst": .int(Self.tst(h))], headers: auth)
+                #expect(r.status == .ok, "\(r.text)")
+                guard let set = r.json?.arrayValue?.first(where: { $0["action"] == "setWaypoints" }) else { return nil }
+                return (set["waypoints"]?["waypoints"]?.arrayValue ?? []).compactMap { $0["rid"]?.stringValue }
+            }
+            /// What `GET /v1/regions` gives at `x`: its circles' beacons, and whether it is complete.
+            func search(_ x: Double) async throws -> (ids: [String], complete: Bool?) {
+                let p = Walk.offset(Walk.schlossplatz, east: x)
+                let r = try await client.call(.get, "/v1/regions?lat=\(p.lat)&lon=\(p.lon)&max=20", token: ann)
+                let regions = r.json?["regions"]?.arrayValue ?? []
+                #expect(regions.last?["kind"] == "refresh" && regions.last?["radius_m"] == 0, "\(r.text)")
+                #expect(regions.dropLast().allSatisfy { $0["distance_m"] == 0 }, "\(r.text)")
+                return (regions.filter { $0["kind"] == "circle" }.compactMap { $0["beacon"]?.stringValue }, r.json?["complete"]?.boolValue)
+            }
+
+            let first = try await post(0)
+            #expect(first == expected(0), "the first 19 by id of the 31 covering it, no refresh circle")
+            #expect(try await post(0.5) == nil, "the same crowd: kept")
+            #expect(try await search(0.5) == (expected(0.5), false), "a search there gives what the phone keeps")
+
+            // A monitored beacon hidden from Ann: the next one by id takes its slot.
+            let gone = try #require(first?.first)
+            #expect(try await client.call(.patch, "/v1/beacons/\(gone)", token: ownerToken,
+                                          json: ["properties": ["visibility": ["members": []]]]).status == .ok)
+            hidden.insert(gone)
+            let afterHiding = try await post(1)
+            #expect(afterHiding == expected(1) && afterHiding?.contains(gone) == false, "\(String(describing: afterHiding))")
+            #expect(try await post(1.5) == nil)
+
+            // A monitored beacon widened (still covering, a new version): its new circle is sent.
+            let widened = try #require(afterHiding?.last)
+            #expect(try await client.call(.patch, "/v1/beacons/\(widened)", token: ownerToken,
+                                          json: ["properties": ["perimeter": circle(160)]]).status == .ok)
+            #expect(try await post(2) == expected(2), "a monitored beacon edited")
+            #expect(try await post(2.5) == nil)
+
+            // 190 m east: out of the first eight stalls; still a crowd of 32.
+            #expect(expected(190) != expected(1.5), "the walk changes the crowd's first 19")
+            #expect(try await post(190) == expected(190))
+            #expect(try await post(190.5) == nil)
+            #expect(try await search(190.5) == (expected(190.5), false))
+        }
+    }
+
     @Test(arguments: Backend.all) func ownTracksShowsGroupMembersAsFriendsOnly(_ backend: Backend) async throws {
         let h = try await TestHarness.make(backend: backend)
         let (_, ann) = try await h.user("ann")

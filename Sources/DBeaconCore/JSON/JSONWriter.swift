@@ -82,6 +82,19 @@ package struct JSONWriter {
         mutating func _writeASCII(_ buffer: UnsafeBufferPointer<UInt8>) { bytes.append(contentsOf: buffer) }
     }
 
+    /// An integer, exactly (`writeNumber` takes a Double: exact only up to 2^53).
+    package mutating func writeInteger(_ n: some BinaryInteger) {
+        bytes.append(contentsOf: String(n).utf8)
+    }
+
+    /// `"key":`, for objects written member by member.
+    package mutating func writeKey(_ key: StaticString) {
+        bytes.append(UInt8(ascii: "\""))
+        appendASCII(key)
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: ":"))
+    }
+
     /// `writeString(t.rfc3339)` without making the String.
     package mutating func writeTimestamp(_ t: Timestamp) {
         let done: Bool? = t.withRFC3339Bytes { b in

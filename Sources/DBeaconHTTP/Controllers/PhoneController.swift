@@ -65,7 +65,7 @@ struct PhoneController {
         let client = context.device?.rawValue ?? "token:" + String((request.headers[.init("X-Limit-D")!] ?? "phone").prefix(64))
         let answer = try await phones.ownTracks(fixes: fixes, transitions: transitions, beacons: beacons,
                                                 user: user, client: client, by: context.principal)
-        return .json(bytes: try OwnTracksAnswer.encode(answer))
+        return .json(bytes: OwnTracksAnswer.encode(answer))
     }
 
     // MARK: Traccar Client / OsmAnd

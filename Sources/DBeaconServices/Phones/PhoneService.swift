@@ -1,5 +1,6 @@
 package import DBeaconCore
 package import DBeaconStore
+import Synchronization
 import DBeaconGeo
 
 /// A region an OwnTracks phone is told to monitor (a waypoint of `setWaypoints`), from
@@ -78,6 +79,16 @@ package struct PhoneNotice: Sendable, Hashable {
     package var memberName: String?
     /// Where the group is now (for a member who left: their own position is no longer shared).
     package var groupLocation: Position?
+
+    package init(member: UserID, group: String, groupID: String, entered: Bool, at: Timestamp, memberName: String?, groupLocation: Position?) {
+        self.member = member
+        self.group = group
+        self.groupID = groupID
+        self.entered = entered
+        self.at = at
+        self.memberName = memberName
+        self.groupLocation = groupLocation
+    }
 }
 
 /// The phone apps' protocols (OwnTracks in HTTP mode, Traccar Client / OsmAnd) over the same
@@ -93,11 +104,15 @@ package struct PhoneService: Sendable {
     package let feed: EventFeed
     package let clock: any WallClock
 
+    /// The phone states last read or written by this process, with their text.
+    let decoded: PhoneStateCache
+
     /// Regions a phone is given: iOS monitors at most 20 per app.
     package static let maxRegions = 20
 
     package init(fences: FenceEngine, regions: RegionService, sightings: SightingService, groups: GroupService,
-                 devices: any DeviceStore, feed: EventFeed, clock: any WallClock) {
+                 devices: any DeviceStore, feed: EventFeed, clock: any WallClock, states: PhoneStateCache = PhoneStateCache()) {
+        self.decoded = states
         self.fences = fences
         self.regions = regions
         self.sightings = sightings
@@ -185,7 +200,11 @@ package struct PhoneService: Sendable {
             state.events = try await feed.latestPosition()
             changed = true
         }
-        if changed { try await devices.setPhoneState(user: user, client: client, state: try state.encoded(), at: clock.now()) }
+        if changed {
+            let text = state.encoded()
+            try await devices.setPhoneState(user: user, client: client, state: text, at: clock.now())
+            decoded.keep(text, state, user: user, client: client)
+        }
         return answer
     }
 
@@ -195,18 +214,47 @@ package struct PhoneService: Sendable {
     package static let regionsMaxAgeSeconds = 60.0
 
     /// Whether the phone's regions still hold at `position` without working them out again:
-    /// it is inside the refresh circle it was given, they were worked out less than
-    /// `regionsMaxAgeSeconds` ago, no beacon changed under that circle since
+    /// they were worked out less than `regionsMaxAgeSeconds` ago, and either it is inside the
+    /// refresh circle it was given, no beacon changed under that circle since
     /// (`RegionChanges`), and the beacons it monitors are the versions it was given and still
-    /// visible to the user. (An OwnTracks post used to search the regions every time: 7–10×
-    /// the cost of a native fix.)
+    /// visible to the user; or it was given no refresh circle because more beacons covered it
+    /// than there are slots, and that still holds with the same first ones (`keepsCovered`).
+    /// (An OwnTracks post used to search the regions every time: 7–10× the cost of a native fix.)
     func keepsRegions(_ stored: PhoneState?, at position: Position, by principal: Principal) async throws -> Bool {
-        guard let s = stored, let checkedAt = s.checkedAt, let stamp = s.stamp, stamp > 0, let versions = s.versions,
-              s.refreshRadius > 0, Geodesy.distance(s.refreshCenter, position) <= s.refreshRadius,
-              clock.now().seconds(since: Timestamp(millis: checkedAt)) < Self.regionsMaxAgeSeconds,
+        guard let s = stored, let checkedAt = s.checkedAt, let stamp = s.stamp, let versions = s.versions,
+              clock.now().seconds(since: Timestamp(millis: checkedAt)) < Self.regionsMaxAgeSeconds else { return false }
+        if s.refreshRadius == 0 { return try await keepsCovered(versions, at: position, by: principal) }
+        guard stamp > 0, s.refreshRadius > 0, Geodesy.distance(s.refreshCenter, position) <= s.refreshRadius,
               regions.changes.stamp(center: s.refreshCenter, radiusM: s.refreshRadius) == stamp else { return false }
         let current = try await regions.beacons.gate.versions(versions.keys.compactMap(BeaconID.init), for: principal)
         return current.count == versions.count && current.allSatisfy { versions[$0.key.rawValue] == $0.value }
+    }
+
+    /// Whether regions given without a refresh circle (more beacons covered the phone than
+    /// there are slots, so they are the first covering beacons by id, all at distance 0) are
+    /// still what a search at `position` would give: more beacons than there are slots cover
+    /// the phone there, and the first of them by id are the beacons it monitors, in the versions
+    /// it was given, alive and visible to the user. One coverage lookup and a read of some
+    /// twenty beacons without their perimeters, where the search measures every perimeter near
+    /// the phone: in a city centre, where each point lies in more than twenty beacons, this is
+    /// what a phone's post costs.
+    ///
+    /// The coverage lookup admits at least every beacon the search would (the search's
+    /// candidates pass the same lookup, then the gate): when its first ids are the monitored
+    /// beacons and they pass the gate, no beacon the search would rank first is missing; and a
+    /// later covering beacon that passes the gate too shows that the regions are still
+    /// incomplete there.
+    func keepsCovered(_ versions: [String: Int], at position: Position, by principal: Principal) async throws -> Bool {
+        let slots = Self.maxRegions - 1
+        guard versions.count == slots else { return false }
+        let now = clock.now()
+        let covering = try await regions.beacons.engine.coveringIDs(CoverQuery(point: position, tags: [], at: now, viewer: principal)).sorted()
+        let first = covering.prefix(slots)
+        guard covering.count > slots, first.allSatisfy({ versions[$0.rawValue] != nil }) else { return false }
+        let beyond = covering.dropFirst(slots).prefix(8)
+        let seen = try await regions.beacons.gate.decisions(Array(first) + beyond, for: principal)
+        func counts(_ id: BeaconID) -> Bool { seen[id].map { $0.isAlive(at: now) && !$0.tracksOwner } ?? false }
+        return first.allSatisfy { counts($0) && seen[$0]?.version == versions[$0.rawValue] } && beyond.contains(where: counts)
     }
 
     /// The regions at `position`, with the state to store: the waypoints when they differ from
@@ -290,7 +338,48 @@ package struct PhoneService: Sendable {
     /// The phone's stored state; nil before its first post. A state this version cannot read
     /// (written by another one) counts as none: the phone is simply given its regions again.
     func state(user: UserID, client: String) async throws -> PhoneState? {
-        guard let text = try await devices.phoneState(user: user, client: client) else { return nil }
-        return try? PhoneState(decoding: text)
+        guard let text = try await devices.phoneState(user: user, client: client) else {
+            decoded.forget(user, client: client)
+            return nil
+        }
+        if let known = decoded.state(text, user: user, client: client) { return known }
+        guard let state = try? PhoneState(decoding: text) else { return nil }
+        decoded.keep(text, state, user: user, client: client)
+        return state
+    }
+}
+
+/// Phone states as decoded, per (user, client), with the stored text they were decoded from:
+/// a post reads its phone's state from the store every time (another node may have written
+/// it), and decodes it only when the text is not the one seen last (decoding was 6 % of an
+/// OwnTracks post at 1M beacons). Emptied when it holds `capacity` states; a user's states
+/// are dropped when they are erased on this node, and on any node when their phone's stored
+/// state is found gone.
+package final class PhoneStateCache: Sendable {
+    static let capacity = 100_000
+    private struct Key: Hashable { let user: UserID, client: String }
+    private let states = Mutex<[Key: (text: String, state: PhoneState)]>([:])
+
+    /// The state `text` decodes to, when it is the text last seen for this phone.
+    func state(_ text: String, user: UserID, client: String) -> PhoneState? {
+        states.withLock { s in s[Key(user: user, client: client)].flatMap { $0.text == text ? $0.state : nil } }
+    }
+
+    package init() {}
+
+    /// Drops every state of `user` (an erasure).
+    package func forget(_ user: UserID) {
+        states.withLock { s in s = s.filter { $0.key.user != user } }
+    }
+
+    func forget(_ user: UserID, client: String) {
+        _ = states.withLock { s in s.removeValue(forKey: Key(user: user, client: client)) }
+    }
+
+    func keep(_ text: String, _ state: PhoneState, user: UserID, client: String) {
+        states.withLock { s in
+            if s.count >= Self.capacity { s.removeAll(keepingCapacity: true) }
+            s[Key(user: user, client: client)] = (text, state)
+        }
     }
 }

@@ -188,6 +188,12 @@ package struct VisibilityGate: Sendable {
         try await resolve(ids, for: viewer, perimeters: false).mapValues(\.version)
     }
 
+    /// The beacons among `ids` that `viewer` may see now, unredacted and without perimeters,
+    /// for a decision that reads their lifetime, kind or version (never for an answer).
+    package func decisions(_ ids: [BeaconID], for viewer: Principal) async throws -> [BeaconID: Beacon] {
+        try await resolve(ids, for: viewer, perimeters: false)
+    }
+
     /// `resolve` for many ids at once.
     package func resolve(_ ids: [BeaconID], for viewer: Principal) async throws -> [BeaconID: Beacon] {
         try await resolve(ids, for: viewer, perimeters: true)
