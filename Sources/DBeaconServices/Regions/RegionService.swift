@@ -70,7 +70,9 @@ package struct RegionService: Sendable {
     package func regions(at point: Position, max: Int, tags: [String], by principal: Principal) async throws -> RegionAnswer {
         let now = beacons.clock.now()
         let slots = max - 1
-        if let first = try await crowded(at: point, tags: tags, by: principal, now: now, slots: slots) {
+        let query = CoverQuery(point: point, tags: tags, at: now, viewer: principal)
+        let covering = try await beacons.engine.coveringIDs(query).sorted()
+        if let first = try await crowded(covering, by: principal, now: now, slots: slots) {
             let regions = first.map { b, covers, _ in
                 MonitoredRegion(kind: Self.enclosing(circles.circle(of: b), b, covering: covers), beacon: b, distanceM: 0)
             }
@@ -79,9 +81,15 @@ package struct RegionService: Sendable {
         }
         var ranked: [Candidate] = []
         var searched = Self.searchRadiiM[0]
+        let coveringSet = Set(covering)
         for radius in Self.searchRadiiM {
             searched = radius
-            ranked = try await candidates(near: point, radius: radius, tags: tags, by: principal, now: now, needed: slots + 1)
+            let bounded = try await bounds(near: point, radius: radius, query: query, covering: coveringSet)
+            // Fewer candidates than it takes to fill the slots: the next radius, unread (the last
+            // radius is measured whatever it holds).
+            if bounded.count <= slots && radius != Self.searchRadiiM.last { continue }
+            ranked = try await measured(bounded, near: point, radius: radius, by: principal, now: now, covering: coveringSet,
+                                        needed: slots + 1)
             if ranked.count > slots { break }
         }
         let included = Array(ranked.prefix(slots))
@@ -120,9 +128,8 @@ package struct RegionService: Sendable {
     /// one at distance 0. Found from one coverage lookup and a read of those beacons alone,
     /// without listing and measuring every perimeter near the point (in a city centre, where
     /// each point lies in more than twenty beacons, that was most of the cost of an answer).
-    /// Nil when fewer cover the point.
-    func crowded(at point: Position, tags: [String], by principal: Principal, now: Timestamp, slots: Int) async throws -> [Candidate]? {
-        let covering = try await beacons.engine.coveringIDs(CoverQuery(point: point, tags: tags, at: now, viewer: principal)).sorted()
+    /// Nil when fewer cover the point. `covering`: the coverage lookup's ids, sorted.
+    func crowded(_ covering: [BeaconID], by principal: Principal, now: Timestamp, slots: Int) async throws -> [Candidate]? {
         guard covering.count > slots else { return nil }
         var taken: [Candidate] = []
         var next = 0
@@ -157,6 +164,8 @@ package struct RegionService: Sendable {
         return .circle(center: b.location, radiusM: (reach * 10).rounded(.up) / 10 + 0.1, approximate: true)
     }
 
+    typealias Bounded = (candidate: PerimeterCandidate, bound: Double)
+
     /// Every beacon the caller may see, alive now and not moving, whose perimeter lies within
     /// `radius` of `point`, nearest perimeter first (0 inside, then id), with their exact
     /// distances to what they cover: all of them, or at least the first `needed` (those left out
@@ -169,21 +178,27 @@ package struct RegionService: Sendable {
     /// by that bound, candidates are read in small batches, passed through the visibility gate
     /// and measured exactly, until `needed` are measured and the next bound is beyond the
     /// `needed`-th distance: no candidate left unread can be among the first `needed`.
-    func candidates(near point: Position, radius: Double, tags: [String], by principal: Principal,
-                    now: Timestamp, needed: Int) async throws -> [Candidate] {
+    ///
+    /// Here the candidates with their lower bounds, within `radius`, best first; nothing read
+    /// (`covering`: the coverage lookup's ids at the point).
+    func bounds(near point: Position, radius: Double, query: CoverQuery, covering: Set<BeaconID>) async throws -> [Bounded] {
         let boxes = Geodesy.boundingBoxes(center: point, radiusM: radius)
-        let query = CoverQuery(point: point, tags: tags, at: now, viewer: principal)
         let found = try await beacons.engine.meeting(boxes, query)
         guard !found.isEmpty else { return [] }
-        let covering = Set(try await beacons.engine.coveringIDs(query))
         let frame = LocalFrame(origin: point)
-        var bounded = found.map { c -> (candidate: PerimeterCandidate, bound: Double) in
+        var bounded = found.map { c -> Bounded in
             if covering.contains(c.id) { return (c, 0) }
             if let (center, r) = c.circle { return (c, max(0, Self.lowerBound(center, point) - r)) }
             return (c, c.boxes.map { Self.lowerBound(to: $0, in: frame) }.min() ?? 0)
         }.filter { $0.bound <= radius }
         bounded.sort { ($0.bound, $0.candidate.id) < ($1.bound, $1.candidate.id) }
+        return bounded
+    }
 
+    /// The candidates read best first and measured exactly, until no unread one can be among
+    /// the first `needed`.
+    func measured(_ bounded: [Bounded], near point: Position, radius: Double, by principal: Principal, now: Timestamp,
+                  covering: Set<BeaconID>, needed: Int) async throws -> [Candidate] {
         var measured: [Candidate] = []
         var kth = Double.infinity  // the `needed`-th smallest measured distance
         var next = 0
