@@ -23,6 +23,11 @@ package protocol EventStore: Sendable {
     func appendEvents(_ events: [Event]) async throws
     /// Events addressed to `recipient` (all when nil), oldest first, after a log position.
     func events(recipient: UserID?, after: Int64?, limit: Int) async throws -> Page<Event>
+    /// Events of `types` addressed to `recipient` after a log position, oldest first, and the
+    /// newest position of the log when they were read (`through`): every such event up to it is
+    /// in the page unless `next` is set. One read, so a reader can move past the events of
+    /// other types without reading them.
+    func events(recipient: UserID, after: Int64, types: [EventType], limit: Int) async throws -> (page: Page<Event>, through: Int64)
     /// The position of the newest event in the log (0 when empty): a stream starts after it.
     func latestEventPosition() async throws -> Int64
     /// Positions and recipients of the events after `after`, oldest first, at most `limit`

@@ -47,6 +47,14 @@ package struct EventFeed: Sendable {
         return Page(items: kept, next: next)
     }
 
+    /// `user`'s events of `types` after `after`, oldest first, as they may read them now, and
+    /// the log position they were read through (`Page.next` is set when more are waiting): what
+    /// a phone reads for its group alerts without reading every other event addressed to them.
+    package func events(of types: [EventType], for user: UserID, after: Int64, limit: Int) async throws -> (page: Page<Event>, through: Int64) {
+        let (page, through) = try await store.events(recipient: user, after: after, types: types, limit: limit)
+        return (Page(items: try await readable(page.items, for: user), next: page.next), through)
+    }
+
     /// The events among `events` that `user` may still read, as they may read them now.
     package func readable(_ events: [Event], for user: UserID) async throws -> [Event] {
         var result: [Event] = []

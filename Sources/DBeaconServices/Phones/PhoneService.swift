@@ -126,6 +126,7 @@ package struct PhoneService: Sendable {
     static let noticeTypes: [EventType: Bool] = [
         .memberOutOfRange: false, .memberBackInRange: true, .memberJoined: true, .memberLeft: false,
     ]
+    static let noticeKinds = Array(noticeTypes.keys).sorted { $0.rawValue < $1.rawValue }
 
     /// Fixes (Traccar Client / OsmAnd, or OwnTracks `location`s), oldest first.
     package func report(_ fixes: [LocationFix], user: UserID) async throws -> FixReport {
@@ -180,7 +181,7 @@ package struct PhoneService: Sendable {
         // Group alerts since the last post, through the visibility gate as GET /v1/events reads
         // them; a phone's first post starts after the newest event (no history replayed).
         if let cursor = state.events {
-            let page = try await feed.events(by: principal, after: cursor, limit: 50)
+            let (page, through) = try await feed.events(of: Self.noticeKinds, for: user, after: cursor, limit: 50)
             for event in page.items {
                 // (An erased member is not named: nothing to show.)
                 guard let entered = Self.noticeTypes[event.type], let data = event.groupMember, let member = data.member,
@@ -192,10 +193,16 @@ package struct PhoneService: Sendable {
                 answer.notices.append(PhoneNotice(member: member, group: data.name, groupID: data.group.rawValue, entered: entered,
                                                   at: event.createdAt, memberName: data.memberName, groupLocation: groupLocation))
             }
-            var next = cursor
-            if let last = page.items.last { next = try await feed.position(after: last.id, by: principal) ?? next }
-            if let n = page.next { next = max(next, n) }
-            if next != cursor { state.events = next; changed = true }
+            // Read through `through`, or up to the last alert when more are waiting. The stored
+            // position moves on with an alert, or when the state is written anyway: the user's
+            // other events (a fix's entries and exits, every post in a city centre) are passed
+            // over in the store's index without a write per post, and a phone's state is written
+            // at least every `regionsMaxAgeSeconds` while it posts.
+            let next = max(cursor, page.next ?? through)
+            if next != cursor, changed || !page.items.isEmpty || page.next != nil {
+                state.events = next
+                changed = true
+            }
         } else {
             state.events = try await feed.latestPosition()
             changed = true

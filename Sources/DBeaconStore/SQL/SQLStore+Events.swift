@@ -170,6 +170,22 @@ extension SQLStore {
         }
     }
 
+    package func events(recipient: UserID, after: Int64, types: [EventType], limit: Int) async throws -> (page: Page<Event>, through: Int64) {
+        try await read { db in
+            // The newest position first: the log's order is its commit order (one writer, or the
+            // events lock on PostgreSQL), so every event up to it is committed and read below.
+            let through = try await db.row("SELECT COALESCE(max(seq), 0) AS n FROM events")?.int64("n") ?? 0
+            guard through > after, !types.isEmpty else { return (Page(items: [], next: nil), max(through, after)) }
+            let rows = try await db.rows("""
+                SELECT * FROM events WHERE recipient = $1 AND seq > $2 AND seq <= $3 AND \(db.dialect.contains("type", "$5"))
+                ORDER BY seq LIMIT $4
+                """, [recipient.rawValue, after, through, limit + 1, types.map(\.rawValue)])
+            let page = rows.prefix(limit)
+            return (Page(items: try page.map { try Self.event(from: $0) }, next: rows.count > limit ? try page.last?.int64("seq") : nil),
+                    through)
+        }
+    }
+
     package func latestEventPosition() async throws -> Int64 {
         try await read { db in try await db.row("SELECT COALESCE(max(seq), 0) AS n FROM events")?.int64("n") ?? 0 }
     }
