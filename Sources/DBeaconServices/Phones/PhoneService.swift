@@ -359,11 +359,12 @@ package struct PhoneService: Sendable {
 /// Phone states as decoded, per (user, client), with the stored text they were decoded from:
 /// a post reads its phone's state from the store every time (another node may have written
 /// it), and decodes it only when the text is not the one seen last (decoding was 6 % of an
-/// OwnTracks post at 1M beacons). Emptied when it holds `capacity` states; a user's states
-/// are dropped when they are erased on this node, and on any node when their phone's stored
-/// state is found gone.
+/// OwnTracks post at 1M beacons). Emptied when it holds `capacity` states (a state with its
+/// text takes some 6 KB with 19 regions: at most about 60 MB; more phones than that per node
+/// decode again after each emptying, as all did before); a user's states are dropped when
+/// they are erased on this node, and on any node when their phone's stored state is found gone.
 package final class PhoneStateCache: Sendable {
-    static let capacity = 100_000
+    static let capacity = 10_000
     private struct Key: Hashable { let user: UserID, client: String }
     private let states = Mutex<[Key: (text: String, state: PhoneState)]>([:])
 
