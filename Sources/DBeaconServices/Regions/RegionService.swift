@@ -71,12 +71,9 @@ package struct RegionService: Sendable {
         let now = beacons.clock.now()
         let slots = max - 1
         let query = CoverQuery(point: point, tags: tags, at: now, viewer: principal)
-        let covering = try await beacons.engine.coveringIDs(query).sorted()
+        let covering = try await beacons.engine.coveringIDs(query)
         if let first = try await crowded(covering, by: principal, now: now, slots: slots) {
-            let regions = first.map { b, covers, _ in
-                MonitoredRegion(kind: Self.enclosing(circles.circle(of: b), b, covering: covers), beacon: b, distanceM: 0)
-            }
-            return RegionAnswer(regions: regions + [MonitoredRegion(kind: .refresh(center: point, radiusM: 0), beacon: nil, distanceM: 0)],
+            return RegionAnswer(regions: first.map(circle) + [MonitoredRegion(kind: .refresh(center: point, radiusM: 0), beacon: nil, distanceM: 0)],
                                 complete: false)
         }
         var ranked: [Candidate] = []
@@ -111,8 +108,9 @@ package struct RegionService: Sendable {
             } while after != nil
         }
         var regions: [MonitoredRegion] = []
-        for (b, covers, distance) in included {
-            regions.append(MonitoredRegion(kind: Self.enclosing(circles.circle(of: b), b, covering: covers), beacon: b, distanceM: distance))
+        for candidate in included {
+            let (b, _, distance) = candidate
+            regions.append(circle(candidate))
             for entry in entriesByBeacon[b.id] ?? [] where spare > 0 {
                 regions.append(MonitoredRegion(kind: .iBeacon(entry: entry.id, identity: entry.identity), beacon: b, distanceM: distance))
                 spare -= 1
@@ -128,25 +126,39 @@ package struct RegionService: Sendable {
     /// one at distance 0. Found from one coverage lookup and a read of those beacons alone,
     /// without listing and measuring every perimeter near the point (in a city centre, where
     /// each point lies in more than twenty beacons, that was most of the cost of an answer).
-    /// Nil when fewer cover the point. `covering`: the coverage lookup's ids, sorted.
+    /// Nil when fewer cover the point. `covering`: the coverage lookup's ids.
     func crowded(_ covering: [BeaconID], by principal: Principal, now: Timestamp, slots: Int) async throws -> [Candidate]? {
         guard covering.count > slots else { return nil }
+        let covering = covering.sorted()
         var taken: [Candidate] = []
         var next = 0
         // In order of id, in batches, until one more than the slots passes the gate.
         while taken.count <= slots, next < covering.count {
             let batch = covering[next..<Swift.min(covering.count, next + slots + 1 - taken.count)]
             next = batch.endIndex
-            let read = try await beacons.engine.beacons(ids: Array(batch))
-            var stored: [BeaconID: Beacon] = [:]
-            for b in read { stored[b.id] = b }
-            for b in try await beacons.gate.present(read, to: principal) where b.beacon.isAlive(at: now) && !b.tracksOwner {
-                let covers = stored[b.id].map { ($0.location, $0.perimeter) } ?? (b.location, b.perimeter)
-                taken.append((b, covers, 0))
-            }
+            taken += try await monitorable(Array(batch), by: principal, now: now).map { ($0.beacon, $0.covers, 0) }
         }
         guard taken.count > slots else { return nil }
         return Array(taken.sorted { $0.beacon.id < $1.beacon.id }.prefix(slots))
+    }
+
+    /// The beacons among `ids` a phone may monitor for the caller: those they may see (through
+    /// the gate, as they see them), alive now and not moving, each with what it covers (its
+    /// stored location and perimeter, which the gate may present elsewhere: a tour).
+    func monitorable(_ ids: [BeaconID], by principal: Principal, now: Timestamp) async throws
+        -> [(beacon: VisibleBeacon, covers: (location: Position, perimeter: Perimeter))] {
+        let read = try await beacons.engine.beacons(ids: ids)
+        var stored: [BeaconID: Beacon] = [:]
+        for b in read { stored[b.id] = b }
+        return try await beacons.gate.present(read, to: principal).filter { $0.beacon.isAlive(at: now) && !$0.tracksOwner }.map { b in
+            (b, stored[b.id].map { ($0.location, $0.perimeter) } ?? (b.location, b.perimeter))
+        }
+    }
+
+    /// A candidate's region: a circle enclosing its perimeter, or, for a beacon shown elsewhere
+    /// than it covers, everything it covers (`enclosing`).
+    func circle(_ c: Candidate) -> MonitoredRegion {
+        MonitoredRegion(kind: Self.enclosing(circles.circle(of: c.beacon), c.beacon, covering: c.covers), beacon: c.beacon, distanceM: c.distance)
     }
 
     /// A candidate region: the beacon as the caller sees it, where it covers (its stored location
@@ -205,14 +217,10 @@ package struct RegionService: Sendable {
         while next < bounded.count, measured.count < needed || bounded[next].bound <= kth {
             let batch = bounded[next..<Swift.min(bounded.count, next + Swift.max(16, needed - measured.count))]
             next = batch.endIndex
-            let read = try await beacons.engine.beacons(ids: batch.map(\.candidate.id))
-            var stored: [BeaconID: Beacon] = [:]
-            for b in read { stored[b.id] = b }
-            for b in try await beacons.gate.present(read, to: principal) where b.beacon.isAlive(at: now) && !b.tracksOwner {
+            for (b, covers) in try await monitorable(batch.map(\.candidate.id), by: principal, now: now) {
                 // Measured to what it covers (its stored geometry), as the coverage lookup decides.
-                let covers = stored[b.id].map { ($0.location, $0.perimeter) } ?? (b.location, b.perimeter)
                 let d = covering.contains(b.id) ? 0
-                    : PerimeterDistance.outside(point, perimeter: covers.1, center: covers.0, covered: false)
+                    : PerimeterDistance.outside(point, perimeter: covers.perimeter, center: covers.location, covered: false)
                 if d <= radius { measured.append((b, covers, d)) }
             }
             if measured.count >= needed {

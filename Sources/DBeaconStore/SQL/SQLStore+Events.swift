@@ -174,7 +174,7 @@ extension SQLStore {
         try await read { db in
             // The newest position first: the log's order is its commit order (one writer, or the
             // events lock on PostgreSQL), so every event up to it is committed and read below.
-            let through = try await db.row("SELECT COALESCE(max(seq), 0) AS n FROM events")?.int64("n") ?? 0
+            let through = try await db.row(Self.latestPositionSQL)?.int64("n") ?? 0
             guard through > after, !types.isEmpty else { return (Page(items: [], next: nil), max(through, after)) }
             let rows = try await db.rows("""
                 SELECT * FROM events WHERE recipient = $1 AND seq > $2 AND seq <= $3 AND \(db.dialect.contains("type", "$5"))
@@ -187,8 +187,11 @@ extension SQLStore {
     }
 
     package func latestEventPosition() async throws -> Int64 {
-        try await read { db in try await db.row("SELECT COALESCE(max(seq), 0) AS n FROM events")?.int64("n") ?? 0 }
+        try await read { db in try await db.row(Self.latestPositionSQL)?.int64("n") ?? 0 }
     }
+
+    /// The newest position of the log (0 when empty), as `n`.
+    static var latestPositionSQL: String { "SELECT COALESCE(max(seq), 0) AS n FROM events" }
 
     package func eventRecipients(after: Int64, limit: Int) async throws -> [(position: Int64, recipient: UserID)] {
         try await read { db in
