@@ -17,13 +17,15 @@ import Darwin
 /// each is then found on the ellipsoid.
 package enum PerimeterDistance {
     /// Distance from `point` to the perimeter of a beacon located at `center`; 0 when covered.
-    package static func outside(_ point: Position, perimeter: Perimeter, center: Position, covered: Bool) -> Double {
+    /// `runs`: the perimeter's `EdgeRuns` (the same distance, found sooner for a large polygon).
+    package static func outside(_ point: Position, perimeter: Perimeter, center: Position, covered: Bool,
+                                runs: EdgeRuns? = nil) -> Double {
         if covered { return 0 }
         switch perimeter {
         case .circle(let r):
             return max(0, Geodesy.distance(center, point) - r)
         case .polygon, .multiPolygon:
-            return edgeDistance(point, perimeter)
+            return edgeDistance(point, perimeter, runs: runs)
         }
     }
 
@@ -58,7 +60,7 @@ package enum PerimeterDistance {
                 if d < limit - 2 * band { return true }
                 if d >= limit + 2 * band { return false }
             }
-            return edgeDistance(point, perimeter) < limit
+            return edgeDistance(point, perimeter, runs: nil) < limit
         }
     }
 
@@ -67,37 +69,79 @@ package enum PerimeterDistance {
     /// distance (tan φ · d / 2R, taken 1.5 times), then second-order terms. Checked against
     /// the exact distances in the tests. Infinite near the poles and beyond 200 km.
     package static func planeError(_ d: Double, latitude: Double) -> Double {
-        guard abs(latitude) < 80, d <= 200_000 else { return .infinity }
+        guard abs(latitude) < 80 else { return .infinity }
+        return planeError(d, tangent: tan(abs(latitude) * .pi / 180))
+    }
+
+    /// `planeError(d, latitude:)` below 80° of latitude, given the latitude's tangent.
+    private static func planeError(_ d: Double, tangent t: Double) -> Double {
+        guard d <= 200_000 else { return .infinity }
         let q = d / Geodesy.minRadius
-        let t = tan(abs(latitude) * .pi / 180)
         return d * (0.75 * (t + 1) * q + 3 * q * q + 2e-5) + 0.001
     }
 
     /// The exact distance to the nearest edge: edges that the plane says may be nearest (all of
-    /// them where the plane is not trusted) are followed on the ellipsoid.
-    private static func edgeDistance(_ point: Position, _ perimeter: Perimeter) -> Double {
-        let (b, e1) = estimate(point, perimeter: perimeter, center: point, covered: false)
-        let threshold = e1.isFinite ? b + e1 + planeError(b + e1, latitude: point.lat) : .infinity
-        var best = Double.infinity
+    /// them where the plane is not trusted) are followed on the ellipsoid. One pass over the
+    /// vertices: an edge is kept while its plane distance is within the reach of the best so
+    /// far (`reach` only shrinks as the best does), and the kept edges within the final reach are
+    /// measured on the ellipsoid: the edges within reach of the plane's nearest, as if that were
+    /// known first. With `runs`, the runs of edges are scanned nearest box first, and those
+    /// whose box is beyond the reach are skipped (their edges are farther still).
+    private static func edgeDistance(_ point: Position, _ perimeter: Perimeter, runs: EdgeRuns?) -> Double {
+        // How far in the plane an edge may be and still be the nearest on the ellipsoid, when the
+        // plane's nearest is `b` away (infinite where the plane is not trusted).
+        let trusted = abs(point.lat) < 80, tangent = tan(abs(point.lat) * .pi / 180)
+        func reach(_ b: Double) -> Double {
+            guard trusted else { return .infinity }
+            let e1 = planeError(b, tangent: tangent)
+            return e1.isFinite ? b + e1 + planeError(b + e1, tangent: tangent) : .infinity
+        }
+        var threshold = Double.infinity
+        var kept: [(from: Position, to: Position, plane: Double)] = []
         let frame = LocalFrame(origin: point)
-        for polygon in perimeter.polygons {
-            for ring in polygon.rings {
-                var previous = ring[0]
-                var pp = frame.project(previous)
-                for p in ring.dropFirst() {
-                    let current = frame.project(p)
-                    defer { previous = p; pp = current }
-                    if threshold.isFinite {
-                        let (x0, x1) = (min(pp.0, current.0), max(pp.0, current.0))
-                        let (y0, y1) = (min(pp.1, current.1), max(pp.1, current.1))
-                        if x0 > threshold || -x1 > threshold || y0 > threshold || -y1 > threshold { continue }
-                        if distanceToSegment(pp, current) > threshold { continue }
-                    }
-                    best = min(best, GeodesicEdge(previous, p).distance(from: point))
+        var best = Double.infinity
+        let polygons = perimeter.polygons
+        // The edges from vertex `start` to `end` of a ring.
+        func scan(_ ring: Ring, _ start: Int, _ end: Int) {
+            var previous = ring[start]
+            var pp = frame.project(previous)
+            for i in (start + 1)...end {
+                let p = ring[i]
+                let current = frame.project(p)
+                defer { previous = p; pp = current }
+                if threshold.isFinite {
+                    let (x0, x1) = (min(pp.0, current.0), max(pp.0, current.0))
+                    let (y0, y1) = (min(pp.1, current.1), max(pp.1, current.1))
+                    if x0 > threshold || -x1 > threshold || y0 > threshold || -y1 > threshold { continue }
+                }
+                let d = distanceToSegment(pp, current)
+                if d > threshold { continue }
+                kept.append((previous, p, d))
+                if d < best {
+                    best = d
+                    threshold = reach(d)
                 }
             }
         }
-        return best
+        if let runs, runs.matches(perimeter) {
+            let order = runs.runs.indices.map { (bound: runs.runs[$0].bound(in: frame), index: $0) }
+                .sorted { $0.bound < $1.bound }
+            for (bound, index) in order {
+                if bound > threshold { break }
+                let run = runs.runs[index]
+                let ring = polygons[Int(run.polygon)].rings[Int(run.ring)]
+                scan(ring, Int(run.start), min(Int(run.start) + EdgeRuns.length, ring.count - 1))
+            }
+        } else {
+            for polygon in polygons {
+                for ring in polygon.rings where ring.count > 1 { scan(ring, 0, ring.count - 1) }
+            }
+        }
+        var exact = Double.infinity
+        for edge in kept where edge.plane <= threshold {
+            exact = min(exact, GeodesicEdge(edge.from, edge.to).distance(from: point))
+        }
+        return exact
     }
 
     /// The distance from `point` to the nearest edge of a polygonal perimeter, in the local
@@ -134,6 +178,75 @@ package enum PerimeterDistance {
         t = max(0, min(1, t))
         let x = a.0 + t * dx, y = a.1 + t * dy
         return (x * x + y * y).squareRoot()
+    }
+}
+
+/// A polygonal perimeter's edges in runs of `length`, each with a box holding its edges:
+/// `PerimeterDistance.outside` scans the runs nearest box first and skips those beyond reach,
+/// so a large outline near the point costs a few runs instead of every vertex. Made once per
+/// perimeter (`RegionService` keeps them for large polygons).
+package struct EdgeRuns: Sendable {
+    package static let length = 32
+    /// Perimeters with fewer vertices gain nothing from runs.
+    package static let worthFrom = 256
+
+    package struct Run: Sendable {
+        let polygon: Int32, ring: Int32, start: Int32
+        /// The box of the run's vertices, rounded outwards to `Float`.
+        let west: Float, south: Float, east: Float, north: Float
+
+        /// A lower bound of the plane's distance from the frame's origin to the run's edges
+        /// (0 for a box the frame cannot place: across the antimeridian or a quarter globe wide).
+        package func bound(in frame: LocalFrame) -> Double {
+            guard east - west < 90 else { return 0 }
+            let (x0, y0) = frame.project(Position(lon: Double(west), lat: Double(south)))
+            let (x1, y1) = frame.project(Position(lon: Double(east), lat: Double(north)))
+            guard x0 <= x1 else { return 0 }
+            let dx = max(0, x0, -x1), dy = max(0, y0, -y1)
+            return (dx * dx + dy * dy).squareRoot()
+        }
+    }
+
+    package let runs: [Run]
+    /// Each ring's vertex count, polygon by polygon: runs are used only with the perimeter they
+    /// were made from (checked in constant time besides the rings).
+    let shape: [Int]
+
+    package init(_ perimeter: Perimeter) {
+        var runs: [Run] = []
+        var shape: [Int] = []
+        for (p, polygon) in perimeter.polygons.enumerated() {
+            for (r, ring) in polygon.rings.enumerated() {
+                shape.append(ring.count)
+                var start = 0
+                while start < ring.count - 1 {
+                    let end = min(start + Self.length, ring.count - 1)
+                    var west = Double.infinity, south = Double.infinity, east = -Double.infinity, north = -Double.infinity
+                    for v in ring[start...end] {
+                        west = min(west, v.lon); east = max(east, v.lon)
+                        south = min(south, v.lat); north = max(north, v.lat)
+                    }
+                    runs.append(Run(polygon: Int32(p), ring: Int32(r), start: Int32(start),
+                                    west: Float(west).nextDown, south: Float(south).nextDown,
+                                    east: Float(east).nextUp, north: Float(north).nextUp))
+                    start = end
+                }
+            }
+        }
+        self.runs = runs
+        self.shape = shape
+    }
+
+    /// Whether the perimeter has the rings these runs were made for.
+    func matches(_ perimeter: Perimeter) -> Bool {
+        var i = 0
+        for polygon in perimeter.polygons {
+            for ring in polygon.rings {
+                guard i < shape.count, shape[i] == ring.count else { return false }
+                i += 1
+            }
+        }
+        return i == shape.count
     }
 }
 

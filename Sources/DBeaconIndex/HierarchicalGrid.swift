@@ -302,28 +302,25 @@ package struct HierarchicalGrid<Record> {
     /// over the box are looked up (or all of a level's cells, when there are fewer).
     package func forEachMeeting(_ box: BoundingBox, _ body: (Candidate) -> Void) {
         let q = Self.roundedOut(box)
+        let west = Float(q.west), south = Float(q.south), east = Float(q.east), north = Float(q.north)
+        // `q`'s sides are `Float`s already: comparing `Float`s is exact.
+        func scan(_ view: CellView) {
+            for i in 0..<view.count {
+                let b = view.boxes[i]
+                guard b.west <= east && west <= b.east && b.south <= north && south <= b.north else { continue }
+                body(Candidate(boxPointer: view.boxes + i, entryPointer: view.entries + i))
+            }
+        }
         for level in occupied {
             let s = Self.size(level)
             let x0 = Self.index(q.west, offset: 180, size: s), x1 = Self.index(q.east, offset: 180, size: s)
             let y0 = Self.index(q.south, offset: 90, size: s), y1 = Self.index(q.north, offset: 90, size: s)
-            func scan(_ list: CellList) {
-                list.boxes.withUnsafeBufferPointer { boxes in
-                    list.entries.withUnsafeBufferPointer { entries in
-                        for i in 0..<list.count {
-                            let b = boxes[i]
-                            guard Double(b.west) <= q.east && q.west <= Double(b.east)
-                                    && Double(b.south) <= q.north && q.south <= Double(b.north) else { continue }
-                            body(Candidate(boxPointer: boxes.baseAddress! + i, entryPointer: entries.baseAddress! + i))
-                        }
-                    }
-                }
-            }
             if (x1 - x0 + 1) * (y1 - y0 + 1) > cells[level].count {
-                for list in cells[level].values { scan(list) }
+                for key in cells[level].keys { if let view = views[level][key] { scan(view) } }
             } else {
                 for x in x0...x1 {
                     for y in y0...y1 {
-                        if let list = cells[level][Self.key(x, y)] { scan(list) }
+                        if let view = views[level][Self.key(x, y)] { scan(view) }
                     }
                 }
             }

@@ -183,20 +183,29 @@ extension MemoryCoverageEngine {
         lock.read {
             let admission = Admission(query, self)
             guard !admission.none else { return [] }
-            var found = Set<Int32>()
+            // Slots admitted on their entries, then each once (a box in several cells comes once
+            // per cell): sorting beats hashing for the few dozen a search finds.
+            var found: [Int32] = []
             for box in boxes {
                 grid.forEachMeeting(box) { entry in
                     let slot = entry.slot
-                    guard !found.contains(slot), admission.admits(entry.record, slot: slot, self),
-                          let c = cold[Int(slot)], !c.tracksOwner else { return }
-                    if entry.record.multiBox && !c.splitBoxes.contains(where: { $0.intersects(box) }) { return }
-                    found.insert(slot)
+                    guard admission.admits(entry.record, slot: slot, self) else { return }
+                    if entry.record.multiBox {
+                        guard let c = cold[Int(slot)], c.splitBoxes.contains(where: { $0.intersects(box) }) else { return }
+                    }
+                    found.append(slot)
                 }
             }
-            return found.sorted().compactMap { slot in
-                guard let c = cold[Int(slot)] else { return nil }
-                return PerimeterCandidate(id: c.id, boxes: c.boxes, circle: c.kind == .circle ? (c.location, c.radius) : nil)
+            found.sort()
+            var candidates: [PerimeterCandidate] = []
+            candidates.reserveCapacity(found.count)
+            var previous: Int32 = -1
+            for slot in found where slot != previous {
+                previous = slot
+                guard let c = cold[Int(slot)], !c.tracksOwner else { continue }
+                candidates.append(PerimeterCandidate(id: c.id, boxes: c.boxes, circle: c.kind == .circle ? (c.location, c.radius) : nil))
             }
+            return candidates
         }
     }
 

@@ -22,9 +22,9 @@ import Testing
 
     func compare(_ memory: any CoverageEngine, _ sql: any CoverageEngine, _ queries: [RandomQuery],
                  label: String, record: Bool = true) async throws -> Int {
-        var mismatches = 0, nonEmpty = 0, formattedSeen = 0, largeSeen = 0
+        var mismatches = 0, nonEmpty = 0, formattedSeen = 0, largeSeen = 0, meetingSeen = 0
         var checkedText = Set<String>()
-        for q in queries {
+        for (n, q) in queries.enumerated() {
             let query = CoverQuery(point: q.point, tags: q.tags, at: q.at, viewer: q.viewer)
             let fromMemory = try await memory.covering(query).sorted { $0.id < $1.id }
             let fromSQL = try await sql.covering(query).sorted { $0.id < $1.id }
@@ -66,8 +66,27 @@ import Testing
                     for (x, y) in zip(fromMemory, fromSQL) where x != y { Issue.record("\(label): \(x.id) differs: memory \(x), sql \(y)") }
                 }
             }
+            // The regions search's candidates (every 25th query, a 1 km circle's boxes): the memory
+            // engine's grid finds every beacon the store's spatial index finds, and others only
+            // where a box rounded out to `Float` may meet the search's.
+            if n % 25 == 0 {
+                let boxes = Geodesy.boundingBoxes(center: q.point, radiusM: 1_000)
+                let inMemory = try await memory.meeting(boxes, query), inSQL = try await sql.meeting(boxes, query)
+                let ids = Set(inMemory.map(\.id)), sqlIDs = Set(inSQL.map(\.id))
+                meetingSeen += sqlIDs.count
+                let near = { (c: PerimeterCandidate) in
+                    c.boxes.contains { b in boxes.contains { $0.intersects(BoundingBox(west: b.west - 1e-4, south: b.south - 1e-4,
+                                                                                       east: b.east + 1e-4, north: b.north + 1e-4)) } }
+                }
+                if !sqlIDs.isSubset(of: ids) || inMemory.count != ids.count || !inMemory.filter({ !sqlIDs.contains($0.id) }).allSatisfy(near) {
+                    mismatches += 1
+                    if record && mismatches <= 5 { Issue.record("\(label): \(q.point): meeting: memory \(ids.count), sql \(sqlIDs.count)") }
+                }
+            }
         }
         #expect(nonEmpty > queries.count / 3, "\(label): too few queries find anything for the test to mean much")
+        #expect(meetingSeen > queries.count / 25, "\(label): too few candidates near the queries for the test to mean much")
+        print("\(label): \(meetingSeen) candidates near \(queries.count / 25) points")
         if !record {
             // A stale engine on purpose: its large polygons are not the store's.
         } else if let m = memory as? MemoryCoverageEngine, m.pendingCount == 0 {

@@ -87,6 +87,8 @@ import Testing
         for (i, c) in cases.enumerated() {
             let covered = PerimeterTester(location: c.center, perimeter: c.perimeter).covers(c.point)
             let exact = PerimeterDistance.outside(c.point, perimeter: c.perimeter, center: c.center, covered: covered)
+            #expect(PerimeterDistance.outside(c.point, perimeter: c.perimeter, center: c.center, covered: covered,
+                                              runs: EdgeRuns(c.perimeter)) == exact)
             worst = max(worst, abs(exact - expected[i]))
             if expected[i] > 0 { outside += 1 }
             #expect(abs(exact - expected[i]) <= 0.1, "\(c.point): \(exact) m against GeographicLib's \(expected[i]) m")
@@ -99,6 +101,57 @@ import Testing
         #expect(outside > cases.count * 3 / 4)
         #expect(worst <= 0.1)
         print("perimeter distances: \(cases.count) cases, worst \(worst) m from GeographicLib")
+    }
+
+    /// A large polygon's distance through its runs of edges (`EdgeRuns`, nearest box first,
+    /// runs beyond reach skipped) is the distance over every edge, to the bit: outlines of 300 to
+    /// 4,000 vertices with a hole, and multipolygons, at 48°N, 69°N and next to ±180°, from inside
+    /// to 20 km out. Runs made for another perimeter are not used.
+    @Test func edgeRunsGiveTheSameDistances() {
+        var g = SeededGenerator(seed: 4606)
+        let places = [Position(lon: 9.18, lat: 48.78), Position(lon: 18.95, lat: 69.65), Position(lon: 179.95, lat: -16.5)]
+        var compared = 0, skipping = 0
+        for place in places {
+            let frame = LocalFrame(origin: place)
+            func ring(_ n: Int, _ size: Double, _ around: (Double, Double), clockwise: Bool) -> Ring {
+                var ring: Ring = (0..<n).map { i in
+                    let a = Double(clockwise ? n - i : i) / Double(n) * 2 * .pi
+                    let r = size * (0.8 + 0.15 * sin(5 * a) + 0.05 * Double.random(in: 0...1, using: &g))
+                    return frame.unproject(around.0 + r * cos(a), around.1 + r * sin(a))
+                }
+                if place.lon > 179 { ring = ring.map { Position(lon: min($0.lon, 180), lat: $0.lat) } }
+                ring.append(ring[0])
+                return ring
+            }
+            for round in 0..<4 {
+                let n = [300, 1_200, 4_000, 700][round]
+                let size = [400.0, 1_000, 3_000, 800][round]
+                let outline = Polygon(rings: [ring(n, size, (0, 0), clockwise: false), ring(n / 10, size / 4, (size / 3, 0), clockwise: true)])
+                let perimeter: Perimeter = round == 3
+                    ? .multiPolygon([outline, Polygon(rings: [ring(n, size / 2, (size * 3, size), clockwise: false)])])
+                    : .polygon(outline)
+                let runs = EdgeRuns(perimeter)
+                for _ in 0..<40 {
+                    let d = Double.random(in: 0...(3 * size), using: &g) + Double.random(in: 0...20_000, using: &g) * Double(round % 2)
+                    let a = Double.random(in: 0..<(2 * .pi), using: &g)
+                    let point = frame.unproject(d * cos(a), d * sin(a))
+                    let plain = PerimeterDistance.outside(point, perimeter: perimeter, center: place, covered: false)
+                    let viaRuns = PerimeterDistance.outside(point, perimeter: perimeter, center: place, covered: false, runs: runs)
+                    #expect(viaRuns == plain, "\(point): \(viaRuns) m through runs, \(plain) m over every edge")
+                    compared += 1
+                    if runs.runs.contains(where: { $0.bound(in: LocalFrame(origin: point)) > plain + 1 }) { skipping += 1 }
+                }
+            }
+        }
+        #expect(skipping > compared / 2)  // most points have runs the scan can skip
+        // Runs made for another perimeter (other rings) are not used: the distance is the plain one.
+        let small = Perimeter.polygon(Polygon(rings: [[Position(lon: 9, lat: 48), Position(lon: 9.01, lat: 48), Position(lon: 9.01, lat: 48.01),
+                                                     Position(lon: 9, lat: 48)]]))
+        let other = EdgeRuns(.polygon(Polygon(rings: [[Position(lon: 9.5, lat: 48), Position(lon: 9.51, lat: 48), Position(lon: 9.5, lat: 48.01),
+                                                      Position(lon: 9.49, lat: 48.01), Position(lon: 9.5, lat: 48)]])))
+        let point = Position(lon: 9.02, lat: 48.005)
+        #expect(PerimeterDistance.outside(point, perimeter: small, center: point, covered: false, runs: other)
+                == PerimeterDistance.outside(point, perimeter: small, center: point, covered: false))
     }
 
     /// The fast circle test decides only where its error bound allows, so it always agrees with

@@ -47,6 +47,8 @@ package struct RegionService: Sendable {
     package let changes: RegionChanges
     /// Polygons' verified enclosing circles, computed once per perimeter (see `circle(of:)`).
     let circles = EnclosingCircleCache()
+    /// Large polygons' runs of edges, for their exact distances (see `measured`).
+    let edgeRuns = EdgeRunsCache()
 
     /// Search radii tried in turn until enough candidates are found.
     package static let searchRadiiM: [Double] = [250, 1_000, 3_000, 10_000, 30_000]
@@ -201,7 +203,7 @@ package struct RegionService: Sendable {
         var bounded = found.map { c -> Bounded in
             if covering.contains(c.id) { return (c, 0) }
             if let (center, r) = c.circle { return (c, max(0, Self.lowerBound(center, point) - r)) }
-            return (c, c.boxes.map { Self.lowerBound(to: $0, in: frame) }.min() ?? 0)
+            return (c, c.boxes.lazy.map { Self.lowerBound(to: $0, in: frame) }.min() ?? 0)
         }.filter { $0.bound <= radius }
         bounded.sort { ($0.bound, $0.candidate.id) < ($1.bound, $1.candidate.id) }
         return bounded
@@ -220,7 +222,8 @@ package struct RegionService: Sendable {
             for (b, covers) in try await monitorable(batch.map(\.candidate.id), by: principal, now: now) {
                 // Measured to what it covers (its stored geometry), as the coverage lookup decides.
                 let d = covering.contains(b.id) ? 0
-                    : PerimeterDistance.outside(point, perimeter: covers.perimeter, center: covers.location, covered: false)
+                    : PerimeterDistance.outside(point, perimeter: covers.perimeter, center: covers.location, covered: false,
+                                                runs: edgeRuns.runs(of: b, covering: covers))
                 if d <= radius { measured.append((b, covers, d)) }
             }
             if measured.count >= needed {
@@ -297,16 +300,52 @@ package struct RegionService: Sendable {
 /// alone (and the location its plane is centred on), never on who asks, and checking it on the
 /// ellipsoid takes a geodesic per vertex and per 100 m of edge: at 1M beacons that was 70 % of
 /// the CPU of `GET /v1/regions`, each answer measuring the same polygons again.
+final class EnclosingCircleCache: Sendable {
+    private struct Circle { let center: Position, radiusM: Double }
+    private let circles = PerimeterCache<Circle>(capacity: 100_000)
+
+    func circle(of b: VisibleBeacon) -> MonitoredRegion.Kind {
+        if case .circle = b.perimeter { return RegionService.circle(of: b) }
+        let known = circles.value(id: b.id, version: b.version, createdAt: b.createdAt, updatedAt: b.updatedAt,
+                                  location: b.location, perimeter: b.perimeter) {
+            let computed = EnclosingCircle.verified(b.perimeter.polygons.map(\.exterior), origin: b.location)
+            return Circle(center: computed.center, radiusM: computed.radiusM)
+        }
+        return RegionService.approximate((known.center, known.radiusM))
+    }
+}
+
+/// Large polygons' `EdgeRuns`, kept once made: the exact distance of `GET /v1/regions` to a
+/// polygon of thousands of vertices near the caller then reads a few runs of them, not all.
+/// At most 10,000 (about 3 KB each for 3,000 vertices).
+final class EdgeRunsCache: Sendable {
+    private let runs = PerimeterCache<EdgeRuns>(capacity: 10_000)
+
+    /// The runs of what `b` covers, or nil for a perimeter too small to gain from them.
+    func runs(of b: VisibleBeacon, covering covers: (location: Position, perimeter: Perimeter)) -> EdgeRuns? {
+        var vertices = 0
+        switch covers.perimeter {
+        case .circle: return nil
+        case .polygon(let p): vertices = p.vertexCount
+        case .multiPolygon(let ps): vertices = ps.reduce(0) { $0 + $1.vertexCount }
+        }
+        guard vertices >= EdgeRuns.worthFrom else { return nil }
+        return runs.value(id: b.id, version: b.version, createdAt: b.createdAt, updatedAt: b.updatedAt,
+                          location: covers.location, perimeter: covers.perimeter) { EdgeRuns(covers.perimeter) }
+    }
+}
+
+/// Values computed from a beacon's perimeter alone, kept once computed.
 ///
 /// Keyed by the beacon's revision: its id, version, creation and update times and location
 /// (every edit of a perimeter is a new version and update time; a beacon deleted and made again
 /// under its id has another creation time), and a fingerprint of its perimeter read in constant
 /// time (its rings' vertex counts and three vertices of its outline: a beacon made again within
 /// the same millisecond, as with a stopped test clock, is told apart), so an entry is never used
-/// for another perimeter; emptied when it holds `capacity` circles. (The key held the whole
+/// for another perimeter; emptied when it holds `capacity` values. (The key held the whole
 /// perimeter's hash before: hashing thousands of vertices per candidate per answer was 5 % of
 /// `GET /v1/regions`.)
-final class EnclosingCircleCache: Sendable {
+final class PerimeterCache<Value: Sendable>: Sendable {
     private struct Key: Hashable {
         let id: BeaconID, version: Int, createdAt: Int64, updatedAt: Int64, location: Position
         let rings: [Int], samples: [Position]
@@ -320,21 +359,23 @@ final class EnclosingCircleCache: Sendable {
         guard let outline = polygons.first?.exterior, !outline.isEmpty else { return (rings, []) }
         return (rings, [outline[0], outline[outline.count / 3], outline[2 * outline.count / 3]])
     }
-    static let capacity = 100_000
-    private let circles = Mutex<[Key: Circle]>([:])
-    private struct Circle { let center: Position, radiusM: Double }
 
-    func circle(of b: VisibleBeacon) -> MonitoredRegion.Kind {
-        if case .circle = b.perimeter { return RegionService.circle(of: b) }
-        let (rings, samples) = Self.fingerprint(b.perimeter)
-        let key = Key(id: b.id, version: b.version, createdAt: b.createdAt.millis, updatedAt: b.updatedAt.millis, location: b.location,
+    let capacity: Int
+    private let values = Mutex<[Key: Value]>([:])
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    func value(id: BeaconID, version: Int, createdAt: Timestamp, updatedAt: Timestamp, location: Position,
+               perimeter: Perimeter, make: () -> Value) -> Value {
+        let (rings, samples) = Self.fingerprint(perimeter)
+        let key = Key(id: id, version: version, createdAt: createdAt.millis, updatedAt: updatedAt.millis, location: location,
                       rings: rings, samples: samples)
-        if let known = circles.withLock({ $0[key] }) { return RegionService.approximate((known.center, known.radiusM)) }
-        let computed = EnclosingCircle.verified(b.perimeter.polygons.map(\.exterior), origin: b.location)
-        circles.withLock { circles in
-            if circles.count >= Self.capacity { circles.removeAll(keepingCapacity: true) }
-            circles[key] = Circle(center: computed.center, radiusM: computed.radiusM)
+        if let known = values.withLock({ $0[key] }) { return known }
+        let made = make()
+        values.withLock { values in
+            if values.count >= capacity { values.removeAll(keepingCapacity: true) }
+            values[key] = made
         }
-        return RegionService.approximate(computed)
+        return made
     }
 }
