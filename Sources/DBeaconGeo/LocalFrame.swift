@@ -28,6 +28,18 @@ package struct LocalFrame: Sendable {
         return (dLon * metresPerDegreeLon, (p.lat - origin.lat) * metresPerDegreeLat)
     }
 
+    /// The plane's distance from the origin to the nearest point of `box` (0 inside it), or 0 for
+    /// a box the plane cannot place: a quarter of the globe wide or more, or straddling the
+    /// origin's antimeridian.
+    package func planeDistance(to box: BoundingBox) -> Double {
+        guard box.east - box.west < 90 else { return 0 }
+        let (x0, y0) = project(Position(lon: box.west, lat: box.south))
+        let (x1, y1) = project(Position(lon: box.east, lat: box.north))
+        guard x0 <= x1 else { return 0 }
+        let dx = max(0, x0, -x1), dy = max(0, y0, -y1)
+        return (dx * dx + dy * dy).squareRoot()
+    }
+
     package func unproject(_ x: Double, _ y: Double) -> Position {
         var lon = origin.lon + x / metresPerDegreeLon
         if lon > 180 { lon -= 360 } else if lon < -180 { lon += 360 }

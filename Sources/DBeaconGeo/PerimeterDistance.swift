@@ -198,12 +198,7 @@ package struct EdgeRuns: Sendable {
         /// A lower bound of the plane's distance from the frame's origin to the run's edges
         /// (0 for a box the frame cannot place: across the antimeridian or a quarter globe wide).
         package func bound(in frame: LocalFrame) -> Double {
-            guard east - west < 90 else { return 0 }
-            let (x0, y0) = frame.project(Position(lon: Double(west), lat: Double(south)))
-            let (x1, y1) = frame.project(Position(lon: Double(east), lat: Double(north)))
-            guard x0 <= x1 else { return 0 }
-            let dx = max(0, x0, -x1), dy = max(0, y0, -y1)
-            return (dx * dx + dy * dy).squareRoot()
+            frame.planeDistance(to: BoundingBox(west: Double(west), south: Double(south), east: Double(east), north: Double(north)))
         }
     }
 

@@ -250,12 +250,7 @@ package struct RegionService: Sendable {
     /// the plane's distance to the box, less the plane's error there (0 where the plane is not
     /// trusted: near the poles, far away, or a box wider than a quarter of the globe).
     static func lowerBound(to box: BoundingBox, in frame: LocalFrame) -> Double {
-        guard box.east - box.west < 90 else { return 0 }
-        let (x0, y0) = frame.project(Position(lon: box.west, lat: box.south))
-        let (x1, y1) = frame.project(Position(lon: box.east, lat: box.north))
-        guard x0 <= x1 else { return 0 }  // the box straddles the point's antimeridian: no bound
-        let dx = Swift.max(0, x0, -x1), dy = Swift.max(0, y0, -y1)
-        let d = (dx * dx + dy * dy).squareRoot()
+        let d = frame.planeDistance(to: box)
         let error = PerimeterDistance.planeError(d, latitude: frame.origin.lat)
         return error.isFinite ? Swift.max(0, d - error) : 0
     }
@@ -323,13 +318,7 @@ final class EdgeRunsCache: Sendable {
 
     /// The runs of what `b` covers, or nil for a perimeter too small to gain from them.
     func runs(of b: VisibleBeacon, covering covers: (location: Position, perimeter: Perimeter)) -> EdgeRuns? {
-        var vertices = 0
-        switch covers.perimeter {
-        case .circle: return nil
-        case .polygon(let p): vertices = p.vertexCount
-        case .multiPolygon(let ps): vertices = ps.reduce(0) { $0 + $1.vertexCount }
-        }
-        guard vertices >= EdgeRuns.worthFrom else { return nil }
+        guard covers.perimeter.vertexCount >= EdgeRuns.worthFrom else { return nil }
         return runs.value(id: b.id, version: b.version, createdAt: b.createdAt, updatedAt: b.updatedAt,
                           location: covers.location, perimeter: covers.perimeter) { EdgeRuns(covers.perimeter) }
     }
