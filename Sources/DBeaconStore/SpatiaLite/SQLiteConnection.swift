@@ -35,6 +35,7 @@ final class SQLiteConnection: @unchecked Sendable {
     /// Opens the database at `path` (creating it unless `readOnly`) and, when `spatial`, loads
     /// `mod_spatialite`.
     init(path: String, readOnly: Bool, synchronousFull: Bool, spatial: Bool = true) throws {
+        _ = Self.configureSQLite
         var db: OpaquePointer?
         let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)
@@ -53,6 +54,12 @@ final class SQLiteConnection: @unchecked Sendable {
         try execute("PRAGMA foreign_keys = ON")
         try execute("PRAGMA synchronous = \(synchronousFull ? "FULL" : "NORMAL")")
     }
+
+    /// Process-wide SQLite settings, made once before the first connection opens: no memory
+    /// statistics (their global mutex serialised every allocation of every connection).
+    private static let configureSQLite: Void = {
+        _ = dbeacon_sqlite_disable_memory_statistics()
+    }()
 
     deinit {
         statements.removeAll()
