@@ -137,4 +137,46 @@ import Testing
             #expect(store.fixReads == nil, "SpatiaLite reads in process, one statement per read")
         }
     }
+
+    /// SpatiaLite remembers the users a fix found in no group (`GrouplessUsers`), so their
+    /// fixes read no groups; a group created or joined in this process is seen by the next
+    /// read, one joined through another process once the store has polled for its changes, and
+    /// a read begun before a join is not remembered after it.
+    @Test func theUsersFoundInNoGroupAreForgottenWhenTheyJoinOne() async throws {
+        let h = try await TestHarness.make(backend: .spatialite)
+        let store = try #require(h.store as? SpatiaLiteStore)
+        let groupless = try #require(store.grouplessUsers)
+        let (annID, ann) = try await h.user("ann")
+        let (bobID, bob) = try await h.user("bob")
+        let (eveID, _) = try await h.user("eve")
+        for u in [annID, bobID, eveID] { #expect(try await store.groups(involving: u).isEmpty) }
+        #expect(groupless.count == 3)
+        #expect(try await store.groups(involving: annID).isEmpty && groupless.count == 3, "answered from memory")
+
+        let groupID = Mutex<GroupID?>(nil)
+        try await h.app().test(.router) { client in
+            let group = try await client.call(.post, "/v1/groups", token: ann, json: ["name": "Trip", "range_m": 100])
+            #expect(group.status == .created, "\(group.text)")
+            groupID.withLock { $0 = group.json?["id"]?.stringValue.map(GroupID.init(uncheckedRawValue:)) }
+            #expect(try await client.call(.post, "/v1/groups/\(group.json?["id"]?.stringValue ?? "")/join", token: bob).status == .ok)
+        }
+        let trip = try #require(groupID.withLock { $0 })
+        #expect(try await store.groups(involving: annID).map(\.name) == ["Trip"], "the leader of a new group")
+        #expect(try await store.groups(involving: bobID).map(\.name) == ["Trip"], "a member who just joined")
+
+        // Another process on the same file adds eve: seen once this store has polled.
+        let other = try SpatiaLiteStore(path: h.services.config.databasePath, synchronousFull: false)
+        #expect(try await other.addGroupMember(trip, user: eveID, at: h.clock.now(), events: []) == .joined)
+        try await store.pollRemoteChanges()
+        #expect(try await store.groups(involving: eveID).map(\.name) == ["Trip"], "a member added by another process")
+
+        // A read that began before a membership changed is not remembered after it.
+        let racer = UserID(uncheckedRawValue: "usr_racer")
+        let (_, generation) = groupless.lookup(racer)
+        groupless.involved(racer)
+        groupless.remember(racer, readAt: generation)
+        #expect(groupless.lookup(racer).groupless == false)
+        groupless.remember(racer, readAt: groupless.lookup(racer).generation)
+        #expect(groupless.lookup(racer).groupless)
+    }
 }

@@ -38,7 +38,9 @@ import Testing
             let far = Walk.offset(start, north: 300)
             #expect(try await client.call(.get, "/v1/groups/nearby?lat=\(far.lat)&lon=\(far.lon)", token: bob).features.isEmpty)
 
-            // Bob joins; the guide hears of it
+            // Bob joins (after a fix of his in no group, which the embedded store remembers: his
+            // fixes after joining must still be decided against the group); the guide hears of it
+            #expect(try await client.report(bob, near, at: tick(1)).filter { $0.hasPrefix("group.") } == [])
             #expect(try await client.call(.get, "/v1/groups/\(id)", token: bob).status == .notFound, "members only")
             let joined = try await client.call(.post, "/v1/groups/\(id)/join", token: bob)
             #expect(joined.status == .ok, "\(joined.text)")

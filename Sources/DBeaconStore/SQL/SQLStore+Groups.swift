@@ -4,6 +4,7 @@ import Foundation
 /// Group tracking's groups, members and range states (migration v4), on either database.
 extension SQLStore {
     package func createGroup(_ group: TrackedGroup, beacon: Beacon) async throws {
+        defer { grouplessUsers?.involved(group.leader) }
         try await write { db, log in
             try await Self.insertRow(beacon, db: db)
             try await Self.writeChildren(beacon, db: db, replacing: false)
@@ -39,8 +40,15 @@ extension SQLStore {
 
     package func groups(involving user: UserID) async throws -> [TrackedGroup] {
         // Read for every fix: one statement for all the fixes reading at once on PostgreSQL
-        // (`fixReads`), one per read on SpatiaLite.
-        guard let coalescer = fixReads?.groups else { return try await groups(involving: [user])[0] }
+        // (`fixReads`); on SpatiaLite, one per read, none for a user known to be in no group.
+        guard let coalescer = fixReads?.groups else {
+            guard let groupless = grouplessUsers else { return try await groups(involving: [user])[0] }
+            let known = groupless.lookup(user)
+            if known.groupless { return [] }
+            let found = try await groups(involving: [user])[0]
+            if found.isEmpty { groupless.remember(user, readAt: known.generation) }
+            return found
+        }
         return try await coalescer.read(user) { [self] users in try await groups(involving: users) }
     }
 
@@ -78,7 +86,8 @@ extension SQLStore {
     }
 
     package func addGroupMember(_ group: GroupID, user: UserID, at: Timestamp, events: [Event]) async throws -> GroupJoinOutcome {
-        try await write { db, _ in
+        defer { grouplessUsers?.involved(user) }
+        return try await write { db, _ in
             // The group row serialises joins of one group across processes.
             guard try await db.exists("SELECT 1 FROM tracked_groups WHERE id = $1\(db.dialect.forUpdate)", [group.rawValue]) else {
                 throw DBeaconError.notFound("group \(group)")

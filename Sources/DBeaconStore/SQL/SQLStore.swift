@@ -1,4 +1,5 @@
 package import DBeaconCore
+import Synchronization
 
 /// What a write transaction did besides its rows, for the store to announce after commit.
 package struct SQLWriteLog: Sendable {
@@ -79,6 +80,62 @@ package protocol SQLStore: ServiceBackingStore, RegistryStore, AnyObject {
     /// Reads made for every location fix, coalesced across concurrent fixes (PostgreSQL); nil:
     /// one statement per read (SpatiaLite, in-process: nothing to save).
     var fixReads: FixReadCoalescers? { get }
+    /// Users known to be in no group, so a fix of theirs needs no read of groups (SpatiaLite:
+    /// this process sees every membership change); nil: every fix reads (PostgreSQL, where
+    /// other nodes add members).
+    var grouplessUsers: GrouplessUsers? { get }
+}
+
+/// The users `groups(involving:)` last found in no group, for a store whose membership changes
+/// all reach this process: a local join or new group removes its user at once (after commit),
+/// another process's commit (the CLI on the same file) empties the set when the store polls for
+/// it, within a quarter second. A read that began before a change is not remembered after it
+/// (`generation`), so the set never outlives a membership it did not see.
+package final class GrouplessUsers: Sendable {
+    private struct State {
+        var users = Set<UserID>()
+        var generation: UInt64 = 0
+    }
+
+    private let state = Mutex(State())
+    /// Beyond this many users the set starts over (bounds its memory).
+    static let capacity = 1_000_000
+
+    package init() {}
+
+    /// Whether `user` is known to be in no group; else the generation to pass to `remember`.
+    func lookup(_ user: UserID) -> (groupless: Bool, generation: UInt64) {
+        state.withLock { ($0.users.contains(user), $0.generation) }
+    }
+
+    /// Remembers that a read begun at `generation` found `user` in no group, unless a
+    /// membership changed since.
+    func remember(_ user: UserID, readAt generation: UInt64) {
+        state.withLock { s in
+            guard s.generation == generation else { return }
+            if s.users.count >= Self.capacity { s.users.removeAll() }
+            s.users.insert(user)
+        }
+    }
+
+    /// `user` may be in a group now (they created or joined one).
+    func involved(_ user: UserID) {
+        state.withLock { s in
+            s.generation &+= 1
+            s.users.remove(user)
+        }
+    }
+
+    /// Another process may have changed memberships.
+    func forgetAll() {
+        state.withLock { s in
+            s.generation &+= 1
+            s.users.removeAll()
+        }
+    }
+
+    /// How many users are remembered (tests).
+    package var count: Int { state.withLock { $0.users.count } }
 }
 
 /// The per-fix reads of the services that react to fixes, one `ReadCoalescer` each.

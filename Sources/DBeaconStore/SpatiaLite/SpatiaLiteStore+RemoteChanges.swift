@@ -152,7 +152,10 @@ extension SpatiaLiteStore: BeaconChangeFeed {
         if accounts { accountObservers.notify([nil]) }
         // Another connection committed: it may have appended events (the CLI's fixes and
         // sightings do); the notifier reads the log, which is cheap when nothing is new.
-        if remoteCommit { eventWaker.value?() }
+        if remoteCommit {
+            eventWaker.value?()
+            grouplessUsers?.forgetAll()  // it may have added group members
+        }
         return counter
 }
 }

@@ -71,6 +71,7 @@ package final class SpatiaLiteStore: SQLStore {
     /// Fence state is not shared (one process decides): no batch of locked decisions.
     package var fenceBatcher: FenceDecisionBatcher? { nil }
     package var fixReads: FixReadCoalescers? { nil }
+    package let grouplessUsers: GrouplessUsers? = GrouplessUsers()
     package var deliveryClaimant: String? { nil }
 
     /// Registers the function that receives every committed beacon change.
