@@ -141,7 +141,7 @@ import Testing
     /// SpatiaLite remembers the users a fix found in no group (`GrouplessUsers`), so their
     /// fixes read no groups; a group created or joined in this process is seen by the next
     /// read, one joined through another process once the store has polled for its changes, and
-    /// a read begun before a join is not remembered after it.
+    /// a read begun before a join is not remembered after it; an erased user is forgotten.
     @Test func theUsersFoundInNoGroupAreForgottenWhenTheyJoinOne() async throws {
         let h = try await TestHarness.make(backend: .spatialite)
         let store = try #require(h.store as? SpatiaLiteStore)
@@ -169,6 +169,12 @@ import Testing
         #expect(try await other.addGroupMember(trip, user: eveID, at: h.clock.now(), events: []) == .joined)
         try await store.pollRemoteChanges()
         #expect(try await store.groups(involving: eveID).map(\.name) == ["Trip"], "a member added by another process")
+
+        // An erased user's id is not kept.
+        let (zedID, _) = try await h.user("zed")
+        #expect(try await store.groups(involving: zedID).isEmpty && groupless.lookup(zedID).groupless)
+        #expect(try await h.services.accounts.erase(zedID) != nil)
+        #expect(groupless.lookup(zedID).groupless == false)
 
         // A read that began before a membership changed is not remembered after it.
         let racer = UserID(uncheckedRawValue: "usr_racer")

@@ -118,7 +118,8 @@ package final class GrouplessUsers: Sendable {
         }
     }
 
-    /// `user` may be in a group now (they created or joined one).
+    /// `user` may be in a group now (they created or joined one), or their account changed (an
+    /// erased user's id is not kept).
     func involved(_ user: UserID) {
         state.withLock { s in
             s.generation &+= 1

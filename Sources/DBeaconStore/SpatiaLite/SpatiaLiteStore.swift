@@ -121,7 +121,11 @@ package final class SpatiaLiteStore: SQLStore {
             throw error
         }
         if let notify = changeObserver.observer { for change in log.changes { notify(change) } }
-        if !log.accountsChanged.isEmpty { accountObservers.notify(log.accountsChanged) }
+        if !log.accountsChanged.isEmpty {
+            accountObservers.notify(log.accountsChanged)
+            // An erased user's id leaves memory with their rows.
+            for user in log.accountsChanged { grouplessUsers?.involved(user) }
+        }
         if writer.totalChanges != before { changeObserver.outboxWaker?() }
         if events.isSet { eventWaker.value?() }
         return result
