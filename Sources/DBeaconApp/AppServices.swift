@@ -75,6 +75,10 @@ package struct AppServices: Sendable {
         var snapshots: IndexSnapshots?
         let regionChanges = RegionChanges()
         let phoneStates = PhoneStateCache()
+        // A device revoked, a user disabled or erased (here, or by another process: whose is not said).
+        store.observeAccountChanges { user in
+            if let user { phoneStates.forget(user) } else { phoneStates.forgetAll() }
+        }
         switch config.engine {
         case .sql:
             engine = SQLCoverageEngine(store: store)

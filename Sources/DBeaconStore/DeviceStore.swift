@@ -16,4 +16,9 @@ package protocol DeviceStore: Sendable {
     /// The phone protocol's state for one of the user's clients (JSON), if any.
     func phoneState(user: UserID, client: String) async throws -> String?
     func setPhoneState(user: UserID, client: String, state: String, at: Timestamp) async throws
+    /// Whether every phone state is written by this process, so a copy kept here is the stored
+    /// one (SpatiaLite: the server that serves the phones writes them; a device revoked or a
+    /// user erased by another process arrives as an account change within a quarter second);
+    /// false where other nodes write them (PostgreSQL: a post reads its phone's state).
+    var phoneStatesStayInProcess: Bool { get }
 }

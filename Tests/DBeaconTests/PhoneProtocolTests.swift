@@ -141,6 +141,15 @@ import Testing
                 #expect(r.status.code / 100 == 4 && r.json?["error"]?["path"] == .string(path), "\(body): \(r.text)")
             }
             #expect(try await client.call(.post, "/v1/owntracks", raw: "{not json", headers: auth).status == .badRequest)
+
+            // The phone's state is kept as last written (on SpatiaLite a post reads it from
+            // there); revoking the device drops it with the account change, and the device's
+            // posts are refused (all of the user's states go: another client reads its own again).
+            #expect(h.services.phoneStates.count == 2, "the device's, and the user token's (another client)")
+            let deviceID = try #require(device.json?["id"]?.stringValue)
+            #expect(try await client.call(.delete, "/v1/me/devices/\(deviceID)", token: ann).status == .noContent)
+            #expect(h.services.phoneStates.count == 0, "a revoked device's state stayed in memory")
+            #expect(try await client.call(.post, "/v1/owntracks", json: android, headers: auth).status == .unauthorized)
         }
     }
 

@@ -345,6 +345,8 @@ package struct PhoneService: Sendable {
     /// The phone's stored state; nil before its first post. A state this version cannot read
     /// (written by another one) counts as none: the phone is simply given its regions again.
     func state(user: UserID, client: String) async throws -> PhoneState? {
+        // Where this process writes every phone state, the one it wrote last is the stored one.
+        if devices.phoneStatesStayInProcess, let known = decoded.latest(user: user, client: client) { return known }
         guard let text = try await devices.phoneState(user: user, client: client) else {
             decoded.forget(user, client: client)
             return nil
@@ -356,13 +358,16 @@ package struct PhoneService: Sendable {
     }
 }
 
-/// Phone states as decoded, per (user, client), with the stored text they were decoded from:
-/// a post reads its phone's state from the store every time (another node may have written
-/// it), and decodes it only when the text is not the one seen last (decoding was 6 % of an
-/// OwnTracks post at 1M beacons). Emptied when it holds `capacity` states (a state with its
-/// text takes some 6 KB with 19 regions: at most about 60 MB; more phones than that per node
-/// decode again after each emptying, as all did before); a user's states are dropped when
-/// they are erased on this node, and on any node when their phone's stored state is found gone.
+/// Phone states as decoded, per (user, client), with the stored text they were decoded from.
+/// On PostgreSQL a post reads its phone's state from the store every time (another node may
+/// have written it), and decodes it only when the text is not the one seen last (decoding was
+/// 6 % of an OwnTracks post at 1M beacons); on SpatiaLite, where this process writes every
+/// state, a post takes the one kept here and reads the store only without one (a read of some
+/// 6 KB per post). Emptied when it holds `capacity` states (a state with its text takes some
+/// 6 KB with 19 regions: at most about 60 MB; more phones than that per node read and decode
+/// again after each emptying); a user's states are dropped when their account changes (a
+/// device revoked, the user erased or disabled; all states when another process changed
+/// accounts), and on any node when their phone's stored state is found gone.
 package final class PhoneStateCache: Sendable {
     static let capacity = 10_000
     private struct Key: Hashable { let user: UserID, client: String }
@@ -375,10 +380,23 @@ package final class PhoneStateCache: Sendable {
 
     package init() {}
 
-    /// Drops every state of `user` (an erasure).
+    /// The state last kept for this phone (`DeviceStore.phoneStatesStayInProcess`).
+    func latest(user: UserID, client: String) -> PhoneState? {
+        states.withLock { $0[Key(user: user, client: client)]?.state }
+    }
+
+    /// Drops every state of `user` (an erasure; their account changed).
     package func forget(_ user: UserID) {
         states.withLock { s in s = s.filter { $0.key.user != user } }
     }
+
+    /// Drops every state (accounts changed in another process, which does not say whose).
+    package func forgetAll() {
+        states.withLock { $0.removeAll() }
+    }
+
+    /// How many phones' states are kept (tests).
+    package var count: Int { states.withLock { $0.count } }
 
     func forget(_ user: UserID, client: String) {
         _ = states.withLock { s in s.removeValue(forKey: Key(user: user, client: client)) }

@@ -49,6 +49,8 @@ extension SQLStore {
         }
     }
 
+    package var phoneStatesStayInProcess: Bool { dialect == .sqlite }
+
     package func phoneState(user: UserID, client: String) async throws -> String? {
         try await read { db in
             try await db.row("SELECT state FROM phone_states WHERE user_id = $1 AND client = $2", [user.rawValue, client])?.string("state")
