@@ -57,7 +57,8 @@ import Testing
     }
 
     /// SIGTERM is a graceful shutdown: every background service (deliverer, tickers, the poller
-    /// for other processes' writes) stops without an error and the process exits with status 0.
+    /// for other processes' writes) stops without an error and the process exits with status 0;
+    /// meanwhile its tasks ran on the event loops.
     @Test func sigtermShutsDownCleanly() async throws {
         let directory = try Scratch.directory("dbeacon-term")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -68,5 +69,7 @@ import Testing
         let output = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
         #expect(server.process.terminationStatus == 0, "\(output)")
         #expect(!output.contains("Error"), "\(output)")
+        // Its Swift tasks ran on the event loops (`EventLoopGlobalExecutor` installed its hook).
+        #expect(!output.contains("could not be moved to the event loops"), "\(output)")
     }
 }
