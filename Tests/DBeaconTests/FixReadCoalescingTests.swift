@@ -141,7 +141,9 @@ import Testing
     /// SpatiaLite remembers the users a fix found in no group (`GrouplessUsers`), so their
     /// fixes read no groups; a group created or joined in this process is seen by the next
     /// read, one joined through another process once the store has polled for its changes, and
-    /// a read begun before a join is not remembered after it; an erased user is forgotten.
+    /// a read begun before a join is not remembered after it; an erased user is forgotten. The
+    /// store also knows each event type's newest position, so a read of alerts past it reads
+    /// nothing, and one before an alert (local, or polled from another process) finds it.
     @Test func theUsersFoundInNoGroupAreForgottenWhenTheyJoinOne() async throws {
         let h = try await TestHarness.make(backend: .spatialite)
         let store = try #require(h.store as? SpatiaLiteStore)
@@ -175,6 +177,27 @@ import Testing
         #expect(try await store.groups(involving: zedID).isEmpty && groupless.lookup(zedID).groupless)
         #expect(try await h.services.accounts.erase(zedID) != nil)
         #expect(groupless.lookup(zedID).groupless == false)
+
+        // The newest position of each event type (`EventTypeMarks`): a read of the group alerts
+        // after a position past every one reads nothing; one after an alert reads it, whether
+        // this store or (once polled) another process appended it.
+        let marks = try #require(store.eventTypeMarks)
+        let alerts: [EventType] = [.memberJoined]
+        let end = try await store.latestEventPosition()
+        #expect(marks.newest(of: alerts) <= end)
+        let none = try await store.events(recipient: annID, after: end, types: alerts, limit: 10)
+        #expect(none.page.items.isEmpty && none.page.next == nil && none.through == end)
+        let (kimID, _) = try await h.user("kim")
+        let joined = Event(type: .memberJoined, createdAt: h.clock.now(), recipient: annID, beacon: nil, data: ["member": "kim"])
+        #expect(try await store.addGroupMember(trip, user: kimID, at: h.clock.now(), events: [joined]) == .joined)
+        #expect(marks.newest(of: alerts) > end)
+        #expect(try await store.events(recipient: annID, after: end, types: alerts, limit: 10).page.items.map(\.id) == [joined.id])
+        let end2 = try await store.latestEventPosition()
+        let (lenID, _) = try await h.user("len")
+        let remote = Event(type: .memberJoined, createdAt: h.clock.now(), recipient: annID, beacon: nil, data: ["member": "len"])
+        #expect(try await other.addGroupMember(trip, user: lenID, at: h.clock.now(), events: [remote]) == .joined)
+        try await store.pollRemoteChanges()
+        #expect(try await store.events(recipient: annID, after: end2, types: alerts, limit: 10).page.items.map(\.id) == [remote.id])
 
         // A read that began before a membership changed is not remembered after it.
         let racer = UserID(uncheckedRawValue: "usr_racer")

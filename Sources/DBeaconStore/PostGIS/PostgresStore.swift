@@ -42,6 +42,7 @@ package final class PostgresStore: SQLStore {
     /// The reads of every fix, one statement for the fixes reading at once.
     package let fixReads: FixReadCoalescers? = FixReadCoalescers()
     package var grouplessUsers: GrouplessUsers? { nil }
+    package var eventTypeMarks: EventTypeMarks? { nil }
     private let listenTask: Task<Void, Never>?
 
     /// Connects, creates the schema and the PostGIS extension if needed, applies the

@@ -1,4 +1,4 @@
-import DBeaconCore
+package import DBeaconCore
 import Synchronization
 
 /// One connection inside a transaction (a write, or a read snapshot), on either database.
@@ -60,16 +60,55 @@ package struct SQLStatement: Sendable {
 /// Taking the seqs under a lock held through the commit makes commit order seq order. Taking
 /// it last, when nothing else is left to lock (events have no foreign keys to rows another
 /// transaction could hold), keeps it free of deadlocks with the transactions' other locks.
-/// Whether a write transaction appended events, for the wake-up after its commit.
+/// Whether a write transaction appended events, and of which types: for the wake-up after its
+/// commit, and `EventTypeMarks`.
 package final class EventMark: Sendable {
-    private let written = Atomic(false)
+    private let types = Mutex(Set<EventType>())
 
     package init() {}
 
-    func set() { written.store(true, ordering: .relaxed) }
+    func set(_ events: [Event]) { types.withLock { for e in events { $0.insert(e.type) } } }
 
     /// True once events were appended.
-    package var isSet: Bool { written.load(ordering: .relaxed) }
+    package var isSet: Bool { types.withLock { !$0.isEmpty } }
+
+    /// The types of the events appended.
+    package var written: Set<EventType> { types.withLock { $0 } }
+}
+
+/// The newest log position of each event type this process knows of (SpatiaLite): a reader of
+/// some types of a user's events after a position past all of them has nothing to read (an
+/// OwnTracks post reads the group alerts since the phone's last post; alerts are rare). Raised
+/// after each local commit that appended events, to the log's end then; every type is raised to
+/// the log's end when the store opens and when another process committed (polled within a
+/// quarter second). A mark may be above the newest event of its type (deleted events, other
+/// types in the same commit), never below a committed one except between a commit and its raise,
+/// where a reader skips what it will read next time (skipping never moves a reader past an event).
+package final class EventTypeMarks: Sendable {
+    private struct State {
+        var floor: Int64 = .max
+        var byType: [EventType: Int64] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    package init() {}
+
+    /// The newest position an event of `types` may have (`Int64.max` until the store opened).
+    package func newest(of types: [EventType]) -> Int64 {
+        state.withLock { s in types.reduce(s.floor) { max($0, s.byType[$1] ?? .min) } }
+    }
+
+    /// Events of `types` were committed up to `position`.
+    func raise(_ types: Set<EventType>, to position: Int64) {
+        state.withLock { s in for t in types { s.byType[t] = max(s.byType[t] ?? .min, position) } }
+    }
+
+    /// Events of any type may have been committed up to `position` (the store opened; another
+    /// process committed).
+    func raiseAll(to position: Int64) {
+        state.withLock { s in s.floor = s.floor == .max ? position : max(s.floor, position) }
+    }
 }
 
 package final class DeferredEvents: Sendable {

@@ -15,7 +15,7 @@ extension SQLStore {
             return
         }
         try await writeEvents(db, try await addressedToUsers(db, events))
-        db.eventMark?.set()
+        db.eventMark?.set(events)
     }
 
     /// The events whose recipients are users still. A decision read before a user was erased
@@ -171,7 +171,10 @@ extension SQLStore {
     }
 
     package func events(recipient: UserID, after: Int64, types: [EventType], limit: Int) async throws -> (page: Page<Event>, through: Int64) {
-        try await read { db in
+        // None of these types was written after `after` (SpatiaLite): nothing to read, and the
+        // reader stays where it is.
+        if let marks = eventTypeMarks, marks.newest(of: types) <= after { return (Page(items: [], next: nil), after) }
+        return try await read { db in
             // The newest position first: the log's order is its commit order (one writer, or the
             // events lock on PostgreSQL), so every event up to it is committed and read below.
             let through = try await db.row(Self.latestPositionSQL)?.int64("n") ?? 0

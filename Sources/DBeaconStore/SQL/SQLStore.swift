@@ -84,6 +84,9 @@ package protocol SQLStore: ServiceBackingStore, RegistryStore, AnyObject {
     /// this process sees every membership change); nil: every fix reads (PostgreSQL, where
     /// other nodes add members).
     var grouplessUsers: GrouplessUsers? { get }
+    /// The newest log position of each event type, where this process sees every commit as it
+    /// happens (SpatiaLite); nil: readers read the log (PostgreSQL, where other nodes append).
+    var eventTypeMarks: EventTypeMarks? { get }
 }
 
 /// The users `groups(involving:)` last found in no group, for a store whose membership changes

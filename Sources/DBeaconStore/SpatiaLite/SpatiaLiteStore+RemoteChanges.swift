@@ -121,6 +121,7 @@ extension SpatiaLiteStore: BeaconChangeFeed {
         try db.execute("BEGIN")
         let changes: [BeaconChange]
         let counter: Int64
+        var eventsThrough: Int64?
         do {
             let rows = try db.rows("SELECT seq, beacon_id, kind, writer FROM beacon_changes WHERE seq > $1 ORDER BY seq",
                                    [cursor.lastSeq])
@@ -142,6 +143,7 @@ extension SpatiaLiteStore: BeaconChangeFeed {
             }
             changes = ids.map { id in current[id].map(BeaconChange.upsert) ?? .delete(BeaconID(uncheckedRawValue: id)) }
             counter = force ? try Self.changeCounter(db) : 0
+            if remoteCommit { eventsThrough = try db.rows(Self.latestPositionSQL, []).first?.int64("n") }
             try db.execute("COMMIT")
         } catch {
             try? db.execute("ROLLBACK")
@@ -155,6 +157,7 @@ extension SpatiaLiteStore: BeaconChangeFeed {
         if remoteCommit {
             eventWaker.value?()
             grouplessUsers?.forgetAll()  // it may have added group members
+            if let eventsThrough { eventTypeMarks?.raiseAll(to: eventsThrough) }  // and appended events
         }
         return counter
 }

@@ -54,6 +54,7 @@ package final class SpatiaLiteStore: SQLStore {
         readPermits = AsyncSemaphore(permits: readers.count)
         remoteCursor.dataVersion = try writer.rows("PRAGMA data_version", []).first?.int("data_version") ?? 0
         remoteCursor.lastSeq = try writer.rows("SELECT coalesce(max(seq), 0) AS seq FROM beacon_changes", []).first?.int64("seq") ?? 0
+        eventTypeMarks?.raiseAll(to: try writer.rows(Self.latestPositionSQL, []).first?.int64("n") ?? 0)
     }
 
     deinit {
@@ -72,6 +73,7 @@ package final class SpatiaLiteStore: SQLStore {
     package var fenceBatcher: FenceDecisionBatcher? { nil }
     package var fixReads: FixReadCoalescers? { nil }
     package let grouplessUsers: GrouplessUsers? = GrouplessUsers()
+    package let eventTypeMarks: EventTypeMarks? = EventTypeMarks()
     package var deliveryClaimant: String? { nil }
 
     /// Registers the function that receives every committed beacon change.
@@ -111,15 +113,18 @@ package final class SpatiaLiteStore: SQLStore {
         var log = SQLWriteLog()
         let events = EventMark()
         let result: T
+        let eventsThrough: Int64?
         do {
             result = try await body(SQLiteSession(connection: writer, eventMark: events), &log)
             try await Self.settleTouched(&log, db: SQLiteSession(connection: writer))
             try logChanges(log, on: writer)
+            eventsThrough = events.isSet ? try writer.rows(Self.latestPositionSQL, []).first?.int64("n") : nil
             try writer.execute("COMMIT")
         } catch {
             try? writer.execute("ROLLBACK")
             throw error
         }
+        if let eventsThrough { eventTypeMarks?.raise(events.written, to: eventsThrough) }
         if let notify = changeObserver.observer { for change in log.changes { notify(change) } }
         if !log.accountsChanged.isEmpty {
             accountObservers.notify(log.accountsChanged)
