@@ -55,6 +55,10 @@ package final class SpatiaLiteStore: SQLStore {
         remoteCursor.dataVersion = try writer.rows("PRAGMA data_version", []).first?.int("data_version") ?? 0
         remoteCursor.lastSeq = try writer.rows("SELECT coalesce(max(seq), 0) AS seq FROM beacon_changes", []).first?.int64("seq") ?? 0
         eventTypeMarks?.raiseAll(to: try writer.rows(Self.latestPositionSQL, []).first?.int64("n") ?? 0)
+        // An account changed (an erased user's id leaves memory with their rows).
+        accountObservers.add { [grouplessUsers] user in
+            if let user { grouplessUsers?.involved(user) } else { grouplessUsers?.forgetAll() }
+        }
     }
 
     deinit {
@@ -126,11 +130,7 @@ package final class SpatiaLiteStore: SQLStore {
         }
         if let eventsThrough { eventTypeMarks?.raise(events.written, to: eventsThrough) }
         if let notify = changeObserver.observer { for change in log.changes { notify(change) } }
-        if !log.accountsChanged.isEmpty {
-            accountObservers.notify(log.accountsChanged)
-            // An erased user's id leaves memory with their rows.
-            for user in log.accountsChanged { grouplessUsers?.involved(user) }
-        }
+        if !log.accountsChanged.isEmpty { accountObservers.notify(log.accountsChanged) }
         if writer.totalChanges != before { changeObserver.outboxWaker?() }
         if events.isSet { eventWaker.value?() }
         return result
