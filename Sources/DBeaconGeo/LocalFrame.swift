@@ -8,8 +8,8 @@ import Foundation
 /// regions and trilateration.
 package struct LocalFrame: Sendable {
     package let origin: Position
-    let metresPerDegreeLon: Double
-    let metresPerDegreeLat: Double
+    package let metresPerDegreeLon: Double
+    package let metresPerDegreeLat: Double
 
     package init(origin: Position) {
         self.origin = origin

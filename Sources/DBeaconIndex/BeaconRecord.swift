@@ -129,6 +129,32 @@ package enum BeaconRecord {
                       followersCount: followers, version: version, createdAt: created, updatedAt: updated)
     }
 
+    /// What the visibility rule reads of a record (`Beacon.visibilitySubject`), without
+    /// decoding the rest: the gate's decision on a fix's answer names some twenty beacons.
+    package static func decodeSubject(_ bytes: UnsafeRawBufferPointer) -> VisibilityPolicy.Subject {
+        var r = Reader(bytes: bytes)
+        for _ in 0..<2 { _ = r.uint() } // version, followers
+        for _ in 0..<2 { _ = r.int() } // created, updated
+        let flags = r.byte()
+        r.skipString() // content policy
+        r.skipString() // name
+        if flags & Flag.description != 0 { r.skipString() }
+        let owner = UserID(uncheckedRawValue: r.string())
+        var lifetime: Lifetime?
+        if flags & Flag.lifetime != 0 {
+            let start = flags & Flag.start != 0 ? Timestamp(millis: r.int()) : nil
+            let end = flags & Flag.end != 0 ? Timestamp(millis: r.int()) : nil
+            lifetime = Lifetime(start: start, end: end)
+        }
+        var members: [UserID]?
+        if flags & Flag.members != 0 {
+            members = (0..<Int(r.uint())).map { _ in UserID(uncheckedRawValue: r.string()) }
+        }
+        for _ in 0..<Int(r.uint()) { r.skipString() } // tags
+        let service = flags & Flag.service != 0 ? r.string() : nil
+        return VisibilityPolicy.Subject(owner: owner, members: members, lifetime: lifetime, service: service)
+    }
+
     private struct Writer {
         var out: [UInt8]
 
@@ -174,6 +200,10 @@ package enum BeaconRecord {
         mutating func int() -> Int64 {
             let u = uint()
             return Int64(bitPattern: u >> 1) ^ -Int64(bitPattern: u & 1)
+        }
+
+        mutating func skipString() {
+            i += Int(uint())
         }
 
         mutating func string() -> String {

@@ -582,6 +582,54 @@ package final class CompactPolygon: @unchecked Sendable {
         }
     }
 
+    /// Whether the point at `frame`'s origin lies nearer than a distance to an edge, in the
+    /// tangent plane (metres), told from the compact vertices: true when an edge is surely
+    /// nearer than `lower`, false when every edge is surely `upper` or farther, nil between (the
+    /// exact vertices decide). Surely: a vertex moved at most half a step each way, so every
+    /// point of an exact edge lies within `margin` steps of its compact edge. Only the strips
+    /// within reach of the point's latitude are read, and the scan stops at the first edge
+    /// surely nearer than `lower`. An exit cushion is judged on this without reading the exact
+    /// vertices from their file (`MemoryCoverageEngine.isWithin`). Nil for a box the plane
+    /// cannot place (a quarter globe wide).
+    func isNearerThan(_ lower: Double, notBeyond upper: Double, from frame: LocalFrame) -> Bool? {
+        let v = view
+        guard v.east - v.west < 90, v.north - v.south < 90 else { return nil }
+        let mx = frame.metresPerDegreeLon / v.sx, my = frame.metresPerDegreeLat / v.sy
+        let error = Self.margin * (mx * mx + my * my).squareRoot()
+        // Edges at `reach` or farther are surely beyond `upper`; one nearer than `stop` is surely within `lower`.
+        let reach = upper + error, stop = lower - error
+        var dLon = frame.origin.lon - v.west
+        if dLon > 180 { dLon -= 360 } else if dLon < -180 { dLon += 360 }
+        let px = dLon * v.sx, py = (frame.origin.lat - v.south) * v.sy
+        // The reach in steps, with the margin: the strips took in every edge within a step of them.
+        let rx = reach / mx + Self.margin, ry = reach / my + Self.margin
+        guard px + rx >= 0, px - rx <= Self.steps, py + ry >= 0, py - ry <= Self.steps else { return false }
+        let top = Double(v.stripCount - 1)
+        let s0 = Int(min(top, max(0, (py - ry) / v.stripHeight))), s1 = Int(min(top, max(0, (py + ry) / v.stripHeight)))
+        var best = reach
+        for r in Int(v.stripStart[s0])..<Int(v.stripStart[s1 + 1]) {
+            let (first, count) = v.run(r)
+            var a = v.q + 2 * first
+            var ax = (Double(a[0]) - px) * mx, ay = (Double(a[1]) - py) * my
+            for _ in 0..<count {
+                let bx = (Double(a[2]) - px) * mx, by = (Double(a[3]) - py) * my
+                a += 2
+                defer { ax = bx; ay = by }
+                // Wholly `best` or farther on one side: not nearer than the best so far.
+                if (ax >= best && bx >= best) || (ax <= -best && bx <= -best)
+                    || (ay >= best && by >= best) || (ay <= -best && by <= -best) { continue }
+                let dx = bx - ax, dy = by - ay
+                let lengthSquared = dx * dx + dy * dy
+                let t = lengthSquared > 0 ? max(0, min(1, -(ax * dx + ay * dy) / lengthSquared)) : 0
+                let x = ax + t * dx, y = ay + t * dy
+                let d = (x * x + y * y).squareRoot()
+                if d < stop { return true }
+                best = min(best, d)
+            }
+        }
+        return best < reach ? nil : false
+    }
+
     /// The compact test alone (tests): nil when the exact coordinates would decide.
     package func compactAnswer(lon x: Double, lat y: Double) -> Bool? { view.compactAnswer(lon: x, lat: y) }
 

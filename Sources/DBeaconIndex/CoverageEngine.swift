@@ -22,6 +22,9 @@ package protocol CoverageEngine: Sendable {
     /// without `perimeters` a polygon's may be left empty, which spares reading and decoding it
     /// (a large polygon's vertices come from the coordinate file).
     func beacons(ids: [BeaconID], perimeters: Bool) async throws -> [Beacon]
+    /// What the visibility rule reads of each beacon among `ids` that exists
+    /// (`Beacon.visibilitySubject`), for a decision that needs nothing else.
+    func visibilitySubjects(ids: [BeaconID]) async throws -> [BeaconID: VisibilityPolicy.Subject]
     /// The moving beacons of `owner`.
     func trackingBeacons(owner: UserID) async throws -> [Beacon]
     /// Beacons whose perimeter's box meets one of `boxes` (each a box of the spatial index's
@@ -31,6 +34,9 @@ package protocol CoverageEngine: Sendable {
     /// a caller materialises only those it needs (`beacons(ids:)`, then the visibility gate).
     /// `query.point` is unused.
     func meeting(_ boxes: [BoundingBox], _ query: CoverQuery) async throws -> [PerimeterCandidate]
+    /// `PerimeterDistance.isWithin(limit, of:, center:, point:)` on beacon `id`'s perimeter (an
+    /// exit cushion), when the engine can tell without reading the perimeter; nil: read it.
+    func isWithin(_ limit: Double, ofPerimeterOf id: BeaconID, point: Position) -> Bool?
 }
 
 /// A beacon near a point, before it is read: enough to bound the distance to its perimeter.
@@ -65,6 +71,14 @@ extension CoverageEngine {
 
     package func beacons(ids: [BeaconID], perimeters: Bool) async throws -> [Beacon] {
         try await beacons(ids: ids)
+    }
+
+    package func isWithin(_ limit: Double, ofPerimeterOf id: BeaconID, point: Position) -> Bool? { nil }
+
+    package func visibilitySubjects(ids: [BeaconID]) async throws -> [BeaconID: VisibilityPolicy.Subject] {
+        var found: [BeaconID: VisibilityPolicy.Subject] = [:]
+        for b in try await beacons(ids: ids, perimeters: false) { found[b.id] = b.visibilitySubject }
+        return found
     }
 }
 

@@ -295,6 +295,43 @@ extension MemoryCoverageEngine {
         lock.read { beacons(of: ids.compactMap { slots[$0] }, perimeter: perimeters) }
     }
 
+    /// `PerimeterDistance.isWithin(limit, of: perimeter, …)` for a large polygon, decided on its
+    /// compact vertices in memory (`CompactPolygon.planeDistance`) when the answer is clear of
+    /// the plane's error and a step's move of the vertices: the exit cushion of a fix, without
+    /// reading the polygon's exact vertices from their file. Nil for other perimeters, an unknown
+    /// id, and a point too near the cushion's edge to tell.
+    package func isWithin(_ limit: Double, ofPerimeterOf id: BeaconID, point: Position) -> Bool? {
+        guard limit > 0, point.lon.isFinite, point.lat.isFinite else { return nil }
+        let band = PerimeterDistance.planeError(limit, latitude: point.lat)
+        guard band.isFinite else { return nil }
+        // `isWithin`'s own thresholds: below `lower` the plane says within, from `upper` on it says not.
+        let lower = limit - 2 * band, upper = limit + 2 * band
+        let frame = LocalFrame(origin: point)
+        return lock.read { () -> Bool? in
+            guard let slot = slots[id], let compact = cold[Int(slot)]?.compact, !compact.isEmpty else { return nil }
+            var undecided = false
+            for polygon in compact {
+                switch polygon.isNearerThan(lower, notBeyond: upper, from: frame) {
+                case true?: return true
+                case nil: undecided = true
+                case false?: break
+                }
+            }
+            return undecided ? nil : false
+        }
+    }
+
+    package func visibilitySubjects(ids: [BeaconID]) async throws -> [BeaconID: VisibilityPolicy.Subject] {
+        lock.read {
+            var found: [BeaconID: VisibilityPolicy.Subject] = [:]
+            found.reserveCapacity(ids.count)
+            forEachBeacon(of: ids.compactMap { slots[$0] }) { c, records in
+                found[c.id] = BeaconRecord.decodeSubject(UnsafeRawBufferPointer(rebasing: records[c.record..<(c.record + Int(c.recordLength))]))
+            }
+            return found
+        }
+    }
+
     package func trackingBeacons(owner: UserID) async throws -> [Beacon] {
         lock.read {
             guard let o = users[owner], let set = tracking[o] else { return [] }

@@ -269,6 +269,101 @@ import Testing
         #expect(try await same())
     }
 
+    /// A fix's exit cushion told from a large polygon's compact vertices in memory
+    /// (`MemoryCoverageEngine.isWithin`, which spares reading the exact vertices from their
+    /// file) is the exact test's answer (`PerimeterDistance.isWithin`) whenever it gives one,
+    /// and it gives one for nearly every point: polygons with holes, a MultiPolygon, points
+    /// inside, outside and a hair off the edges, cushions from 5 m to 2 km. Circles, small
+    /// polygons and unknown ids are left to the exact test.
+    @Test(arguments: Backend.all) func exitCushionsFromCompactVerticesAreExact(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend, engine: .memory)
+        let memory = try #require(h.services.engine as? MemoryCoverageEngine)
+        let ann = try await h.user("ann").id
+        var g = RandomBeacons(seed: 515, users: [ann])
+        var decided = 0, undecided = 0, within = 0
+        var first: Beacon?
+        for round in 0..<8 {
+            var b = g.beacon(index: round)
+            b.id = BeaconID(uncheckedRawValue: "bcn_cushion\(round)")
+            b.lifetime = nil
+            b.members = nil
+            let c = b.location
+            b.perimeter = Self.largePolygon(&g, at: c, vertices: 300 + 60 * round)
+            if round % 3 == 2, case .polygon(let first) = b.perimeter {
+                let east = Position(lon: c.lon + 0.07, lat: c.lat)
+                guard case .polygon(let second) = Self.largePolygon(&g, at: east, vertices: 280) else { return }
+                b.perimeter = .multiPolygon([first, second])
+            }
+            try await h.store.insertBeacon(b)
+            if first == nil { first = b }
+            let perimeter = b.perimeter
+            var points: [Position] = (0..<150).map { _ in
+                Position(lon: c.lon + .random(in: -0.05...0.12, using: &g.rng), lat: c.lat + .random(in: -0.04...0.04, using: &g.rng))
+            }
+            // Near the edges: metres from a vertex or an edge's midpoint, either side.
+            for polygon in perimeter.polygons {
+                for ring in polygon.rings {
+                    for i in stride(from: 0, to: ring.count - 1, by: 9) {
+                        let a = ring[i], m = Position(lon: (a.lon + ring[i + 1].lon) / 2, lat: (a.lat + ring[i + 1].lat) / 2)
+                        for base in [a, m] {
+                            let metres = [0.01, 1, 4.9, 5, 20, 24.99, 25.01, 60, 300].randomElement(using: &g.rng)!
+                            let angle = Double.random(in: 0..<(2 * .pi), using: &g.rng)
+                            points.append(LocalFrame.offset(base, east: metres * cos(angle), north: metres * sin(angle)))
+                        }
+                    }
+                }
+            }
+            for p in points {
+                for limit in [5.0, 25, 100, 2000] {
+                    let exact = PerimeterDistance.isWithin(limit, of: perimeter, center: c, point: p)
+                    guard let told = memory.isWithin(limit, ofPerimeterOf: b.id, point: p) else {
+                        undecided += 1
+                        continue
+                    }
+                    decided += 1
+                    if told { within += 1 }
+                    #expect(told == exact, "round \(round) \(p) limit \(limit)")
+                }
+            }
+        }
+        // (Undecided: a point within centimetres of a cushion's edge, as many here are on purpose.)
+        #expect(decided > 0 && undecided * 20 < decided, "\(undecided) undecided of \(decided + undecided)")
+        #expect(within > decided / 10 && within < decided * 9 / 10)
+
+        // A walk out of the first polygon through the fence engine: a fix inside enters it, one a
+        // few metres out stays inside (the cushion, 25 m), one well beyond the cushion exits.
+        let walked = try #require(first)
+        let geos = try #require(PreparedPerimeter(walked.perimeter.polygons))
+        var inside: Position?, held: Position?, beyond: Position?
+        for a in walked.perimeter.polygons[0].exterior where inside == nil || held == nil || beyond == nil {
+            for k in 0..<8 {
+                let angle = Double(k) * .pi / 4
+                for metres in [10.0, 80] {
+                    let p = LocalFrame.offset(a, east: metres * cos(angle), north: metres * sin(angle))
+                    if geos.covers(p) { inside = inside ?? p; continue }
+                    let d = PerimeterDistance.outside(p, perimeter: walked.perimeter, center: walked.location, covered: false)
+                    if d > 3 && d < 20 { held = held ?? p }
+                    if d > 40 { beyond = beyond ?? p }
+                }
+            }
+        }
+        let (p0, p1, p2) = (try #require(inside), try #require(held), try #require(beyond))
+        #expect(try await h.fix(ann, lat: p0.lat, lon: p0.lon).inside.contains(walked.id))
+        #expect(try await h.fix(ann, lat: p1.lat, lon: p1.lon).inside.contains(walked.id))
+        #expect(try await !h.fix(ann, lat: p2.lat, lon: p2.lon).inside.contains(walked.id))
+        #expect(try await h.events(ann).filter { $0.beacon == walked.id }.map(\.type) == [.entered, .exited])
+        // What the index keeps no compact vertices for: the exact test decides.
+        var circle = g.beacon(index: 100)
+        circle.perimeter = .circle(radiusM: 200)
+        try await h.store.insertBeacon(circle)
+        var small = g.beacon(index: 101)
+        small.perimeter = Self.largePolygon(&g, at: small.location, vertices: 40)
+        try await h.store.insertBeacon(small)
+        for id in [circle.id, small.id, BeaconID(uncheckedRawValue: "bcn_unknown")] {
+            #expect(memory.isWithin(25, ofPerimeterOf: id, point: circle.location) == nil)
+        }
+    }
+
     @Test func compactPolygonsAgreeWithGEOSOnBoundaries() throws {
         var g = RandomBeacons(seed: 77, users: [UserID(uncheckedRawValue: "usr_x")])
         let file = try CoordinateFile(creating: nil)

@@ -138,10 +138,16 @@ package actor FenceEngine {
         // Beacons only for what the fixes may enter or leave, and their perimeters only for what
         // they may leave (`needs`). A state added while suspended may need one more round (and a
         // beacon read bare its perimeter); ids still unknown after a fetch were deleted.
-        var attempted = Set<BeaconID>()
+        // Exit cushions the index tells from a large polygon's compact vertices need no perimeter.
+        var attempted = Set<BeaconID>(), asked = Set<BeaconID>(), judged = Set<BeaconID>()
         var bare = Set<BeaconID>()
+        var cushions: [FenceEvaluator.Cushion: Bool] = [:]
         for _ in 0..<3 {
-            let needs = evaluator.needs(user: user, fixes: sorted, coverage: coverage, known: known)
+            var needs = evaluator.needs(user: user, fixes: sorted, coverage: coverage, known: known)
+            for id in needs.perimeters where asked.insert(id).inserted {
+                if judge(id, fixes: sorted, into: &cushions) { judged.insert(id) }
+            }
+            needs.perimeters.subtract(judged)
             let missing = needs.beacons.subtracting(attempted), completed = needs.perimeters.intersection(bare)
             if missing.isEmpty && completed.isEmpty { break }
             attempted.formUnion(missing)
@@ -158,9 +164,22 @@ package actor FenceEngine {
         // The decision: no suspension from here to the enqueue.
         try checkNotErased(user)  // (checked again after the reads above suspended)
         let outcome = evaluator.applyFixes(user: user, fixes: sorted, coverage: coverage, known: known, tracking: tracking,
-                                           now: clock.now())
+                                           cushions: cushions, now: clock.now())
         let ticket = outcome.update.isEmpty ? nil : committer.enqueue(outcome.update)
         return .decided(Decision(outcome: outcome, inside: evaluator.insideBeacons(of: user), listeners: listeners, ticket: ticket))
+    }
+
+    /// Whether the engine tells every fix's exit cushion of beacon `id` without its perimeter;
+    /// the answers go to `cushions`.
+    private func judge(_ id: BeaconID, fixes: [LocationFix], into cushions: inout [FenceEvaluator.Cushion: Bool]) -> Bool {
+        var answers: [(FenceEvaluator.Cushion, Bool)] = []
+        for fix in fixes {
+            let cushion = FenceEvaluator.Cushion(beacon: id, point: fix.position, limit: evaluator.cushion(of: fix))
+            guard let within = engine.isWithin(cushion.limit, ofPerimeterOf: id, point: cushion.point) else { return false }
+            answers.append((cushion, within))
+        }
+        for (cushion, within) in answers { cushions[cushion] = within }
+        return true
     }
 
     /// The beacons among `ids`, whole where the decision reads their perimeters and bare (without

@@ -158,12 +158,31 @@ package struct FenceEvaluator: Sendable {
         package var location: UserLocation?
     }
 
+    /// An exit cushion judged before the decision: whether the fix at `point` lies within
+    /// `limit` metres of beacon `beacon`'s perimeter (`PerimeterDistance.isWithin`).
+    package struct Cushion: Hashable, Sendable {
+        package var beacon: BeaconID
+        package var point: Position
+        package var limit: Double
+
+        package init(beacon: BeaconID, point: Position, limit: Double) {
+            self.beacon = beacon
+            self.point = point
+            self.limit = limit
+        }
+    }
+
+    /// The exit cushion of a fix: `exitCushionM`, or its accuracy when that is larger.
+    package func cushion(of fix: LocationFix) -> Double { max(config.exitCushionM, fix.accuracyM) }
+
     /// Applies a batch of fixes (sorted by time). `coverage[i]` are the ids of the beacons
     /// covering fix `i` (visible to the user and alive then), `known` every beacon the decision
     /// may need by id (at least `beaconsNeeded`; a covering id missing from it was deleted
     /// meanwhile and is not entered), `tracking` the beacons that follow this user's location.
+    /// `cushions`: exit cushions judged already (by the index, from its compact vertices), for
+    /// beacons in `known` without their perimeters.
     package mutating func applyFixes(user: UserID, fixes: [LocationFix], coverage: [[BeaconID]], known: [BeaconID: Beacon],
-                                     tracking: [Beacon], now: Timestamp) -> FixOutcome {
+                                     tracking: [Beacon], cushions: [Cushion: Bool] = [:], now: Timestamp) -> FixOutcome {
         let before = inside[user] ?? UserStates()
         let writesBefore = stateWrites
         var update = FenceUpdate()
@@ -177,7 +196,7 @@ package struct FenceEvaluator: Sendable {
             }
             accepted += 1
             lastAccepted = fix
-            events += step(user: user, fix: fix, covering: coverage[i], known: known, now: now)
+            events += step(user: user, fix: fix, covering: coverage[i], known: known, cushions: cushions, now: now)
             locations[user] = UserLocation(user: user, position: fix.position, accuracyM: fix.accuracyM, fixAt: fix.timestamp,
                                            receivedAt: now)
             grid.move(user, to: fix.position)
@@ -199,7 +218,7 @@ package struct FenceEvaluator: Sendable {
 
     /// One fix: enters covering beacons, exits the others beyond the cushion; the user's events.
     private mutating func step(user: UserID, fix: LocationFix, covering: [BeaconID], known: [BeaconID: Beacon],
-                               now: Timestamp) -> [Event] {
+                               cushions: [Cushion: Bool], now: Timestamp) -> [Event] {
         var events: [Event] = []
         var entering: [Beacon] = []
         var leaving: [BeaconID] = []
@@ -232,8 +251,9 @@ package struct FenceEvaluator: Sendable {
             let available = beacon.covers(.user(user), at: fix.timestamp, now: now)
             if available {
                 if let seen = inside[user]?[id]?.sightedAt, fix.timestamp.seconds(since: seen) < config.sightingExitSeconds { continue }
-                let cushion = max(config.exitCushionM, fix.accuracyM)
-                if PerimeterDistance.isWithin(cushion, of: beacon.perimeter, center: beacon.location, point: fix.position) { continue }
+                let limit = cushion(of: fix)
+                if cushions[Cushion(beacon: id, point: fix.position, limit: limit)]
+                    ?? PerimeterDistance.isWithin(limit, of: beacon.perimeter, center: beacon.location, point: fix.position) { continue }
             }
             removeState(user, id)
             events.append(Self.shared(beacon, with: user, at: fix.timestamp)
