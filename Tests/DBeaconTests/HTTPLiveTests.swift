@@ -1,4 +1,5 @@
 import DBeaconCore
+import DBeaconServices
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -37,6 +38,30 @@ import Testing
             #expect(try await client.call(.get, "/v1/events?after=\(cursor)", token: ann).json?["events"]?.arrayValue?.count == 1)
             #expect(try await client.call(.get, "/v1/events", token: TestHarness.adminToken).json?["events"]?.arrayValue?.count == 2)
         }
+    }
+
+    /// A fix's answer names the beacons the user is inside that they may see: those covering
+    /// the fix on the coverage lookup's word (what covers a viewer they may see), the others
+    /// (held by the exit cushion) on the visibility rule; a hidden one is never named.
+    @Test(arguments: Backend.all) func theInsideListNamesWhatTheUserMaySee(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
+        let (owner, _) = try await h.user("owner")
+        let (ann, annToken) = try await h.user("ann")
+        let b = try await h.beacon(feature(name: "square", perimeter: circle(100)), owner: owner)
+        let hidden = try await h.beacon(feature(name: "private", perimeter: circle(100), members: [owner]), owner: owner)
+        try await h.app().test(.router) { client in
+            let inside = try await client.call(.post, "/v1/me/location", token: annToken, json: ["lat": 48.7784, "lon": 9.18, "accuracy_m": 5])
+            #expect(inside.json?["inside"] == [.string(b.id.rawValue)], "\(inside.text)")
+            // 110 m north of the centre: 10 m outside the circle, within the 25 m cushion.
+            let held = try await client.call(.post, "/v1/me/location", token: annToken,
+                                             json: ["lat": .number(48.7784 + 110 / 111_200), "lon": 9.18, "accuracy_m": 5])
+            #expect(held.json?["inside"] == [.string(b.id.rawValue)] && held.json?["events"] == [], "\(held.text)")
+        }
+        // The gate itself: a beacon named as covering is visible; the others are decided by the rule.
+        let gate = h.services.beacons.gate
+        #expect(try await gate.visibleIDs([b.id, hidden.id], to: .user(ann), coveringNow: []) == [b.id])
+        #expect(try await gate.visibleIDs([b.id, hidden.id], to: .user(ann), coveringNow: [b.id]) == [b.id])
+        #expect(try await gate.visibleIDs([b.id, hidden.id], to: .user(owner), coveringNow: []) == [b.id, hidden.id])
     }
 
     @Test(arguments: Backend.all, [

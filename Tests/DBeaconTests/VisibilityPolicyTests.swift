@@ -35,6 +35,8 @@ import Testing
                     #expect(b.allows(access, to: viewer, at: now) == Self.oracle(access, b, viewer, now), "\(access) \(viewer) \(i)")
                     checked += 1
                 }
+                // What covers a viewer they may see (a fix's answer names its covering beacons on that).
+                if b.allows(.cover, to: viewer, at: now) { #expect(b.allows(.see, to: viewer, at: now), "cover without see \(viewer) \(i)") }
             }
         }
         #expect(checked == 3000 * 5 * BeaconAccess.allCases.count)

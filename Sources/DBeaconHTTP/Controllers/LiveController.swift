@@ -35,7 +35,8 @@ struct LiveController {
         try await userReport(request, context, what: "location fixes", decode: { try LocationFixRequest.decode($0, now: $1, config: $2) }) {
             user, fixes in
             let report = try await fences.report(user: user, fixes: fixes)
-            var answer = Self.outcome(try await visible(report.inside, to: context.principal), report.events)
+            var answer = Self.outcome(try await visible(report.inside, to: context.principal, coveringNow: report.coveringNow),
+                                      report.events)
             answer["accepted"] = .int(report.accepted)
             answer["ignored"] = .int(report.ignored)
             return answer
@@ -54,8 +55,8 @@ struct LiveController {
 
     /// The beacons among `inside` (the fence engine's states) that the caller may see now: a
     /// state the engine has not yet dropped for a beacon that became hidden must not name it.
-    private func visible(_ inside: [BeaconID], to principal: Principal) async throws -> [BeaconID] {
-        let seen = try await regions.beacons.gate.visibleIDs(inside, to: principal)
+    private func visible(_ inside: [BeaconID], to principal: Principal, coveringNow: Set<BeaconID> = []) async throws -> [BeaconID] {
+        let seen = try await regions.beacons.gate.visibleIDs(inside, to: principal, coveringNow: coveringNow)
         return inside.filter(seen.contains)
     }
 

@@ -101,15 +101,18 @@ package actor FenceEngine {
                                                                     now: now)))
         }
         let tracking = try await engine.trackingBeacons(owner: user)
+        var report: FixReport
         switch try await decide(user: user, fixes: sorted, coverage: coverage, tracking: tracking) {
-        case .reported(let report):
-            return report
+        case .reported(let shared):
+            report = shared
         case .decided(let decision):
             // Durability is awaited off the actor, which goes on deciding other users' fixes
             // meanwhile (the update was enqueued in decision order).
             if let ticket = decision.ticket { try await awaitCommit(ticket) }
-            return await Self.finish(user: user, outcome: decision.outcome, inside: decision.inside, listeners: decision.listeners)
+            report = await Self.finish(user: user, outcome: decision.outcome, inside: decision.inside, listeners: decision.listeners)
         }
+        report.coveringNow = Set(coverage.last ?? [])
+        return report
     }
 
     /// A decision made on the actor: its outcome, the user's beacons after it, the listeners to

@@ -12,4 +12,8 @@ package struct FixReport: Sendable {
     package var accepted: Int
     /// Fixes not newer than the newest already seen: they change nothing.
     package var ignored: Int
+    /// The beacons the coverage lookup found covering the user at the batch's last fix: each
+    /// passed the index's `.cover` for them when the batch began, so they may see it
+    /// (`VisibilityGate.visibleIDs(_:to:coveringNow:)`).
+    package var coveringNow: Set<BeaconID> = []
 }

@@ -162,11 +162,26 @@ package struct VisibilityGate: Sendable {
 
     /// The ids among `ids` of beacons `viewer` may see now.
     package func visibleIDs(_ ids: [BeaconID], to viewer: Principal) async throws -> Set<BeaconID> {
+        try await visibleIDs(ids, to: viewer, coveringNow: [])
+    }
+
+    /// `visibleIDs`, where `coveringNow` are beacons the coverage engine found covering `viewer`
+    /// a moment ago (a fix's lookup, `FixReport.coveringNow`): the engine admits a beacon only
+    /// when the policy's `.cover` allows it to the viewer then, and `.cover` implies `.see`
+    /// (`VisibilityPolicyTests`), so those are decided already; the others on what the rule
+    /// reads of each. A fix's answer names some twenty beacons, nearly all covering the user.
+    package func visibleIDs(_ ids: [BeaconID], to viewer: Principal, coveringNow: Set<BeaconID>) async throws -> Set<BeaconID> {
         guard !ids.isEmpty else { return [] }
+        var visible = Set<BeaconID>(), rest: [BeaconID] = []
+        for id in ids {
+            if coveringNow.contains(id) { visible.insert(id) } else { rest.append(id) }
+        }
+        guard !rest.isEmpty else { return visible }
         let now = clock.now()
-        // Only what the rule reads of each (a fix's answer names some twenty beacons).
-        let subjects = try await lookup.visibilitySubjects(ids: ids)
-        return Set(subjects.compactMap { VisibilityPolicy.allows(.see, $0.value, viewer: viewer, at: now) ? $0.key : nil })
+        for (id, subject) in try await lookup.visibilitySubjects(ids: rest) where VisibilityPolicy.allows(.see, subject, viewer: viewer, at: now) {
+            visible.insert(id)
+        }
+        return visible
     }
 
     /// A beacon named by `viewer` in a write (a relationship target, a tour stop, a registry
