@@ -129,11 +129,12 @@ package enum BeaconRecord {
                       followersCount: followers, version: version, createdAt: created, updatedAt: updated)
     }
 
-    /// What the visibility rule reads of a record (`Beacon.visibilitySubject`), without
-    /// decoding the rest: the gate's decision on a fix's answer names some twenty beacons.
-    package static func decodeSubject(_ bytes: UnsafeRawBufferPointer) -> VisibilityPolicy.Subject {
+    /// What the visibility rule reads of a record (`Beacon.visibilitySubject`), its version and
+    /// whether it moves with its owner, without decoding the rest (`BeaconFacts`).
+    package static func decodeFacts(_ bytes: UnsafeRawBufferPointer) -> BeaconFacts {
         var r = Reader(bytes: bytes)
-        for _ in 0..<2 { _ = r.uint() } // version, followers
+        let version = Int(r.uint())
+        _ = r.uint() // followers
         for _ in 0..<2 { _ = r.int() } // created, updated
         let flags = r.byte()
         r.skipString() // content policy
@@ -152,7 +153,8 @@ package enum BeaconRecord {
         }
         for _ in 0..<Int(r.uint()) { r.skipString() } // tags
         let service = flags & Flag.service != 0 ? r.string() : nil
-        return VisibilityPolicy.Subject(owner: owner, members: members, lifetime: lifetime, service: service)
+        return BeaconFacts(subject: VisibilityPolicy.Subject(owner: owner, members: members, lifetime: lifetime, service: service),
+                           version: version, tracksOwner: flags & Flag.tracksOwner != 0)
     }
 
     private struct Writer {

@@ -22,9 +22,9 @@ package protocol CoverageEngine: Sendable {
     /// without `perimeters` a polygon's may be left empty, which spares reading and decoding it
     /// (a large polygon's vertices come from the coordinate file).
     func beacons(ids: [BeaconID], perimeters: Bool) async throws -> [Beacon]
-    /// What the visibility rule reads of each beacon among `ids` that exists
-    /// (`Beacon.visibilitySubject`), for a decision that needs nothing else.
-    func visibilitySubjects(ids: [BeaconID]) async throws -> [BeaconID: VisibilityPolicy.Subject]
+    /// `BeaconFacts` of each beacon among `ids` that exists, for a decision that needs nothing
+    /// else (the gate's, whether a phone's regions still hold).
+    func facts(ids: [BeaconID]) async throws -> [BeaconID: BeaconFacts]
     /// The moving beacons of `owner`.
     func trackingBeacons(owner: UserID) async throws -> [Beacon]
     /// Beacons whose perimeter's box meets one of `boxes` (each a box of the spatial index's
@@ -75,11 +75,32 @@ extension CoverageEngine {
 
     package func isWithin(_ limit: Double, ofPerimeterOf id: BeaconID, point: Position) -> Bool? { nil }
 
-    package func visibilitySubjects(ids: [BeaconID]) async throws -> [BeaconID: VisibilityPolicy.Subject] {
-        var found: [BeaconID: VisibilityPolicy.Subject] = [:]
-        for b in try await beacons(ids: ids, perimeters: false) { found[b.id] = b.visibilitySubject }
+    package func facts(ids: [BeaconID]) async throws -> [BeaconID: BeaconFacts] {
+        var found: [BeaconID: BeaconFacts] = [:]
+        for b in try await beacons(ids: ids, perimeters: false) { found[b.id] = BeaconFacts(b) }
         return found
     }
+}
+
+/// What decisions read of a beacon: what the visibility rule reads, its version, and whether it
+/// moves with its owner; read without the rest (the index decodes only these of its records).
+package struct BeaconFacts: Sendable, Equatable {
+    package var subject: VisibilityPolicy.Subject
+    package var version: Int
+    package var tracksOwner: Bool
+
+    package init(subject: VisibilityPolicy.Subject, version: Int, tracksOwner: Bool) {
+        self.subject = subject
+        self.version = version
+        self.tracksOwner = tracksOwner
+    }
+
+    package init(_ beacon: Beacon) {
+        self.init(subject: beacon.visibilitySubject, version: beacon.version, tracksOwner: beacon.tracksOwner)
+    }
+
+    /// `Beacon.isAlive(at:)`.
+    package func isAlive(at t: Timestamp) -> Bool { subject.lifetime?.contains(t) ?? true }
 }
 
 /// The SQL path: SpatiaLite's R*Tree plus `ST_Covers` / geodesic circle test.

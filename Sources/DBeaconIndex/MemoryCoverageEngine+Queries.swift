@@ -321,12 +321,12 @@ extension MemoryCoverageEngine {
         }
     }
 
-    package func visibilitySubjects(ids: [BeaconID]) async throws -> [BeaconID: VisibilityPolicy.Subject] {
+    package func facts(ids: [BeaconID]) async throws -> [BeaconID: BeaconFacts] {
         lock.read {
-            var found: [BeaconID: VisibilityPolicy.Subject] = [:]
+            var found: [BeaconID: BeaconFacts] = [:]
             found.reserveCapacity(ids.count)
             forEachBeacon(of: ids.compactMap { slots[$0] }) { c, records in
-                found[c.id] = BeaconRecord.decodeSubject(UnsafeRawBufferPointer(rebasing: records[c.record..<(c.record + Int(c.recordLength))]))
+                found[c.id] = BeaconRecord.decodeFacts(UnsafeRawBufferPointer(rebasing: records[c.record..<(c.record + Int(c.recordLength))]))
             }
             return found
         }

@@ -69,7 +69,7 @@ package enum VisibilityPolicy {
     static let modify: Condition = .viewerIsOwner
 
     /// The facts the rule reads about one beacon.
-    package struct Subject: Sendable {
+    package struct Subject: Sendable, Equatable {
         package var owner: UserID
         package var members: [UserID]?
         package var lifetime: Lifetime?

@@ -178,7 +178,7 @@ package struct VisibilityGate: Sendable {
         }
         guard !rest.isEmpty else { return visible }
         let now = clock.now()
-        for (id, subject) in try await lookup.visibilitySubjects(ids: rest) where VisibilityPolicy.allows(.see, subject, viewer: viewer, at: now) {
+        for (id, facts) in try await lookup.facts(ids: rest) where VisibilityPolicy.allows(.see, facts.subject, viewer: viewer, at: now) {
             visible.insert(id)
         }
         return visible
@@ -204,13 +204,15 @@ package struct VisibilityGate: Sendable {
     /// The version of each beacon among `ids` that `viewer` may see now (read without
     /// perimeters): whether something a viewer was given has changed since.
     package func versions(_ ids: [BeaconID], for viewer: Principal) async throws -> [BeaconID: Int] {
-        try await resolve(ids, for: viewer, perimeters: false).mapValues(\.version)
+        try await decisions(ids, for: viewer).mapValues(\.version)
     }
 
-    /// The beacons among `ids` that `viewer` may see now, unredacted and without perimeters,
-    /// for a decision that reads their lifetime, kind or version (never for an answer).
-    package func decisions(_ ids: [BeaconID], for viewer: Principal) async throws -> [BeaconID: Beacon] {
-        try await resolve(ids, for: viewer, perimeters: false)
+    /// What decisions read (`BeaconFacts`: visibility, lifetime, version, moving with the
+    /// owner) of the beacons among `ids` that `viewer` may see now (never for an answer).
+    package func decisions(_ ids: [BeaconID], for viewer: Principal) async throws -> [BeaconID: BeaconFacts] {
+        guard !ids.isEmpty else { return [:] }
+        let now = clock.now()
+        return try await lookup.facts(ids: ids).filter { VisibilityPolicy.allows(.see, $0.value.subject, viewer: viewer, at: now) }
     }
 
     /// `resolve` for many ids at once.
