@@ -636,22 +636,25 @@ package final class CompactPolygon: @unchecked Sendable {
     /// The polygon again, from its exact coordinates (read from their file without mapping
     /// them: answers read every large polygon in time, and mapped pages would stay resident).
     package var polygon: Polygon {
-        var rings: [Ring] = []
-        rings.reserveCapacity(view.ringCount)
-        for r in 0..<view.ringCount {
-            let a = Int(view.ringStart[r]), b = Int(view.ringStart[r + 1])
-            var ring = Ring(repeating: Position(lon: 0, lat: 0), count: b - a)
-            let copied = ring.withUnsafeMutableBufferPointer { buffer in
-                buffer.baseAddress!.withMemoryRebound(to: Double.self, capacity: 2 * (b - a)) { out in
-                    file?.copy(exact + 2 * a, count: 2 * (b - a), into: out) ?? false
-                }
+        Polygon(rings: (0..<view.ringCount).map(ring))
+    }
+
+    /// The outline (ring 0) alone, read as `polygon` reads its rings.
+    package var exterior: Ring { ring(0) }
+
+    /// Ring `r` from its exact coordinates.
+    private func ring(_ r: Int) -> Ring {
+        let a = Int(view.ringStart[r]), b = Int(view.ringStart[r + 1])
+        var ring = Ring(repeating: Position(lon: 0, lat: 0), count: b - a)
+        let copied = ring.withUnsafeMutableBufferPointer { buffer in
+            buffer.baseAddress!.withMemoryRebound(to: Double.self, capacity: 2 * (b - a)) { out in
+                file?.copy(exact + 2 * a, count: 2 * (b - a), into: out) ?? false
             }
-            if !copied {
-                for i in a..<b { ring[i - a] = Position(lon: exact[2 * i], lat: exact[2 * i + 1]) }
-            }
-            rings.append(ring)
         }
-        return Polygon(rings: rings)
+        if !copied {
+            for i in a..<b { ring[i - a] = Position(lon: exact[2 * i], lat: exact[2 * i + 1]) }
+        }
+        return ring
     }
 
     /// The file the exact coordinates are in, if any.

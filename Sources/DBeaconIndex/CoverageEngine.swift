@@ -37,6 +37,10 @@ package protocol CoverageEngine: Sendable {
     /// `PerimeterDistance.isWithin(limit, of:, center:, point:)` on beacon `id`'s perimeter (an
     /// exit cushion), when the engine can tell without reading the perimeter; nil: read it.
     func isWithin(_ limit: Double, ofPerimeterOf id: BeaconID, point: Position) -> Bool?
+    /// The circle enclosing beacon `id`'s polygon perimeter, around its outlines
+    /// (`EnclosingCircle.verified`, from its stored location), when the engine keeps it; nil for
+    /// a circle, an unknown id, or an engine that keeps none (the caller reads the perimeter).
+    func enclosingCircle(of id: BeaconID) -> (center: Position, radiusM: Double)?
 }
 
 /// A beacon near a point, before it is read: enough to bound the distance to its perimeter.
@@ -74,6 +78,8 @@ extension CoverageEngine {
     }
 
     package func isWithin(_ limit: Double, ofPerimeterOf id: BeaconID, point: Position) -> Bool? { nil }
+
+    package func enclosingCircle(of id: BeaconID) -> (center: Position, radiusM: Double)? { nil }
 
     package func facts(ids: [BeaconID]) async throws -> [BeaconID: BeaconFacts] {
         var found: [BeaconID: BeaconFacts] = [:]

@@ -321,6 +321,17 @@ extension MemoryCoverageEngine {
         }
     }
 
+    /// Made from the outlines once per stored perimeter (`enclosingCircles`): a large polygon's
+    /// are read from the coordinate file only then, so a phone's regions in a crowd (some twenty
+    /// beacons, each a circle around its perimeter) read no perimeter once made.
+    package func enclosingCircle(of id: BeaconID) -> (center: Position, radiusM: Double)? {
+        guard let c = lock.read({ slots[id].flatMap { cold[Int($0)] } }), c.kind != .circle else { return nil }
+        return enclosingCircles.circle(of: c) {
+            let outlines = c.compact.isEmpty ? c.perimeter.polygons.map(\.exterior) : c.compact.map(\.exterior)
+            return EnclosingCircle.verified(outlines, origin: c.location)
+        }
+    }
+
     package func facts(ids: [BeaconID]) async throws -> [BeaconID: BeaconFacts] {
         lock.read {
             var found: [BeaconID: BeaconFacts] = [:]

@@ -3,6 +3,7 @@ package import DBeaconCore
 import DBeaconGeo
 package import DBeaconStore
 import Dispatch
+import Synchronization
 import Foundation
 
 #if canImport(Glibc)
@@ -173,6 +174,8 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     }
 
     let lock = ReadWriteLock()
+    /// Enclosing circles of polygon perimeters (`enclosingCircle(of:)`).
+    let enclosingCircles = EnclosingCircles()
     /// Where `load` and `resync` read beacons.
     package let store: any BeaconStore & BeaconChangeFeed
     /// The exact coordinates of large polygons (nil: kept on the heap).
@@ -270,4 +273,30 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
 
     /// Slots with `needsWarming` (kept by `install`/`uninstall`).
     var pending = 0
+}
+
+/// Enclosing circles of stored polygon perimeters, by the slot object they were made for (kept
+/// alive with the entry, so its identity is not reused; a changed beacon has a new object).
+/// At most `capacity`; emptied when full.
+final class EnclosingCircles: Sendable {
+    private struct Entry {
+        let owner: MemoryCoverageEngine.Cold
+        let circle: (center: Position, radiusM: Double)
+    }
+
+    private let entries = Mutex([ObjectIdentifier: Entry]())
+    private let capacity: Int
+
+    init(capacity: Int = 100_000) { self.capacity = capacity }
+
+    func circle(of c: MemoryCoverageEngine.Cold, make: () -> (center: Position, radiusM: Double)) -> (center: Position, radiusM: Double) {
+        let key = ObjectIdentifier(c)
+        if let hit = entries.withLock({ $0[key] }) { return hit.circle }
+        let made = make()
+        entries.withLock { table in
+            if table.count >= capacity { table.removeAll(keepingCapacity: true) }
+            table[key] = Entry(owner: c, circle: made)
+        }
+        return made
+    }
 }

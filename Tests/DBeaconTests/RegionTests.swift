@@ -1,3 +1,4 @@
+import DBeaconApp
 import DBeaconCore
 import DBeaconServices
 import DBeaconGeo
@@ -97,6 +98,54 @@ import Testing
                                               json: .object(["properties": .object(["perimeter": rectangle(40, 30)])]))
             #expect(moved.status == .ok, "\(moved.text)")
             #expect(abs(try await radius() - halfDiagonal(40, 30)) < 1, "the changed perimeter's circle")
+        }
+    }
+
+    /// More beacons than slots cover the caller (the crowd: the first twenty by id, each at
+    /// distance 0, no refresh circle), small and large polygons among them: each region is the
+    /// circle made from the stored outlines around the stored location, whether the engine kept
+    /// it (read without perimeters) or the perimeter was read; on both engines and stores.
+    @Test(arguments: Backend.all, AppConfig.Engine.allCases)
+    func aCrowdsCirclesAreTheirPerimetersCircles(_ backend: Backend, _ engine: AppConfig.Engine) async throws {
+        let h = try await TestHarness.make(backend: backend, engine: engine)
+        let (owner, _) = try await h.user("owner")
+        let (_, ann) = try await h.user("ann")
+        let here = Walk.schlossplatz
+        var made: [BeaconID: Beacon] = [:]
+        for i in 0..<26 {
+            let c = Walk.offset(here, north: Double(i % 5) * 7 - 14, east: Double(i % 7) * 6 - 18)
+            let vertices = i % 2 == 0 ? 300 + 10 * i : 6 + i  // large (compact in the index) and small
+            let frame = LocalFrame(origin: c)
+            var ring: Ring = (0..<vertices).map { k in
+                let a = Double(k) / Double(vertices) * 2 * .pi, r = 120 + 40 * sin(3 * a) + Double(i)
+                return frame.unproject(r * cos(a), r * sin(a))
+            }
+            ring.append(ring[0])
+            let t = h.clock.now()
+            let b = Beacon(id: .generate(), name: "crowd \(i)", owner: owner, location: Walk.offset(c, north: 20, east: 0),
+                           perimeter: .polygon(Polygon(rings: [ring])), createdAt: t, updatedAt: t)
+            try await h.store.insertBeacon(b)
+            made[b.id] = b
+        }
+        let crowd = made
+        try await h.app().test(.router) { client in
+            for round in 0..<2 { // the second from the circles kept
+                let r = try await client.call(.get, "/v1/regions?lat=\(here.lat)&lon=\(here.lon)&max=20", token: ann)
+                let all = r.json?["regions"]?.arrayValue ?? []
+                let regions = all.filter { $0["kind"] == "circle" }
+                #expect(r.json?["complete"] == false && all.count == 20 && all.last?["radius_m"] == 0, "\(r.text)")
+                let ids = regions.compactMap { $0["id"]?.stringValue }
+                #expect(ids == Array(crowd.keys.map(\.rawValue).sorted().prefix(19)), "the first by id")
+                for region in regions {
+                    let id = try #require(BeaconID(region["id"]?.stringValue ?? ""))
+                    let b = try #require(crowd[id])
+                    let circle = EnclosingCircle.verified(b.perimeter.polygons.map(\.exterior), origin: b.location)
+                    #expect(region["center"]?["lat"]?.numberValue == circle.center.lat && region["center"]?["lon"]?.numberValue == circle.center.lon,
+                            "round \(round) \(b.name)")
+                    #expect(region["radius_m"]?.numberValue == (circle.radiusM * 10).rounded(.up) / 10, "round \(round) \(b.name)")
+                    #expect(region["distance_m"] == 0)
+                }
+            }
         }
     }
 

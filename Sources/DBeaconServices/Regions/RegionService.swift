@@ -138,7 +138,9 @@ package struct RegionService: Sendable {
         while taken.count <= slots, next < covering.count {
             let batch = covering[next..<Swift.min(covering.count, next + slots + 1 - taken.count)]
             next = batch.endIndex
-            taken += try await monitorable(Array(batch), by: principal, now: now).map { ($0.beacon, $0.covers, 0) }
+            // At distance 0 a region is the circle around the perimeter: no perimeter is needed
+            // where the engine keeps that circle.
+            taken += try await monitorable(Array(batch), by: principal, now: now, perimeters: false).map { ($0.beacon, $0.covers, 0) }
         }
         guard taken.count > slots else { return nil }
         return Array(taken.sorted { $0.beacon.id < $1.beacon.id }.prefix(slots))
@@ -146,10 +148,22 @@ package struct RegionService: Sendable {
 
     /// The beacons among `ids` a phone may monitor for the caller: those they may see (through
     /// the gate, as they see them), alive now and not moving, each with what it covers (its
-    /// stored location and perimeter, which the gate may present elsewhere: a tour).
-    func monitorable(_ ids: [BeaconID], by principal: Principal, now: Timestamp) async throws
+    /// stored location and perimeter, which the gate may present elsewhere: a tour). Without
+    /// `perimeters`, a polygon whose enclosing circle the engine keeps may come without its
+    /// perimeter (for `circle` alone, never for a distance).
+    func monitorable(_ ids: [BeaconID], by principal: Principal, now: Timestamp, perimeters: Bool = true) async throws
         -> [(beacon: VisibleBeacon, covers: (location: Position, perimeter: Perimeter))] {
-        let read = try await beacons.engine.beacons(ids: ids)
+        let engine = beacons.engine
+        var read = try await engine.beacons(ids: ids, perimeters: perimeters)
+        if !perimeters {
+            // Those read without a perimeter whose circle the engine does not keep, read whole.
+            let whole = Set(read.filter { !$0.perimeter.isCircle && $0.perimeter.vertexCount == 0 && engine.enclosingCircle(of: $0.id) == nil }.map(\.id))
+            if !whole.isEmpty {
+                var again: [BeaconID: Beacon] = [:]
+                for b in try await engine.beacons(ids: Array(whole)) { again[b.id] = b }
+                read = read.compactMap { whole.contains($0.id) ? again[$0.id] : $0 }
+            }
+        }
         var stored: [BeaconID: Beacon] = [:]
         for b in read { stored[b.id] = b }
         return try await beacons.gate.present(read, to: principal).filter { $0.beacon.isAlive(at: now) && !$0.tracksOwner }.map { b in
@@ -160,7 +174,8 @@ package struct RegionService: Sendable {
     /// A candidate's region: a circle enclosing its perimeter, or, for a beacon shown elsewhere
     /// than it covers, everything it covers (`enclosing`).
     func circle(_ c: Candidate) -> MonitoredRegion {
-        MonitoredRegion(kind: Self.enclosing(circles.circle(of: c.beacon), c.beacon, covering: c.covers), beacon: c.beacon, distanceM: c.distance)
+        MonitoredRegion(kind: Self.enclosing(circles.circle(of: c.beacon, engine: beacons.engine), c.beacon, covering: c.covers),
+                        beacon: c.beacon, distanceM: c.distance)
     }
 
     /// A candidate region: the beacon as the caller sees it, where it covers (its stored location
@@ -299,8 +314,11 @@ final class EnclosingCircleCache: Sendable {
     private struct Circle { let center: Position, radiusM: Double }
     private let circles = PerimeterCache<Circle>(capacity: 100_000)
 
-    func circle(of b: VisibleBeacon) -> MonitoredRegion.Kind {
+    /// The engine's circle when it keeps one (made from the stored outlines around the stored
+    /// location), else made here from `b`'s perimeter the same way.
+    func circle(of b: VisibleBeacon, engine: any CoverageEngine) -> MonitoredRegion.Kind {
         if case .circle = b.perimeter { return RegionService.circle(of: b) }
+        if let kept = engine.enclosingCircle(of: b.id) { return RegionService.approximate(kept) }
         let known = circles.value(id: b.id, version: b.version, createdAt: b.createdAt, updatedAt: b.updatedAt,
                                   location: b.location, perimeter: b.perimeter) {
             let computed = EnclosingCircle.verified(b.perimeter.polygons.map(\.exterior), origin: b.location)
