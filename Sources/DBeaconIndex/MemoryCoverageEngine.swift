@@ -275,27 +275,27 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     var pending = 0
 }
 
-/// Enclosing circles of stored polygon perimeters, by the slot object they were made for (kept
-/// alive with the entry, so its identity is not reused; a changed beacon has a new object).
-/// At most `capacity`; emptied when full.
+/// Enclosing circles of stored polygon perimeters, by beacon, each valid for the slot object it
+/// was made for (held weakly: a changed or deleted beacon's object is freed and its entry no
+/// longer matches, and no entry keeps an old perimeter in memory). At most `capacity`; emptied
+/// when full.
 final class EnclosingCircles: Sendable {
     private struct Entry {
-        let owner: MemoryCoverageEngine.Cold
+        weak var owner: MemoryCoverageEngine.Cold?
         let circle: (center: Position, radiusM: Double)
     }
 
-    private let entries = Mutex([ObjectIdentifier: Entry]())
+    private let entries = Mutex([BeaconID: Entry]())
     private let capacity: Int
 
     init(capacity: Int = 100_000) { self.capacity = capacity }
 
     func circle(of c: MemoryCoverageEngine.Cold, make: () -> (center: Position, radiusM: Double)) -> (center: Position, radiusM: Double) {
-        let key = ObjectIdentifier(c)
-        if let hit = entries.withLock({ $0[key] }) { return hit.circle }
+        if let hit = entries.withLock({ $0[c.id] }), hit.owner === c { return hit.circle }
         let made = make()
         entries.withLock { table in
             if table.count >= capacity { table.removeAll(keepingCapacity: true) }
-            table[key] = Entry(owner: c, circle: made)
+            table[c.id] = Entry(owner: c, circle: made)
         }
         return made
     }
