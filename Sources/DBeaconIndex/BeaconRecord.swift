@@ -99,16 +99,7 @@ package enum BeaconRecord {
         let name = r.string()
         let description = flags & Flag.description != 0 ? r.string() : nil
         let owner = UserID(uncheckedRawValue: r.string())
-        var lifetime: Lifetime?
-        if flags & Flag.lifetime != 0 {
-            let start = flags & Flag.start != 0 ? Timestamp(millis: r.int()) : nil
-            let end = flags & Flag.end != 0 ? Timestamp(millis: r.int()) : nil
-            lifetime = Lifetime(start: start, end: end)
-        }
-        var members: [UserID]?
-        if flags & Flag.members != 0 {
-            members = (0..<Int(r.uint())).map { _ in UserID(uncheckedRawValue: r.string()) }
-        }
+        let lifetime = r.lifetime(flags), members = r.members(flags)
         let tags = (0..<Int(r.uint())).map { _ in r.string() }
         let service = flags & Flag.service != 0 ? r.string() : nil
         let relationships = (0..<Int(r.uint())).map { _ in
@@ -141,16 +132,7 @@ package enum BeaconRecord {
         r.skipString() // name
         if flags & Flag.description != 0 { r.skipString() }
         let owner = UserID(uncheckedRawValue: r.string())
-        var lifetime: Lifetime?
-        if flags & Flag.lifetime != 0 {
-            let start = flags & Flag.start != 0 ? Timestamp(millis: r.int()) : nil
-            let end = flags & Flag.end != 0 ? Timestamp(millis: r.int()) : nil
-            lifetime = Lifetime(start: start, end: end)
-        }
-        var members: [UserID]?
-        if flags & Flag.members != 0 {
-            members = (0..<Int(r.uint())).map { _ in UserID(uncheckedRawValue: r.string()) }
-        }
+        let lifetime = r.lifetime(flags), members = r.members(flags)
         for _ in 0..<Int(r.uint()) { r.skipString() } // tags
         let service = flags & Flag.service != 0 ? r.string() : nil
         return BeaconFacts(subject: VisibilityPolicy.Subject(owner: owner, members: members, lifetime: lifetime, service: service),
@@ -202,6 +184,20 @@ package enum BeaconRecord {
         mutating func int() -> Int64 {
             let u = uint()
             return Int64(bitPattern: u >> 1) ^ -Int64(bitPattern: u & 1)
+        }
+
+        /// The lifetime, when `flags` say the record has one.
+        mutating func lifetime(_ flags: UInt8) -> Lifetime? {
+            guard flags & Flag.lifetime != 0 else { return nil }
+            let start = flags & Flag.start != 0 ? Timestamp(millis: int()) : nil
+            let end = flags & Flag.end != 0 ? Timestamp(millis: int()) : nil
+            return Lifetime(start: start, end: end)
+        }
+
+        /// The visibility group, when `flags` say the record has one.
+        mutating func members(_ flags: UInt8) -> [UserID]? {
+            guard flags & Flag.members != 0 else { return nil }
+            return (0..<Int(uint())).map { _ in UserID(uncheckedRawValue: string()) }
         }
 
         mutating func skipString() {
