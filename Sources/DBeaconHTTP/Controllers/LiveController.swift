@@ -55,7 +55,7 @@ struct LiveController {
 
     /// The beacons among `inside` (the fence engine's states) that the caller may see now: a
     /// state the engine has not yet dropped for a beacon that became hidden must not name it.
-    private func visible(_ inside: [BeaconID], to principal: Principal, coveringNow: Set<BeaconID> = []) async throws -> [BeaconID] {
+    private func visible(_ inside: [BeaconID], to principal: Principal, coveringNow: [BeaconID] = []) async throws -> [BeaconID] {
         let seen = try await regions.beacons.gate.visibleIDs(inside, to: principal, coveringNow: coveringNow)
         return inside.filter(seen.contains)
     }

@@ -111,7 +111,7 @@ package actor FenceEngine {
             if let ticket = decision.ticket { try await awaitCommit(ticket) }
             report = await Self.finish(user: user, outcome: decision.outcome, inside: decision.inside, listeners: decision.listeners)
         }
-        report.coveringNow = Set(coverage.last ?? [])
+        report.coveringNow = coverage.last ?? []
         return report
     }
 

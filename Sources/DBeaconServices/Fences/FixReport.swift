@@ -15,5 +15,5 @@ package struct FixReport: Sendable {
     /// The beacons the coverage lookup found covering the user at the batch's last fix: each
     /// passed the index's `.cover` for them when the batch began, so they may see it
     /// (`VisibilityGate.visibleIDs(_:to:coveringNow:)`).
-    package var coveringNow: Set<BeaconID> = []
+    package var coveringNow: [BeaconID] = []
 }

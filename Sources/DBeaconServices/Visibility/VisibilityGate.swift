@@ -170,11 +170,12 @@ package struct VisibilityGate: Sendable {
     /// when the policy's `.cover` allows it to the viewer then, and `.cover` implies `.see`
     /// (`VisibilityPolicyTests`), so those are decided already; the others on what the rule
     /// reads of each. A fix's answer names some twenty beacons, nearly all covering the user.
-    package func visibleIDs(_ ids: [BeaconID], to viewer: Principal, coveringNow: Set<BeaconID>) async throws -> Set<BeaconID> {
+    package func visibleIDs(_ ids: [BeaconID], to viewer: Principal, coveringNow: [BeaconID]) async throws -> Set<BeaconID> {
         guard !ids.isEmpty else { return [] }
+        let covering = Set(coveringNow)
         var visible = Set<BeaconID>(), rest: [BeaconID] = []
         for id in ids {
-            if coveringNow.contains(id) { visible.insert(id) } else { rest.append(id) }
+            if covering.contains(id) { visible.insert(id) } else { rest.append(id) }
         }
         guard !rest.isEmpty else { return visible }
         let now = clock.now()
