@@ -24,18 +24,20 @@ struct AuthMiddleware: RouterMiddleware {
             context.cursors = auth.cursors
             return try await next(request, context)
         }
-        let presented = Self.presented(request)
-        let keys = [context.clientAddress] + (presented.name.map { ["name:" + $0] } ?? [])
+        // The header is read once: its scheme, token and (Basic) user name.
+        let presented = Self.presented(request.headers[.authorization])
+        let nameKey = presented.name.map { "name:" + $0.prefix(100) }
         do {
-            for key in keys { try limiter.check(.authFailures, key: key) }
+            try limiter.check(.authFailures, key: context.clientAddress)
+            if let nameKey { try limiter.check(.authFailures, key: nameKey) }
         } catch {
             guard let token = presented.token, auth.seenValid(token: token) else { throw error }
         }
         let caller: AuthService.Caller
         do {
-            caller = try await authenticate(request)
+            caller = try await authenticate(presented)
         } catch let error as DBeaconError where error.kind == .unauthorized {
-            for key in keys.dropFirst() { try? limiter.consume(.authFailures, key: key) }
+            if let nameKey { try? limiter.consume(.authFailures, key: nameKey) }
             try limiter.consume(.authFailures, key: context.clientAddress)
             throw error
         }
@@ -44,22 +46,39 @@ struct AuthMiddleware: RouterMiddleware {
         context.device = caller.device
         context.tokenHash = caller.tokenHash
         context.cursors = auth.cursors
-        context.logger[metadataKey: "principal"] = "\(caller.principal.userID?.rawValue ?? "admin")"
+        context.logger[metadataKey: "principal"] = .string(caller.principal.userID?.rawValue ?? "admin")
         return try await next(request, context)
     }
 
-    /// The token and (for Basic) the user name a request presents, read without a check.
-    static func presented(_ request: Request) -> (token: String?, name: String?) {
-        guard let header = request.headers[.authorization] else { return (nil, nil) }
-        let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2 else { return (nil, nil) }
-        switch parts[0].lowercased() {
-        case "bearer": return (String(parts[1].trimmingSpaces), nil)
-        case "basic":
-            guard parts[1].utf8.count <= 400, let decoded = Data(base64Encoded: String(parts[1].trimmingSpaces)),
-                  let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":") else { return (nil, nil) }
-            return (String(text[text.index(after: colon)...]), String(text[..<colon].prefix(100)))
-        default: return (nil, nil)
+    /// What an `Authorization` header presents, read without a check: its scheme (nil without
+    /// a header; `malformed` when it is not `<scheme> <credentials>`), the token, and for Basic
+    /// the user name.
+    struct Presented {
+        enum Scheme { case bearer, basic, other, malformed }
+        var scheme: Scheme?
+        var token: String?
+        var name: String?
+    }
+
+    /// The token and (for Basic) the user name `header` presents. Basic credentials that are
+    /// not base64 of `user:token` (or longer than 400 characters) present none.
+    static func presented(_ header: String?) -> Presented {
+        guard let header else { return Presented() }
+        guard let space = header.utf8.firstIndex(of: UInt8(ascii: " ")), space != header.startIndex,
+              case let credentials = header[header.index(after: space)...], !credentials.isEmpty else {
+            return Presented(scheme: .malformed)
+        }
+        switch header[..<space] {
+        case let s where s.utf8.elementsEqual("Bearer".utf8) || s.lowercased() == "bearer":
+            return Presented(scheme: .bearer, token: String(credentials.trimmingSpaces))
+        case let s where s.lowercased() == "basic":
+            guard credentials.utf8.count <= 400, let decoded = Data(base64Encoded: String(credentials.trimmingSpaces)),
+                  let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":") else {
+                return Presented(scheme: .basic)
+            }
+            return Presented(scheme: .basic, token: String(text[text.index(after: colon)...]), name: String(text[..<colon]))
+        default:
+            return Presented(scheme: .other)
         }
     }
 
@@ -67,31 +86,28 @@ struct AuthMiddleware: RouterMiddleware {
     ///
     /// `Bearer <token>`, or HTTP Basic (as phone apps such as OwnTracks send it): the password
     /// is the token, and the user name must be the user's id or name.
-    private func authenticate(_ request: Request) async throws -> AuthService.Caller {
-        guard let header = request.headers[.authorization] else {
+    private func authenticate(_ presented: Presented) async throws -> AuthService.Caller {
+        switch presented.scheme {
+        case nil:
             throw DBeaconError.unauthorized("an Authorization: Bearer <token> header is required")
-        }
-        let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2 else { throw DBeaconError.unauthorized("the Authorization header must be Bearer <token>") }
-        switch parts[0].lowercased() {
-        case "bearer":
-            guard let caller = try await auth.authenticateCaller(token: String(parts[1].trimmingSpaces)) else {
+        case .bearer:
+            guard let caller = try await auth.authenticateCaller(token: presented.token ?? "") else {
                 throw DBeaconError.unauthorized("the bearer token is not valid")
             }
             return caller
-        case "basic":
-            guard parts[1].utf8.count <= 400, let decoded = Data(base64Encoded: String(parts[1].trimmingSpaces)),
-                  let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":") else {
+        case .basic:
+            guard let token = presented.token, let name = presented.name else {
                 throw DBeaconError.unauthorized("Basic credentials must be base64 of user:token")
             }
-            let name = String(text[..<colon]), token = String(text[text.index(after: colon)...])
             guard let caller = try await auth.authenticateCaller(token: token), let user = caller.principal.userID,
                   try await auth.isNamed(user, name) else {
                 throw DBeaconError.unauthorized("the user name and token do not match (the password is the user's or a device's token)")
             }
             return caller
-        default:
+        case .other:
             throw DBeaconError.unauthorized("the Authorization header must be Bearer <token> (or Basic user:token)")
+        case .malformed:
+            throw DBeaconError.unauthorized("the Authorization header must be Bearer <token>")
         }
     }
 }

@@ -86,6 +86,7 @@ extension Request {
     /// Whether a `Content-Type` is JSON: `application/json` or any `application/…+json`, in any
     /// case, its parameters (`charset`) ignored.
     static func isJSON(mediaType: String) -> Bool {
+        if mediaType.utf8.elementsEqual("application/json".utf8) { return true } // what nearly every client sends
         let essence = mediaType.split(separator: ";", maxSplits: 1).first.map { $0.trimmingSpaces.lowercased() } ?? ""
         return essence == "application/json" || (essence.hasPrefix("application/") && essence.hasSuffix("+json"))
     }
