@@ -15,10 +15,30 @@ package protocol DeviceStore: Sendable {
     func touchDevice(_ id: DeviceID, at: Timestamp) async throws
     /// The phone protocol's state for one of the user's clients (JSON), if any.
     func phoneState(user: UserID, client: String) async throws -> String?
-    func setPhoneState(user: UserID, client: String, state: String, at: Timestamp) async throws
+    /// Stores phone states (`PhoneService` groups those of concurrent posts into one call),
+    /// in one transaction, in order (a later one for the same client replaces an earlier one).
+    /// A state for a user no longer stored is left out: the user was erased meanwhile, and
+    /// the others are written.
+    func setPhoneStates(_ states: [PhoneStateWrite]) async throws
     /// Whether every phone state is written by this process, so a copy kept here is the stored
     /// one (SpatiaLite: the server that serves the phones writes them; a device revoked or a
     /// user erased by another process arrives as an account change within a quarter second);
     /// false where other nodes write them (PostgreSQL: a post reads its phone's state).
     var phoneStatesStayInProcess: Bool { get }
+}
+
+/// A phone's state to store (`DeviceStore.setPhoneStates`): the phone protocol's JSON for one
+/// of the user's clients, as of `at`.
+package struct PhoneStateWrite: Sendable {
+    package var user: UserID
+    package var client: String
+    package var state: String
+    package var at: Timestamp
+
+    package init(user: UserID, client: String, state: String, at: Timestamp) {
+        self.user = user
+        self.client = client
+        self.state = state
+        self.at = at
+    }
 }

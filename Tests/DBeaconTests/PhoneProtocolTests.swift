@@ -412,4 +412,40 @@ import Testing
             #expect(badJSON.status.code / 100 == 4 && badJSON.json?["error"]?["path"] == "location.coords.longitude", "\(badJSON.text)")
         }
     }
+    /// Phones posting at once: each post's state is stored (their writes share transactions),
+    /// and each phone's next post from where it stands keeps the regions it was given.
+    @Test(arguments: Backend.all) func phonesPostingAtOnceEachKeepTheirState(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
+        var made: [(id: UserID, name: String, token: String)] = []
+        for i in 0..<12 {
+            let (id, token) = try await h.user("phone\(i)")
+            made.append((id, "phone\(i)", token))
+        }
+        let users = made
+        try await h.app().test(.router) { client in
+            _ = try await client.call(.post, "/v1/beacons", token: users[0].token, json: feature(name: "Square", perimeter: circle(80)))
+            func post(_ u: (id: UserID, name: String, token: String), _ k: Int) async throws -> [JSONValue] {
+                let here: JSONValue = ["_type": "location", "lat": .number(48.7784 + Double(k) * 0.0001), "lon": 9.18,
+                                       "tst": .int(Self.tst(h)), "tid": "ph"]
+                let answer = try await client.call(.post, "/v1/owntracks", json: here, headers: Self.basic(u.name, u.token))
+                #expect(answer.status == .ok, "\(answer.text)")
+                return answer.json?.arrayValue ?? []
+            }
+            let first = try await withThrowingTaskGroup(of: (Int, [JSONValue]).self) { group in
+                for (k, u) in users.enumerated() { group.addTask { (k, try await post(u, k)) } }
+                var out: [Int: [JSONValue]] = [:]
+                for try await (k, messages) in group { out[k] = messages }
+                return out
+            }
+            for (k, u) in users.enumerated() {
+                #expect(first[k]?.contains { $0["action"] == "setWaypoints" } == true, "a first post gets its regions")
+                #expect(try await h.store.phoneState(user: u.id, client: "token:phone") != nil)
+            }
+            h.clock.advance(seconds: 5)
+            for (k, u) in users.enumerated() {
+                let again = try await post(u, k)
+                #expect(!again.contains { $0["action"] == "setWaypoints" }, "the same place: the stored regions hold: \(again)")
+            }
+        }
+    }
 }

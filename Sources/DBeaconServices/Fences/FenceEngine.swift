@@ -19,7 +19,7 @@ package import DBeaconStore
 package actor FenceEngine {
     private let store: any DBeaconStore
     private let engine: any CoverageEngine
-    private let committer: GroupCommitter
+    private let committer: GroupCommitter<FenceUpdate>
     private let clock: any WallClock
     package nonisolated let config: FenceConfig
 
@@ -30,7 +30,7 @@ package actor FenceEngine {
     /// Users whose accounts are being or were erased in this process: their fixes are refused.
     private var erased = Set<UserID>()
 
-    package init(store: any DBeaconStore, engine: any CoverageEngine, committer: GroupCommitter, clock: any WallClock,
+    package init(store: any DBeaconStore, engine: any CoverageEngine, committer: GroupCommitter<FenceUpdate>, clock: any WallClock,
                  config: FenceConfig = FenceConfig()) {
         self.store = store
         self.engine = engine
@@ -121,7 +121,7 @@ package actor FenceEngine {
         var outcome: FenceEvaluator.FixOutcome
         var inside: [BeaconID]
         var listeners: [any LocationListener]
-        var ticket: GroupCommitter.Ticket?
+        var ticket: GroupCommitter<FenceUpdate>.Ticket?
     }
 
     private enum DecideResult: Sendable {
@@ -349,7 +349,7 @@ package actor FenceEngine {
 
     /// Returns once `ticket`'s batch is durable; a failed commit makes the next decision reload
     /// the state from the store (the in-memory state went ahead of it).
-    private nonisolated func awaitCommit(_ ticket: GroupCommitter.Ticket) async throws {
+    private nonisolated func awaitCommit(_ ticket: GroupCommitter<FenceUpdate>.Ticket) async throws {
         do {
             try await committer.wait(ticket)
         } catch {

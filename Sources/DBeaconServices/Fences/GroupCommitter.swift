@@ -1,17 +1,18 @@
 package import DBeaconStore
 import Synchronization
 
-/// Group commit for fence updates: updates enqueued while a transaction is being written
-/// are written together in the next one. Each caller returns only once its update is on disk
-/// (`synchronous=FULL`), yet one fsync serves many fixes.
+/// Group commit: items enqueued while a transaction is being written are written together in
+/// the next one. Each caller returns only once its item is on disk (`synchronous=FULL`), yet
+/// one fsync serves many. Fence updates (`GroupCommitter<FenceUpdate>`, the fence engine's) and
+/// phone states (`PhoneService`) go through one each.
 ///
 /// `enqueue` is synchronous so the fence engine can enqueue inside its critical section and
 /// keep commit order equal to decision order; `wait` then suspends until the batch holding
-/// the update is committed. The first waiter finding no flush in progress becomes the
-/// leader and flushes batches until none is left (no background task needed).
-package final class GroupCommitter: Sendable {
+/// the item is committed. The first waiter finding no flush in progress becomes the leader
+/// and flushes batches until none is left (no background task needed).
+package final class GroupCommitter<Item: Sendable>: Sendable {
     private struct State {
-        var pending: [FenceUpdate] = []
+        var pending: [Item] = []
         var batch = 0
         var flushing = false
         var tickets: [Int: Int] = [:]
@@ -19,27 +20,35 @@ package final class GroupCommitter: Sendable {
         var waiters: [Int: [CheckedContinuation<Void, any Error>]] = [:]
     }
 
-    private let store: any EventStore
+    /// Writes a batch, in the order its items were enqueued, in one transaction.
+    private let write: @Sendable ([Item]) async throws -> Void
     private let state = Mutex(State())
 
-    package init(store: any EventStore) {
-        self.store = store
+    package init(write: @escaping @Sendable ([Item]) async throws -> Void) {
+        self.write = write
     }
 
     /// A ticket for `wait`; call it exactly once per enqueue.
     package struct Ticket: Sendable { let batch: Int }
 
-    package func enqueue(_ update: FenceUpdate) -> Ticket {
+    package func enqueue(_ item: Item) -> Ticket {
         state.withLock { s in
-            s.pending.append(update)
+            s.pending.append(item)
             s.tickets[s.batch, default: 0] += 1
             return Ticket(batch: s.batch)
         }
     }
 
+    /// Enqueues `item` and returns once it is committed, or throws its batch's error.
+    package func commit(_ item: Item) async throws {
+        try await wait(enqueue(item))
+    }
+
+    /// What a waiter does: take its batch's result, flush, or wait for the flush under way.
+    private enum Role { case done(Result<Void, any Error>), leader, follower }
+
     /// Returns once the ticket's batch is committed, or throws its error.
     package func wait(_ ticket: Ticket) async throws {
-        enum Role { case done(Result<Void, any Error>), leader, follower }
         let role: Role = state.withLock { s in
             if let result = s.results[ticket.batch] {
                 Self.consume(&s, ticket.batch)
@@ -70,20 +79,13 @@ package final class GroupCommitter: Sendable {
         }
     }
 
-    /// Under load (the last batch held at least `busyBatch` updates), a flush waits `linger`
-    /// for more before writing while fewer than `fullBatch` are pending: one fsync and one
-    /// write of the shared pages then serve several times as many fixes, for a millisecond of
-    /// latency. A lone fix is written at once.
-    static let busyBatch = 8, fullBatch = 64
-    static let linger = Duration.milliseconds(1)
-
     private func flush() async {
         var last = 0
         while true {
-            if last >= Self.busyBatch && state.withLock({ $0.pending.count }) < Self.fullBatch {
-                try? await Task.sleep(for: Self.linger)
+            if last >= GroupCommit.busyBatch && state.withLock({ $0.pending.count }) < GroupCommit.fullBatch {
+                try? await Task.sleep(for: GroupCommit.linger)
             }
-            let (number, batch): (Int, [FenceUpdate]) = state.withLock { s in
+            let (number, batch): (Int, [Item]) = state.withLock { s in
                 if s.pending.isEmpty {
                     s.flushing = false
                     return (0, [])
@@ -97,7 +99,7 @@ package final class GroupCommitter: Sendable {
             last = batch.count
             let result: Result<Void, any Error>
             do {
-                try await store.applyFenceUpdates(batch)
+                try await write(batch)
                 result = .success(())
             } catch {
                 result = .failure(error)
@@ -123,4 +125,21 @@ package final class GroupCommitter: Sendable {
             s.results[batch] = nil
         }
     }
+}
+
+extension GroupCommitter where Item == FenceUpdate {
+    /// The fence engine's: fence updates, written by `applyFenceUpdates`.
+    package convenience init(store: any EventStore) {
+        self.init(write: { try await store.applyFenceUpdates($0) })
+    }
+}
+
+/// `GroupCommitter`'s pacing.
+enum GroupCommit {
+    /// Under load (the last batch held at least `busyBatch` updates), a flush waits `linger`
+    /// for more before writing while fewer than `fullBatch` are pending: one fsync and one
+    /// write of the shared pages then serve several times as many fixes, for a millisecond of
+    /// latency. A lone fix is written at once.
+    static let busyBatch = 8, fullBatch = 64
+    static let linger = Duration.milliseconds(1)
 }

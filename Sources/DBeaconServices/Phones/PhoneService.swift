@@ -106,6 +106,9 @@ package struct PhoneService: Sendable {
 
     /// The phone states last read or written by this process, with their text.
     let decoded: PhoneStateCache
+    /// Writes the states of concurrent posts in one transaction (a post whose regions changed
+    /// writes its phone's state: in a city centre, about every other post).
+    let stateWrites: GroupCommitter<PhoneStateWrite>
 
     /// Regions a phone is given: iOS monitors at most 20 per app.
     package static let maxRegions = 20
@@ -118,6 +121,7 @@ package struct PhoneService: Sendable {
         self.sightings = sightings
         self.groups = groups
         self.devices = devices
+        stateWrites = GroupCommitter { try await devices.setPhoneStates($0) }
         self.feed = feed
         self.clock = clock
     }
@@ -209,7 +213,7 @@ package struct PhoneService: Sendable {
         }
         if changed {
             let text = state.encoded()
-            try await devices.setPhoneState(user: user, client: client, state: text, at: clock.now())
+            try await stateWrites.commit(PhoneStateWrite(user: user, client: client, state: text, at: clock.now()))
             decoded.keep(text, state, user: user, client: client)
         }
         return answer

@@ -57,12 +57,17 @@ extension SQLStore {
         }
     }
 
-    package func setPhoneState(user: UserID, client: String, state: String, at: Timestamp) async throws {
+    package func setPhoneStates(_ states: [PhoneStateWrite]) async throws {
+        guard !states.isEmpty else { return }
         try await write { db, _ in
-            try await db.rows("""
-                INSERT INTO phone_states(user_id, client, state, updated_at) VALUES ($1, $2, $3, $4)
-                ON CONFLICT (user_id, client) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at
-                """, [user.rawValue, client, state, at.millis])
+            for s in states {
+                // Only for a user still stored: one erased meanwhile would fail the whole batch.
+                try await db.rows("""
+                    INSERT INTO phone_states(user_id, client, state, updated_at)
+                    SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM users WHERE id = $1)
+                    ON CONFLICT (user_id, client) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at
+                    """, [s.user.rawValue, s.client, s.state, s.at.millis])
+            }
         }
     }
 
