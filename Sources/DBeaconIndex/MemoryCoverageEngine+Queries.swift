@@ -97,10 +97,19 @@ extension MemoryCoverageEngine {
     }
 
     /// Synchronous form of `coveringIDs` (benchmarks, callers outside async contexts).
+    ///
+    /// The ids are read once the lookup is done: each is a miss in a table of 40 bytes per
+    /// beacon (40 MB at 1M), and their lines are requested together so the misses overlap
+    /// (read one by one during the lookup, they were a third of its time).
     package func coveringIDsNow(_ query: CoverQuery) -> [BeaconID] {
-        var out: [BeaconID] = []
-        lock.read { visit(query) { slot in out.append(slotIDs[Int(slot)]!) } }
-        return out
+        lock.read {
+            var slots: [Int32] = []
+            visit(query) { slots.append($0) }
+            return slotIDs.withUnsafeBufferPointer { ids in
+                for slot in slots { dbeacon_prefetch(ids.baseAddress! + Int(slot)) }
+                return slots.map { ids[Int($0)]! }
+            }
+        }
     }
 
     /// The slots of the covering beacons, appended to `out` (cleared first): the lookup alone,
