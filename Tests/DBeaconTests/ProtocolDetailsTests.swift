@@ -131,6 +131,36 @@ import Testing
     /// lately: a phone behind the same carrier NAT as an attacker keeps working; guessing at
     /// one user's Basic password locks the name, not the user's working device. The challenge
     /// of `/v1/owntracks` is Basic.
+    /// The forms of `Authorization` the service takes (Bearer in any case, Basic `user:token`)
+    /// and what it says to the others: 401 with a message naming the form it expects.
+    @Test(arguments: Backend.all) func authorizationHeadersAreReadAsTheirSchemeSays(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
+        let (_, token) = try await h.user("ann")
+        try await h.app().test(.router) { client in
+            func me(_ header: String?) async throws -> JSONResponse {
+                try await client.call(.get, "/v1/me", headers: header.map { [.authorization: $0] } ?? [:])
+            }
+            let basic = "Basic " + Data("ann:\(token)".utf8).base64EncodedString()
+            for good in ["Bearer \(token)", "bearer \(token)", "BEARER  \(token)", basic] {
+                #expect(try await me(good).status == .ok, "\(good)")
+            }
+            let refused: [(String?, String)] = [
+                (nil, "an Authorization: Bearer <token> header is required"),
+                ("Bearer", "the Authorization header must be Bearer <token>"),
+                ("Bearer ", "the Authorization header must be Bearer <token>"),
+                ("Bearer nope", "the bearer token is not valid"),
+                ("Basic bm90IGJhc2U2NA", "Basic credentials must be base64 of user:token"),
+                ("Basic " + Data("bob:\(token)".utf8).base64EncodedString(),
+                 "the user name and token do not match (the password is the user's or a device's token)"),
+                ("Token \(token)", "the Authorization header must be Bearer <token> (or Basic user:token)"),
+            ]
+            for (header, message) in refused {
+                let r = try await me(header)
+                #expect(r.status == .unauthorized && r.json?["error"]?["message"]?.stringValue == message, "\(header ?? "none"): \(r.text)")
+            }
+        }
+    }
+
     @Test(arguments: Backend.all) func lockOutsSpareGoodCredentials(_ backend: Backend) async throws {
         let h = try await TestHarness.make(backend: backend) {
             $0.rateLimits.authFailuresPerSecond = 1
