@@ -24,14 +24,26 @@ package enum EnclosingCircle {
                 p.swapAt(i, Int((state >> 33) % UInt64(i + 1)))
             }
         }
+        // A point is inside when its distance is within the radius (and a hair): compared as
+        // squares, so the test of each point, made some ten times per point, takes no square
+        // root (`hypot` was most of the time of a large polygon's circle).
         var c = (x: p[0].0, y: p[0].1, r: 0.0)
-        func inside(_ q: (Double, Double)) -> Bool { hypot(q.0 - c.x, q.1 - c.y) <= c.r * (1 + 1e-12) + 1e-9 }
+        var reach = 1e-18 // (r · (1 + 1e-12) + 1e-9)²
+        func set(_ circle: (x: Double, y: Double, r: Double)) {
+            c = circle
+            let r = circle.r * (1 + 1e-12) + 1e-9
+            reach = r * r
+        }
+        func inside(_ q: (Double, Double)) -> Bool {
+            let dx = q.0 - c.x, dy = q.1 - c.y
+            return dx * dx + dy * dy <= reach
+        }
         for i in 1..<p.count where !inside(p[i]) {
-            c = (p[i].0, p[i].1, 0)
+            set((p[i].0, p[i].1, 0))
             for j in 0..<i where !inside(p[j]) {
-                c = ((p[i].0 + p[j].0) / 2, (p[i].1 + p[j].1) / 2, hypot(p[i].0 - p[j].0, p[i].1 - p[j].1) / 2)
+                set(((p[i].0 + p[j].0) / 2, (p[i].1 + p[j].1) / 2, hypot(p[i].0 - p[j].0, p[i].1 - p[j].1) / 2))
                 for k in 0..<j where !inside(p[k]) {
-                    c = circumcircle(p[i], p[j], p[k]) ?? c
+                    set(circumcircle(p[i], p[j], p[k]) ?? c)
                 }
             }
         }
