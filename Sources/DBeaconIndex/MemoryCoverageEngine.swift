@@ -114,6 +114,11 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         /// A small polygon loaded without its 8×8 summary (`load(prepare: false)`): answered by
         /// its exact test alone until `warm` has made it.
         let summaryPending: Bool
+        /// Unique to this object in the process (`EnclosingCircles` tells by it whether an entry
+        /// was made for this object, without a weak reference, which would send every retain and
+        /// release of the object through a side table).
+        let serial = Cold.serials.wrappingAdd(1, ordering: .relaxed).newValue
+        private static let serials = Atomic<UInt64>(0)
 
         init(id: BeaconID, location: Position, radius: Double, record: Int, recordLength: Int, raster: Int32, kind: Kind,
              tracksOwner: Bool, isMulti: Bool, flat: FlatPerimeter?, compact: [CompactPolygon], members: [Int32],
@@ -276,12 +281,12 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
 }
 
 /// Enclosing circles of stored polygon perimeters, by beacon, each valid for the slot object it
-/// was made for (held weakly: a changed or deleted beacon's object is freed and its entry no
-/// longer matches, and no entry keeps an old perimeter in memory). At most `capacity`; emptied
-/// when full.
+/// was made for (by its `serial`: a changed or deleted beacon has a new object or none, and its
+/// entry no longer matches; no entry holds an old perimeter). At most `capacity`; emptied when
+/// full.
 final class EnclosingCircles: Sendable {
     private struct Entry {
-        weak var owner: MemoryCoverageEngine.Cold?
+        let serial: UInt64
         let circle: (center: Position, radiusM: Double)
     }
 
@@ -291,11 +296,11 @@ final class EnclosingCircles: Sendable {
     init(capacity: Int = 100_000) { self.capacity = capacity }
 
     func circle(of c: MemoryCoverageEngine.Cold, make: () -> (center: Position, radiusM: Double)) -> (center: Position, radiusM: Double) {
-        if let hit = entries.withLock({ $0[c.id] }), hit.owner === c { return hit.circle }
+        if let hit = entries.withLock({ $0[c.id] }), hit.serial == c.serial { return hit.circle }
         let made = make()
         entries.withLock { table in
             if table.count >= capacity { table.removeAll(keepingCapacity: true) }
-            table[c.id] = Entry(owner: c, circle: made)
+            table[c.id] = Entry(serial: c.serial, circle: made)
         }
         return made
     }
