@@ -248,6 +248,8 @@ extension MemoryCoverageEngine {
         var cells: [(level: Int, keys: [UInt64])] = []
         /// The beacon's `BeaconRecord`.
         var record: [UInt8] = []
+        /// A polygon's enclosing circle (else `warm` makes it).
+        var enclosing: (center: Position, radiusM: Double)?
 
         init(boxes: [BoundingBox], flat: FlatPerimeter? = nil, compact: [CompactPolygon] = [], raster: PolygonRaster? = nil) {
             self.boxes = boxes

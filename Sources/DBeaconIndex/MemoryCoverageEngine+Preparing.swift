@@ -28,14 +28,19 @@ extension MemoryCoverageEngine {
             return Prepared(boxes: boxes)
         case .polygon, .multiPolygon:
             let polygons = beacon.perimeter.polygons
+            // Without `raster` (a load), `warm` makes the enclosing circle too.
+            let enclosing = raster ? Self.enclosingCircle(polygons.map(\.exterior), location: beacon.location) : nil
             if beacon.perimeter.vertexCount > Self.largePolygonThreshold {
                 // Without `raster` (a load that lets `warm` finish the work), nor their GeoJSON
                 // nor their strips (a provisional one: 15 % of loading 1M beacons).
                 let compact = polygons.map { CompactPolygon($0, file: coordinateFile, text: raster, provisional: !raster) }
                 let r = raster && boxes.count == 1 ? Self.raster(compact, box: boxes[0]) : nil
-                return Prepared(boxes: boxes, compact: compact, raster: r)
+                var prep = Prepared(boxes: boxes, compact: compact, raster: r)
+                prep.enclosing = enclosing
+                return prep
             }
             var prep = Prepared(boxes: boxes, flat: FlatPerimeter(polygons))
+            prep.enclosing = enclosing
             if boxes.count == 1, let flat = prep.flat {
                 // Without `raster` (a load), `warm` makes it, as it does large polygons' rasters (4 %
                 // of loading 1M beacons).
@@ -47,6 +52,12 @@ extension MemoryCoverageEngine {
             }
             return prep
         }
+    }
+
+    /// The circle `enclosingCircle(of:)` answers for a polygon: `EnclosingCircle.verified` of its
+    /// outlines, on the plane at its location.
+    static func enclosingCircle(_ outlines: [[Position]], location: Position) -> (center: Position, radiusM: Double) {
+        EnclosingCircle.verified(outlines, origin: location)
     }
 
     /// A small polygon's 8×8 summary, over the grid entry's (rounded-out) box.
@@ -83,8 +94,8 @@ extension MemoryCoverageEngine {
     package var pendingCount: Int { lock.read { pending } }
 
     /// Builds the strips and rasters of the large polygons loaded without them and writes their
-    /// rings' GeoJSON to the coordinate file, and the summaries of the small ones loaded without
-    /// them, in batches, outside the lock; each is swapped in only if
+    /// rings' GeoJSON to the coordinate file, the summaries of the small ones loaded without
+    /// them, and the enclosing circles of both, in batches, outside the lock; each is swapped in only if
     /// its slot did not change meanwhile (a change applied meanwhile was prepared by `apply`
     /// already). Queries go on meanwhile. Returns the number prepared.
     @discardableResult
@@ -117,8 +128,11 @@ extension MemoryCoverageEngine {
             await offEventLoops {
                 DispatchQueue.concurrentPerform(iterations: colds.count) { i in
                     let c = colds[i]
-                    if c.summaryPending, let flat = c.flat {
-                        (output.value + i).pointee.summary = Self.summary(flat, polygons: flat.polygons, box: c.box)
+                    if c.kind == .small {
+                        if c.summaryPending, let flat = c.flat {
+                            (output.value + i).pointee.summary = Self.summary(flat, polygons: flat.polygons, box: c.box)
+                        }
+                        if c.circlePending { (output.value + i).pointee.enclosing = c.makeEnclosing() }
                         return
                     }
                     // The strips and rings' GeoJSON of polygons loaded without them
@@ -130,7 +144,8 @@ extension MemoryCoverageEngine {
                         if !all.elementsEqual(c.compact, by: ===) { finished = all }
                     }
                     let raster = c.needsRaster ? Self.raster(finished ?? c.compact, box: c.box) : nil
-                    (output.value + i).pointee = Warmed(raster: raster, finished: finished)
+                    let enclosing = c.circlePending ? c.makeEnclosing(compact: finished) : nil
+                    (output.value + i).pointee = Warmed(raster: raster, finished: finished, enclosing: enclosing)
                 }
                 // The batch's temporaries (exact coordinates, text, hints) go back to the system,
                 // so the server stays at its settled size while warming (1M: 1.7 GiB, not 2.2).
@@ -139,7 +154,7 @@ extension MemoryCoverageEngine {
             lock.write {
                 for (i, (slot, c)) in batch.enumerated() where cold[Int(slot)] === c {
                     let w = warmed[i]
-                    guard w.raster != nil || w.finished != nil || w.summary != nil,
+                    guard w.raster != nil || w.finished != nil || w.summary != nil || w.enclosing != nil,
                           var hot = grid.record(of: slot, box: c.box) else { continue }
                     var number: Int32?
                     if let r = w.raster {
@@ -147,7 +162,8 @@ extension MemoryCoverageEngine {
                         hot.test = .large(raster: number!, coarse: r.coarse)
                     }
                     if let summary = w.summary, let flat = c.flat { hot.test = .small(UnsafePointer(flat.base), coarse: summary) }
-                    reinstall(slot, c.with(raster: number, compact: w.finished, summaryPending: w.summary == nil ? nil : false), hot: hot)
+                    reinstall(slot, c.with(raster: number, compact: w.finished, summaryPending: w.summary == nil ? nil : false,
+                                           enclosing: w.enclosing), hot: hot)
                     done += 1
                     donePass += 1
                 }
@@ -158,11 +174,12 @@ extension MemoryCoverageEngine {
     }
 
     /// What `warm` made for one slot: a large polygon's raster and finished blocks, or a small
-    /// one's summary.
+    /// one's summary; either's enclosing circle.
     struct Warmed {
         var raster: PolygonRaster?
         var finished: [CompactPolygon]?
         var summary: (UInt64, UInt64)?
+        var enclosing: (center: Position, radiusM: Double)?
     }
 
     /// Keeps a raster's words; returns its number. Must hold the write lock.

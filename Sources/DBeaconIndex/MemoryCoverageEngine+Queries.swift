@@ -330,15 +330,12 @@ extension MemoryCoverageEngine {
         }
     }
 
-    /// Made from the outlines once per stored perimeter (`enclosingCircles`): a large polygon's
-    /// are read from the coordinate file only then, so a phone's regions in a crowd (some twenty
-    /// beacons, each a circle around its perimeter) read no perimeter once made.
+    /// A polygon's enclosing circle, made from its outlines around its location when it was
+    /// prepared (or by `warm`, after a load), kept with its slot and in the snapshot: a phone's
+    /// regions in a crowd (some twenty beacons, each a circle around its perimeter) read no
+    /// perimeter. Nil for a circle, an unknown id, or a polygon `warm` has yet to reach.
     package func enclosingCircle(of id: BeaconID) -> (center: Position, radiusM: Double)? {
-        guard let c = lock.read({ slots[id].flatMap { cold[Int($0)] } }), c.kind != .circle else { return nil }
-        return enclosingCircles.circle(of: c) {
-            let outlines = c.compact.isEmpty ? c.perimeter.polygons.map(\.exterior) : c.compact.map(\.exterior)
-            return EnclosingCircle.verified(outlines, origin: c.location)
-        }
+        lock.read { slots[id].flatMap { cold[Int($0)]?.enclosing } }
     }
 
     package func facts(ids: [BeaconID]) async throws -> [BeaconID: BeaconFacts] {

@@ -49,7 +49,8 @@ extension MemoryCoverageEngine {
         records.append(contentsOf: prep.record)
         let c = Cold(id: beacon.id, location: beacon.location, radius: radius ?? 0, record: offset, recordLength: prep.record.count,
                      raster: raster, kind: h.test.kind, tracksOwner: beacon.tracksOwner, isMulti: isMulti, flat: prep.flat,
-                     compact: prep.compact, members: members, boxes: boxes, summaryPending: prep.summaryPending)
+                     compact: prep.compact, members: members, boxes: boxes, summaryPending: prep.summaryPending,
+                     enclosing: prep.enclosing)
         place(c, hot: h, cells: prep.cells)
     }
 

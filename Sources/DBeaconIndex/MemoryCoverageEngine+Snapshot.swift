@@ -9,7 +9,7 @@ import Foundation
 /// that is stale or unreadable is rebuilt from the store, never trusted.
 extension MemoryCoverageEngine {
     /// Version of the snapshot's contents (the engine's layouts); another version is not read.
-    static let snapshotVersion: UInt32 = 7
+    static let snapshotVersion: UInt32 = 8
 
     /// A snapshot written.
     package struct SnapshotWriteReport: Sendable {
@@ -170,7 +170,13 @@ extension MemoryCoverageEngine {
                 if h.multiBox { flags |= 8 }
                 if h.overflowTags { flags |= 16 }
                 if c.summaryPending { flags |= 32 } // a snapshot taken before `warm` made it
+                if c.enclosing != nil { flags |= 64 } // (the same)
                 try w.value(flags)
+                if let e = c.enclosing {
+                    try w.double(e.center.lon)
+                    try w.double(e.center.lat)
+                    try w.double(e.radiusM)
+                }
                 try w.value(c.raster)
                 try w.value(h.owner)
                 try w.value(h.service)
@@ -269,6 +275,14 @@ extension MemoryCoverageEngine {
                 guard record + recordLength <= recordsCount else { throw SnapshotMapping.Failure.malformed("record of \(id)") }
                 guard let kind = Kind(rawValue: try r.value(UInt8.self)) else { throw SnapshotMapping.Failure.malformed("kind of \(id)") }
                 let flags = try r.value(UInt8.self)
+                var enclosing: (center: Position, radiusM: Double)?
+                if flags & 64 != 0 {
+                    let center = Position(lon: try r.double(), lat: try r.double()), radius = try r.double()
+                    guard center.lon.isFinite, center.lat.isFinite, radius.isFinite, radius >= 0 else {
+                        throw SnapshotMapping.Failure.malformed("enclosing circle of \(id)")
+                    }
+                    enclosing = (center, radius)
+                }
                 var raster = try r.value(Int32.self)
                 var h = Hot()
                 h.isPrivate = flags & 4 != 0
@@ -333,7 +347,8 @@ extension MemoryCoverageEngine {
                 let c = Cold(id: id, location: location, radius: radius, record: recordBase + record, recordLength: recordLength,
                              raster: raster, kind: kind, tracksOwner: flags & 1 != 0, isMulti: flags & 2 != 0, flat: flat,
                              compact: compact, members: members, boxes: boxes,
-                             summaryPending: kind == .small && flags & 32 != 0)
+                             summaryPending: kind == .small && flags & 32 != 0,
+                             enclosing: kind == .small || kind == .large ? enclosing : nil)
                 place(c, hot: h)
                 report.beacons += 1
             }

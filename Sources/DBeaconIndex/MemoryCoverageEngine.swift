@@ -3,7 +3,6 @@ package import DBeaconCore
 import DBeaconGeo
 package import DBeaconStore
 import Dispatch
-import Synchronization
 import Foundation
 
 #if canImport(Glibc)
@@ -114,15 +113,13 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         /// A small polygon loaded without its 8×8 summary (`load(prepare: false)`): answered by
         /// its exact test alone until `warm` has made it.
         let summaryPending: Bool
-        /// Unique to this object in the process (`EnclosingCircles` tells by it whether an entry
-        /// was made for this object, without a weak reference, which would send every retain and
-        /// release of the object through a side table).
-        let serial = Cold.serials.wrappingAdd(1, ordering: .relaxed).newValue
-        private static let serials = Atomic<UInt64>(0)
+        /// A polygon's enclosing circle (`enclosingCircle(of:)`), nil for a circle, or for a
+        /// polygon loaded without it (`load(prepare: false)`) until `warm` has made it.
+        let enclosing: (center: Position, radiusM: Double)?
 
         init(id: BeaconID, location: Position, radius: Double, record: Int, recordLength: Int, raster: Int32, kind: Kind,
              tracksOwner: Bool, isMulti: Bool, flat: FlatPerimeter?, compact: [CompactPolygon], members: [Int32],
-             boxes: [BoundingBox], summaryPending: Bool = false) {
+             boxes: [BoundingBox], summaryPending: Bool = false, enclosing: (center: Position, radiusM: Double)? = nil) {
             self.id = id
             self.location = location
             self.radius = radius
@@ -138,15 +135,18 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
             box = boxes.first ?? BoundingBox(west: 0, south: 0, east: 0, north: 0)
             splitBoxes = boxes.count > 1 ? boxes : []
             self.summaryPending = summaryPending
+            self.enclosing = enclosing
         }
 
-        /// The same slot with other values (a move, a raster built).
+        /// The same slot with other values (a move, a raster or a circle made). A move keeps the
+        /// enclosing circle: a moving beacon's polygon stays where it is (`apply`).
         func with(location: Position? = nil, raster: Int32? = nil, boxes: [BoundingBox]? = nil,
-                  compact: [CompactPolygon]? = nil, summaryPending: Bool? = nil) -> Cold {
+                  compact: [CompactPolygon]? = nil, summaryPending: Bool? = nil,
+                  enclosing: (center: Position, radiusM: Double)? = nil) -> Cold {
             Cold(id: id, location: location ?? self.location, radius: radius, record: record, recordLength: Int(recordLength),
                  raster: raster ?? self.raster, kind: kind, tracksOwner: tracksOwner, isMulti: isMulti, flat: flat,
                  compact: compact ?? self.compact, members: members, boxes: boxes ?? self.boxes,
-                 summaryPending: summaryPending ?? self.summaryPending)
+                 summaryPending: summaryPending ?? self.summaryPending, enclosing: enclosing ?? self.enclosing)
         }
 
         /// The boxes the beacon is indexed under.
@@ -155,10 +155,21 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         /// A large polygon with one box and no raster yet (`warm` builds it).
         var needsRaster: Bool { kind == .large && raster < 0 && splitBoxes.isEmpty }
 
+        /// A polygon whose enclosing circle `warm` has yet to make.
+        var circlePending: Bool { (kind == .small || kind == .large) && enclosing == nil }
+
         /// A polygon still to be prepared by `warm`: a large one's raster, strips or rings' GeoJSON,
-        /// a small one's summary.
+        /// a small one's summary, either's enclosing circle.
         var needsWarming: Bool {
-            needsRaster || summaryPending || (kind == .large && compact.contains(where: \.needsFinishing))
+            needsRaster || summaryPending || circlePending || (kind == .large && compact.contains(where: \.needsFinishing))
+        }
+
+        /// The enclosing circle of the perimeter's outlines (a large polygon's read from the
+        /// coordinate file), as `enclosingCircle(of:)` keeps it.
+        func makeEnclosing(compact: [CompactPolygon]? = nil) -> (center: Position, radiusM: Double) {
+            let blocks = compact ?? self.compact
+            let outlines = blocks.isEmpty ? perimeter.polygons.map(\.exterior) : blocks.map(\.exterior)
+            return MemoryCoverageEngine.enclosingCircle(outlines, location: location)
         }
 
         func covers(lon: Double, lat: Double) -> Bool {
@@ -179,8 +190,6 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     }
 
     let lock = ReadWriteLock()
-    /// Enclosing circles of polygon perimeters (`enclosingCircle(of:)`).
-    let enclosingCircles = EnclosingCircles()
     /// Where `load` and `resync` read beacons.
     package let store: any BeaconStore & BeaconChangeFeed
     /// The exact coordinates of large polygons (nil: kept on the heap).
@@ -278,30 +287,4 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
 
     /// Slots with `needsWarming` (kept by `install`/`uninstall`).
     var pending = 0
-}
-
-/// Enclosing circles of stored polygon perimeters, by beacon, each valid for the slot object it
-/// was made for (by its `serial`: a changed or deleted beacon has a new object or none, and its
-/// entry no longer matches; no entry holds an old perimeter). At most `capacity`; emptied when
-/// full.
-final class EnclosingCircles: Sendable {
-    private struct Entry {
-        let serial: UInt64
-        let circle: (center: Position, radiusM: Double)
-    }
-
-    private let entries = Mutex([BeaconID: Entry]())
-    private let capacity: Int
-
-    init(capacity: Int = 100_000) { self.capacity = capacity }
-
-    func circle(of c: MemoryCoverageEngine.Cold, make: () -> (center: Position, radiusM: Double)) -> (center: Position, radiusM: Double) {
-        if let hit = entries.withLock({ $0[c.id] }), hit.serial == c.serial { return hit.circle }
-        let made = make()
-        entries.withLock { table in
-            if table.count >= capacity { table.removeAll(keepingCapacity: true) }
-            table[c.id] = Entry(serial: c.serial, circle: made)
-        }
-        return made
-    }
 }

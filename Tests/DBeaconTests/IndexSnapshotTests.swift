@@ -42,6 +42,7 @@ import Testing
         try await writer.load(prepare: false)
         let pending = writer.pendingCount
         #expect(pending >= 8)
+        #expect(Self.circleMismatches(writer, beacons, made: false) == 0, "a load leaves the polygons' circles to the warm-up")
         if backend == .spatialite {
             // A snapshot taken before the warm-up has finished (the periodic one, or at shutdown):
             // its large polygons come back as written (provisional strips, no raster), the same
@@ -51,15 +52,18 @@ import Testing
             let readOnly = IndexSnapshots(directory: folder, write: false)
             #expect(try unfinished.load(snapshotFrom: readOnly, stamp: early.stamp)?.beacons == beacons.count)
             #expect(unfinished.pendingCount == pending)
+            #expect(Self.circleMismatches(unfinished, beacons, made: false) == 0)
             let checker = EngineEquivalenceTests()
             #expect(try await checker.compare(unfinished, sql, queries, label: "snapshot before the warm-up") == 0)
             #expect(await unfinished.warm() == pending)
             #expect(unfinished.pendingCount == 0)
+            #expect(Self.circleMismatches(unfinished, beacons, made: true) == 0)
             // (Read-only: its polygons' text is not written, so not `record`'s every-text check.)
             #expect(try await checker.compare(unfinished, sql, queries, label: "snapshot before the warm-up, warmed", record: false) == 0)
         }
         #expect(await writer.warm() == pending)
         #expect(writer.pendingCount == 0)
+        #expect(Self.circleMismatches(writer, beacons, made: true) == 0, "the warm-up makes every polygon's circle")
         let report = try await writer.writeSnapshot(to: owner)
         guard backend == .spatialite else {
             // Several PostGIS nodes write at once: no stamp, no snapshot; each node loads from the database.
@@ -81,6 +85,7 @@ import Testing
         let loaded = MemoryCoverageEngine(store: h.store)
         #expect(try loaded.load(snapshotFrom: reader, stamp: stamp)?.beacons == beacons.count)
         #expect(loaded.count == beacons.count && loaded.pendingCount == 0)
+        #expect(Self.circleMismatches(loaded, beacons, made: true) == 0, "the snapshot keeps the circles")
         let checker = EngineEquivalenceTests()
         #expect(try await checker.compare(loaded, sql, queries, label: "from the snapshot") == 0)
 
@@ -103,6 +108,10 @@ import Testing
             writer.apply(.delete(beacons[i].id))
         }
         #expect(try await checker.compare(loaded, sql, queries, label: "snapshot, then changes") == 0)
+        // A changed polygon's circle is made with the change; a deleted beacon has none.
+        let deleted = Set(stride(from: 1, to: 120, by: 7).map { beacons[$0].id })
+        #expect(Self.circleMismatches(loaded, beacons.filter { !deleted.contains($0.id) }, made: true) == 0)
+        #expect(deleted.allSatisfy { loaded.enclosingCircle(of: $0) == nil })
 
         // The database changed since: the snapshot is stale and is not loaded.
         let later = try #require(try await h.store.changeStamp())
@@ -146,6 +155,19 @@ import Testing
         let fromCompacted = MemoryCoverageEngine(store: h.store)
         #expect(try fromCompacted.load(snapshotFrom: reader, stamp: compacted.stamp)?.beacons == beacons.count - 17)
         #expect(try await checker.compare(fromCompacted, sql, queries, label: "after compacting the coordinates") == 0)
+    }
+
+    /// Beacons whose enclosing circle in `engine` is not as it should be: for a polygon, exactly
+    /// `EnclosingCircle.verified` of its outlines around its location when `made` (nil before the
+    /// warm-up when not); for a circle, none.
+    static func circleMismatches(_ engine: MemoryCoverageEngine, _ beacons: [Beacon], made: Bool) -> Int {
+        beacons.filter { b in
+            let kept = engine.enclosingCircle(of: b.id)
+            guard !b.perimeter.isCircle, made else { return kept != nil }
+            let expected = EnclosingCircle.verified(b.perimeter.polygons.map(\.exterior), origin: b.location)
+            guard let kept else { return true }
+            return kept.center.lon != expected.center.lon || kept.center.lat != expected.center.lat || kept.radiusM != expected.radiusM
+        }.count
     }
 
     /// The whole path through `dbeacon serve`: the snapshot written at shutdown is mapped at the
