@@ -22,17 +22,35 @@ package struct DatabaseDeadline: Sendable {
     @TaskLocal package static var bulk: DatabaseDeadline?
     package static let bulkWork = DatabaseDeadline(seconds: 600)
 
+    /// The instant by which the request this task answers must be answered (PostgreSQL:
+    /// `RequestDeadlineMiddleware`, `--db-timeout` + 1 s after it began): a request makes several
+    /// calls, and each is bounded by what is left of it as well as by its own `seconds`, so the
+    /// whole is bounded too. Work shared by waiting requests (a batch of reads or of commits)
+    /// runs without it (`$request.withValue(nil)`): one request's end is not the others'.
+    @TaskLocal package static var request: ContinuousClock.Instant?
+
     /// Runs `operation`, answering by `seconds` whatever it does: past the deadline the caller
     /// gets 503 `database_unavailable` and the operation is cancelled (it may finish later on
     /// its own; nothing waits for it). Cancelling the caller cancels the operation.
     package func run<T: Sendable>(_ what: String, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
-        let seconds = self.seconds
+        var seconds = self.seconds
+        var cut: DBeaconError?
+        if let end = Self.request {
+            let left = ContinuousClock.now.duration(to: end)
+            let leftSeconds = Double(left.components.seconds) + Double(left.components.attoseconds) * 1e-18
+            if leftSeconds < seconds {
+                // The request's bound comes first: its answer is due then, whatever this call does.
+                cut = Self.requestOverdue
+                guard leftSeconds > 0 else { throw Self.requestOverdue }
+                seconds = leftSeconds
+            }
+        }
         let race = Race<T>()
         let work = Task { race.finish(with: await Result(catching: { try await operation() })) }
         // The timer runs on a queue of its own, not on the tasks' threads (the cooperative pool or
         // the event loops): when they are busy (or blocked) the deadline still falls on time.
-        let timeout = DispatchWorkItem {
-            race.finish(with: .failure(DBeaconError(
+        let timeout = DispatchWorkItem { [seconds] in
+            race.finish(with: .failure(cut ?? DBeaconError(
                 .unavailable, code: "database_unavailable",
                 message: "the database did not answer \(what) within \(Self.format(seconds)) s; retry shortly")))
         }
@@ -47,6 +65,10 @@ package struct DatabaseDeadline: Sendable {
     }
 
     private static let timers = DispatchQueue(label: "dbeacon.database-deadlines")
+
+    /// What a request past its bound (`request`) is answered.
+    static let requestOverdue = DBeaconError(.unavailable, code: "database_unavailable",
+                                             message: "no answer within the request's time: the database is slow or unreachable; retry shortly")
 
     static func format(_ s: Double) -> String { s == s.rounded() ? String(Int(s)) : String(s) }
 }

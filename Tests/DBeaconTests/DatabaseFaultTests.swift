@@ -6,6 +6,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import Synchronization
 import Testing
 
 /// Issue 27: a database that does not answer gives a fast 503 with `Retry-After`, never a hang;
@@ -36,6 +37,39 @@ import Testing
             try await generous.run("a query") { () async throws -> Int in throw DBeaconError.notFound("x") }
         }
         #expect(passedThrough?.code != "database_unavailable")
+    }
+
+    /// A request's calls share its bound (`DatabaseDeadline.request`, set by the PostgreSQL
+    /// server's `RequestDeadlineMiddleware`): a call that never returns is answered when the
+    /// request's time is up, long before its own deadline; a call made after that is answered at
+    /// once without being run; work shared by waiting requests (run without the bound) is not
+    /// cut by one request's end.
+    @Test func aRequestsCallsShareItsBound() async throws {
+        let own = DatabaseDeadline(seconds: 600)
+        let started = ContinuousClock.now
+        try await DatabaseDeadline.$request.withValue(started + .milliseconds(300)) {
+            let hung = await #expect(throws: DBeaconError.self) {
+                try await own.run("a query") { () async throws -> Int in
+                    try await withCheckedThrowingContinuation { (_: CheckedContinuation<Int, any Error>) in }  // never resumed
+                }
+            }
+            #expect(hung?.kind == .unavailable && hung?.code == "database_unavailable")
+            let elapsed = ContinuousClock.now - started
+            #expect(elapsed >= .milliseconds(300) && elapsed < .seconds(300), "answered after \(elapsed)")
+            let ran = Atomic<Bool>(false)
+            let late = await #expect(throws: DBeaconError.self) {
+                try await own.run("a query") { () async throws -> Int in
+                    ran.store(true, ordering: .relaxed)
+                    return 1
+                }
+            }
+            #expect(late?.code == "database_unavailable" && !ran.load(ordering: .relaxed), "past the bound: answered without running")
+            let shared = try await DatabaseDeadline.$request.withValue(nil) { try await own.run("a batch") { 7 } }
+            #expect(shared == 7)
+        }
+        // A request with time left: its calls run as without a bound.
+        let answered = try await DatabaseDeadline.$request.withValue(.now + .seconds(120)) { try await own.run("a query") { 42 } }
+        #expect(answered == 42)
     }
 
     /// Error kinds map to statuses clients can act on.

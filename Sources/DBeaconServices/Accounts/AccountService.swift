@@ -170,7 +170,8 @@ package final class AccountService: Sendable {
         // engine's pending writes, which the erasure (committed) no longer depends on.
         try? await fences.forget(id)
         if let report, let afterErasure {
-            let task = Task { await afterErasure(id, report) }
+            // (Work after the answer: not bounded by the request's deadline.)
+            let task = Task { await DatabaseDeadline.$request.withValue(nil) { await afterErasure(id, report) } }
             followUps.withLock { $0.append(task) }
         }
         return report

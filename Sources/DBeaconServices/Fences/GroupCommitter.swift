@@ -99,7 +99,8 @@ package final class GroupCommitter<Item: Sendable>: Sendable {
             last = batch.count
             let result: Result<Void, any Error>
             do {
-                try await write(batch)
+                // The batch holds other requests' items: not bounded by the leader's deadline.
+                try await DatabaseDeadline.$request.withValue(nil) { try await write(batch) }
                 result = .success(())
             } catch {
                 result = .failure(error)

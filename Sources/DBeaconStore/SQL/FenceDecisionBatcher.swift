@@ -69,7 +69,8 @@ package final class FenceDecisionBatcher: Sendable {
                 s.running += 1
                 return true
             }
-            if lead { Task { await self.drain(store) } }
+            // (The batch answers every waiting request: not bounded by the first one's deadline.)
+            if lead { Task { await DatabaseDeadline.$request.withValue(nil) { await self.drain(store) } } }
         }
         guard let result = value as? T else { throw DBeaconError.internalError("a fence decision's result has another type") }
         return result

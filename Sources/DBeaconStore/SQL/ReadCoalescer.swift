@@ -48,7 +48,8 @@ package final class ReadCoalescer<Request: Sendable, Answer: Sendable>: Sendable
                 s.running = true
                 return true
             }
-            if lead { Task { await self.drain(batch) } }
+            // (The batch answers every waiting request: not bounded by the first one's deadline.)
+            if lead { Task { await DatabaseDeadline.$request.withValue(nil) { await self.drain(batch) } } }
         }
     }
 
