@@ -147,9 +147,15 @@ package struct PhoneService: Sendable {
         func saw(_ p: Position?, _ t: Timestamp) {
             if let p, latest.map({ t >= $0.1 }) ?? true { latest = (p, t) }
         }
+        // The fixes' coverage lookup at the last of them, where the phone is worked out from
+        // (nil: from elsewhere, or another caller).
+        var lookedUp: (at: Position, ids: [BeaconID])?
         if !fixes.isEmpty {
-            _ = try await report(fixes, user: user)
+            let fixReport = try await report(fixes, user: user)
             for f in fixes { saw(f.position, f.timestamp) }
+            if let last = fixes.max(by: { $0.timestamp < $1.timestamp }), principal == .user(user) {
+                lookedUp = (last.position, fixReport.coveringNow)
+            }
         }
         let stored = try await state(user: user, client: client)
         if !transitions.isEmpty {
@@ -173,13 +179,16 @@ package struct PhoneService: Sendable {
         // A phone's first post: no regions given yet (radius -1: no refresh circle to be inside).
         var state = stored ?? .initial
         var changed = stored == nil
-        if let (position, _) = latest, try await !keepsRegions(stored, at: position, by: principal) {
-            let (waypoints, regionsState) = try await waypoints(at: position, stored: stored, by: principal)
+        if let (position, _) = latest {
+            let covering = lookedUp.flatMap { $0.at == position ? $0.ids : nil }
+            if try await !keepsRegions(stored, at: position, by: principal, covering: covering) {
+                let (waypoints, regionsState) = try await waypoints(at: position, stored: stored, by: principal, covering: covering)
             answer.waypoints = waypoints
-            let events = state.events
-            state = regionsState
-            state.events = events
-            changed = true
+                let events = state.events
+                state = regionsState
+                state.events = events
+                changed = true
+            }
         }
         answer.friends = try await friends(of: user, by: principal)
         // Group alerts since the last post, through the visibility gate as GET /v1/events reads
@@ -231,10 +240,13 @@ package struct PhoneService: Sendable {
     /// visible to the user; or it was given no refresh circle because more beacons covered it
     /// than there are slots, and that still holds with the same first ones (`keepsCovered`).
     /// (An OwnTracks post used to search the regions every time: 7–10× the cost of a native fix.)
-    func keepsRegions(_ stored: PhoneState?, at position: Position, by principal: Principal) async throws -> Bool {
+    ///
+    /// `covering`: the coverage lookup at `position` already made for the caller (a fix's), if any.
+    func keepsRegions(_ stored: PhoneState?, at position: Position, by principal: Principal,
+                      covering: [BeaconID]? = nil) async throws -> Bool {
         guard let s = stored, let checkedAt = s.checkedAt, let stamp = s.stamp, let versions = s.versions,
               clock.now().seconds(since: Timestamp(millis: checkedAt)) < Self.regionsMaxAgeSeconds else { return false }
-        if s.refreshRadius == 0 { return try await keepsCovered(versions, at: position, by: principal) }
+        if s.refreshRadius == 0 { return try await keepsCovered(versions, at: position, by: principal, covering: covering) }
         guard stamp > 0, s.refreshRadius > 0, Geodesy.distance(s.refreshCenter, position) <= s.refreshRadius,
               regions.changes.stamp(center: s.refreshCenter, radiusM: s.refreshRadius) == stamp else { return false }
         let current = try await regions.beacons.gate.versions(versions.keys.compactMap(BeaconID.init), for: principal)
@@ -255,11 +267,16 @@ package struct PhoneService: Sendable {
     /// beacons and they pass the gate, no beacon the search would rank first is missing; and a
     /// later covering beacon that passes the gate too shows that the regions are still
     /// incomplete there.
-    func keepsCovered(_ versions: [String: Int], at position: Position, by principal: Principal) async throws -> Bool {
+    func keepsCovered(_ versions: [String: Int], at position: Position, by principal: Principal,
+                      covering lookedUp: [BeaconID]? = nil) async throws -> Bool {
         let slots = Self.maxRegions - 1
         guard versions.count == slots else { return false }
         let now = clock.now()
-        let covering = try await regions.beacons.engine.coveringIDs(CoverQuery(point: position, tags: [], at: now, viewer: principal)).sorted()
+        var covering = lookedUp ?? []
+        if lookedUp == nil {
+            covering = try await regions.beacons.engine.coveringIDs(CoverQuery(point: position, tags: [], at: now, viewer: principal))
+        }
+        covering.sort()
         let first = covering.prefix(slots)
         guard covering.count > slots, first.allSatisfy({ versions[$0.rawValue] != nil }) else { return false }
         let beyond = covering.dropFirst(slots).prefix(8)
@@ -271,10 +288,10 @@ package struct PhoneService: Sendable {
     /// The regions at `position`, with the state to store: the waypoints when they differ from
     /// what the phone was last given or the phone left the refresh circle it was given (nil
     /// when the phone's regions still hold: then the state is the one stored, checked again).
-    func waypoints(at position: Position, stored: PhoneState?,
-                   by principal: Principal) async throws -> ([PhoneWaypoint]?, PhoneState) {
+    func waypoints(at position: Position, stored: PhoneState?, by principal: Principal,
+                   covering: [BeaconID]? = nil) async throws -> ([PhoneWaypoint]?, PhoneState) {
         let before = regions.changes.sequence
-        let found = try await regions.regions(at: position, max: Self.maxRegions, tags: [], by: principal)
+        let found = try await regions.regions(at: position, max: Self.maxRegions, tags: [], by: principal, covering: covering)
         var waypoints: [PhoneWaypoint] = []
         var refresh: (Position, Double)?
         for r in found.regions {

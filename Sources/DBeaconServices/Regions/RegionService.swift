@@ -68,12 +68,15 @@ package struct RegionService: Sendable {
     /// At most `max` regions (at least 2, the refresh circle included): the beacons the caller
     /// may see, alive now and not moving (with `tags`, any of), nearest perimeter first, each as a
     /// circle enclosing its perimeter; then, in the slots left, their active iBeacon entries; last
-    /// the refresh circle around `point`.
-    package func regions(at point: Position, max: Int, tags: [String], by principal: Principal) async throws -> RegionAnswer {
+    /// the refresh circle around `point`. `covering`: the coverage lookup at `point` for the
+    /// caller, without tags, when one was just made (a phone's fix), else made here.
+    package func regions(at point: Position, max: Int, tags: [String], by principal: Principal,
+                         covering lookedUp: [BeaconID]? = nil) async throws -> RegionAnswer {
         let now = beacons.clock.now()
         let slots = max - 1
         let query = CoverQuery(point: point, tags: tags, at: now, viewer: principal)
-        let covering = try await beacons.engine.coveringIDs(query)
+        let covering: [BeaconID]
+        if let lookedUp, tags.isEmpty { covering = lookedUp } else { covering = try await beacons.engine.coveringIDs(query) }
         if let first = try await crowded(covering, by: principal, now: now, slots: slots) {
             return RegionAnswer(regions: first.map(circle) + [MonitoredRegion(kind: .refresh(center: point, radiusM: 0), beacon: nil, distanceM: 0)],
                                 complete: false)
