@@ -49,7 +49,7 @@ package struct DatabaseDeadline: Sendable {
         let work = Task { race.finish(with: await Result(catching: { try await operation() })) }
         // The timer runs on a queue of its own, not on the tasks' threads (the cooperative pool or
         // the event loops): when they are busy (or blocked) the deadline still falls on time.
-        let timeout = DispatchWorkItem { [seconds] in
+        let timeout = DispatchWorkItem { [seconds, cut] in
             race.finish(with: .failure(cut ?? DBeaconError(
                 .unavailable, code: "database_unavailable",
                 message: "the database did not answer \(what) within \(Self.format(seconds)) s; retry shortly")))

@@ -153,7 +153,8 @@ package struct PhoneService: Sendable {
         if !fixes.isEmpty {
             let fixReport = try await report(fixes, user: user)
             for f in fixes { saw(f.position, f.timestamp) }
-            if let last = fixes.max(by: { $0.timestamp < $1.timestamp }), principal == .user(user) {
+            // (The fence engine's last fix: the latest, and of equal times the last given.)
+            if let last = fixes.sorted(by: { $0.timestamp < $1.timestamp }).last, principal == .user(user) {
                 lookedUp = (last.position, fixReport.coveringNow)
             }
         }
@@ -183,7 +184,7 @@ package struct PhoneService: Sendable {
             let covering = lookedUp.flatMap { $0.at == position ? $0.ids : nil }
             if try await !keepsRegions(stored, at: position, by: principal, covering: covering) {
                 let (waypoints, regionsState) = try await waypoints(at: position, stored: stored, by: principal, covering: covering)
-            answer.waypoints = waypoints
+                answer.waypoints = waypoints
                 let events = state.events
                 state = regionsState
                 state.events = events
