@@ -254,8 +254,7 @@ package struct AppServices: Sendable {
     }
 
     static func seconds(since start: ContinuousClock.Instant) -> Double {
-        let d = (ContinuousClock.now - start).components
-        return Double(d.seconds) + Double(d.attoseconds) / 1e18
+        (ContinuousClock.now - start).inSeconds
     }
 
     static func rounded(_ x: Double) -> Logger.MetadataValue { "\((x * 10).rounded() / 10)" }

@@ -1,3 +1,4 @@
+import DBeaconCore
 import DBeaconServices
 import Hummingbird
 import Prometheus
@@ -95,7 +96,7 @@ struct MetricsMiddleware<Context: RequestContext>: RouterMiddleware {
         let start = ContinuousClock.now
         let response = try await next(request, context)
         let elapsed = ContinuousClock.now - start
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+        let seconds = elapsed.inSeconds
         metrics.record(method: request.method.rawValue, path: context.endpointPath ?? "unmatched",
                        status: response.status.code, seconds: seconds)
         return response

@@ -54,9 +54,7 @@ extension MemoryCoverageEngine {
         return report.value
     }
 
-    static func seconds(_ d: Duration) -> Double {
-        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-    }
+    static func seconds(_ d: Duration) -> Double { d.inSeconds }
 
     /// Brings the index back in line with the store after changes may have been missed (a
     /// PostgreSQL listener that reconnected): reloads every beacon and drops the ones that no

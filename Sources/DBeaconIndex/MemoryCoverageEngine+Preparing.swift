@@ -29,7 +29,7 @@ extension MemoryCoverageEngine {
         case .polygon, .multiPolygon:
             let polygons = beacon.perimeter.polygons
             // Without `raster` (a load), `warm` makes the enclosing circle too.
-            let enclosing = raster ? Self.enclosingCircle(polygons.map(\.exterior), location: beacon.location) : nil
+            let enclosing = raster ? EnclosingCircle.verified(polygons.map(\.exterior), origin: beacon.location) : nil
             if beacon.perimeter.vertexCount > Self.largePolygonThreshold {
                 // Without `raster` (a load that lets `warm` finish the work), nor their GeoJSON
                 // nor their strips (a provisional one: 15 % of loading 1M beacons).
@@ -52,12 +52,6 @@ extension MemoryCoverageEngine {
             }
             return prep
         }
-    }
-
-    /// The circle `enclosingCircle(of:)` answers for a polygon: `EnclosingCircle.verified` of its
-    /// outlines, on the plane at its location.
-    static func enclosingCircle(_ outlines: [[Position]], location: Position) -> (center: Position, radiusM: Double) {
-        EnclosingCircle.verified(outlines, origin: location)
     }
 
     /// A small polygon's 8×8 summary, over the grid entry's (rounded-out) box.

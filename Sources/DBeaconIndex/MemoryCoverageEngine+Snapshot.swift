@@ -348,7 +348,7 @@ extension MemoryCoverageEngine {
                              raster: raster, kind: kind, tracksOwner: flags & 1 != 0, isMulti: flags & 2 != 0, flat: flat,
                              compact: compact, members: members, boxes: boxes,
                              summaryPending: kind == .small && flags & 32 != 0,
-                             enclosing: kind == .small || kind == .large ? enclosing : nil)
+                             enclosing: kind.isPolygon ? enclosing : nil)
                 place(c, hot: h)
                 report.beacons += 1
             }

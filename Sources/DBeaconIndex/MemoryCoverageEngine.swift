@@ -82,7 +82,11 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     static func memberBit(_ u: Int32) -> UInt64 { u < 0 ? 0 : 1 << UInt64(u & 63) }
 
     /// `small`: a polygon tested on its `FlatPerimeter`; `large`: compact polygons with an edge index.
-    enum Kind: UInt8 { case free, circle, small, large }
+    enum Kind: UInt8 {
+        case free, circle, small, large
+
+        var isPolygon: Bool { self == .small || self == .large }
+    }
 
     /// Everything else about a slot (a class: reading it from a query copies one reference). A
     /// change installs a new one, so a task can tell whether a slot changed since it looked
@@ -156,7 +160,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         var needsRaster: Bool { kind == .large && raster < 0 && splitBoxes.isEmpty }
 
         /// A polygon whose enclosing circle `warm` has yet to make.
-        var circlePending: Bool { (kind == .small || kind == .large) && enclosing == nil }
+        var circlePending: Bool { kind.isPolygon && enclosing == nil }
 
         /// A polygon still to be prepared by `warm`: a large one's raster, strips or rings' GeoJSON,
         /// a small one's summary, either's enclosing circle.
@@ -169,7 +173,7 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
         func makeEnclosing(compact: [CompactPolygon]? = nil) -> (center: Position, radiusM: Double) {
             let blocks = compact ?? self.compact
             let outlines = blocks.isEmpty ? perimeter.polygons.map(\.exterior) : blocks.map(\.exterior)
-            return MemoryCoverageEngine.enclosingCircle(outlines, location: location)
+            return EnclosingCircle.verified(outlines, origin: location)
         }
 
         func covers(lon: Double, lat: Double) -> Bool {

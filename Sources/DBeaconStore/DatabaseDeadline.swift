@@ -36,8 +36,7 @@ package struct DatabaseDeadline: Sendable {
         var seconds = self.seconds
         var cut: DBeaconError?
         if let end = Self.request {
-            let left = ContinuousClock.now.duration(to: end)
-            let leftSeconds = Double(left.components.seconds) + Double(left.components.attoseconds) * 1e-18
+            let leftSeconds = ContinuousClock.now.duration(to: end).inSeconds
             if leftSeconds < seconds {
                 // The request's bound comes first: its answer is due then, whatever this call does.
                 cut = Self.requestOverdue

@@ -112,6 +112,7 @@ package actor FenceEngine {
             report = await Self.finish(user: user, outcome: decision.outcome, inside: decision.inside, listeners: decision.listeners)
         }
         report.coveringNow = coverage.last ?? []
+        report.coveringNowAt = sorted.last?.position
         return report
     }
 

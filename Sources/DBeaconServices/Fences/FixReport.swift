@@ -16,4 +16,6 @@ package struct FixReport: Sendable {
     /// passed the index's `.cover` for them when the batch began, so they may see it
     /// (`VisibilityGate.visibleIDs(_:to:coveringNow:)`).
     package var coveringNow: [BeaconID] = []
+    /// Where `coveringNow` was looked up: the batch's last fix (nil: no fix).
+    package var coveringNowAt: Position?
 }

@@ -153,10 +153,7 @@ package struct PhoneService: Sendable {
         if !fixes.isEmpty {
             let fixReport = try await report(fixes, user: user)
             for f in fixes { saw(f.position, f.timestamp) }
-            // (The fence engine's last fix: the latest, and of equal times the last given.)
-            if let last = fixes.sorted(by: { $0.timestamp < $1.timestamp }).last, principal == .user(user) {
-                lookedUp = (last.position, fixReport.coveringNow)
-            }
+            if let at = fixReport.coveringNowAt, principal == .user(user) { lookedUp = (at, fixReport.coveringNow) }
         }
         let stored = try await state(user: user, client: client)
         if !transitions.isEmpty {
@@ -273,11 +270,12 @@ package struct PhoneService: Sendable {
         let slots = Self.maxRegions - 1
         guard versions.count == slots else { return false }
         let now = clock.now()
-        var covering = lookedUp ?? []
-        if lookedUp == nil {
-            covering = try await regions.beacons.engine.coveringIDs(CoverQuery(point: position, tags: [], at: now, viewer: principal))
+        let covering: [BeaconID]
+        if let lookedUp {
+            covering = lookedUp.sorted()
+        } else {
+            covering = try await regions.beacons.engine.coveringIDs(CoverQuery(point: position, tags: [], at: now, viewer: principal)).sorted()
         }
-        covering.sort()
         let first = covering.prefix(slots)
         guard covering.count > slots, first.allSatisfy({ versions[$0.rawValue] != nil }) else { return false }
         let beyond = covering.dropFirst(slots).prefix(8)

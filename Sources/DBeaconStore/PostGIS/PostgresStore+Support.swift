@@ -330,9 +330,7 @@ package final class ChangeFeedHealth: Sendable {
         }
     }
 
-    static func seconds(_ d: Duration) -> Double {
-        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-    }
+    static func seconds(_ d: Duration) -> Double { d.inSeconds }
 }
 
 extension PostgresStore {
