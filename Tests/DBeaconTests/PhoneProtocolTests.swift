@@ -216,10 +216,12 @@ import Testing
     }
 
     /// Where more beacons cover the phone than it has slots (a city centre), it is given the
-    /// first 19 covering beacons by id and no refresh circle. Its next posts keep them without a
-    /// search while the first covering beacons are the same ones (issue 46), and bring new
-    /// regions when they are not: a monitored beacon hidden from the user, the phone walking out
-    /// of some. What it keeps is what a search there gives (`GET /v1/regions`).
+    /// first 19 covering beacons by id and no refresh circle, as a search there gives them
+    /// (`GET /v1/regions`). Its next posts keep them without a search while it is inside all of
+    /// them, unchanged and visible, with more around it (issue 46), though a search would now
+    /// rank another covering beacon among the first; and bring the search's regions when that
+    /// no longer holds: a monitored beacon hidden from the user or edited, the phone walking out
+    /// of one.
     @Test(arguments: Backend.all) func ownTracksInACrowdKeepsItsRegionsWhileTheCrowdIsTheSame(_ backend: Backend) async throws {
         let h = try await TestHarness.make(backend: backend)
         let (_, ownerToken) = try await h.user("owner")
@@ -238,9 +240,11 @@ import Testing
             var radius: [String: Double] = [:]
             /// The first 19 by id of the beacons covering the point `x` metres east (each point
             /// used is half a metre or more inside or outside every circle).
-            func expected(_ x: Double) -> [String] {
-                Array(centres.filter { abs($0.value - x) < radius[$0.key, default: 152] && !hidden.contains($0.key) }.keys
-                    .sorted { BeaconID(uncheckedRawValue: $0) < BeaconID(uncheckedRawValue: $1) }.prefix(19))
+            func expected(_ x: Double) -> [String] { Array(covering(x).prefix(19)) }
+            /// The beacons Ann may see covering the point `x` metres east, by id.
+            func covering(_ x: Double) -> [String] {
+                centres.filter { abs($0.value - x) < radius[$0.key, default: 152] && !hidden.contains($0.key) }.keys
+                    .sorted { BeaconID(uncheckedRawValue: $0) < BeaconID(uncheckedRawValue: $1) }
             }
             /// A fix `x` metres east: the region ids of the waypoints sent, nil when none are.
             func post(_ x: Double) async throws -> [String]? {
@@ -261,10 +265,27 @@ import Testing
                 return (regions.filter { $0["kind"] == "circle" }.compactMap { $0["beacon"]?.stringValue }, r.json?["complete"]?.boolValue)
             }
 
+            func show(_ id: String, _ visible: Bool) async throws {
+                let visibility: JSONValue = visible ? .null : ["members": []]
+                #expect(try await client.call(.patch, "/v1/beacons/\(id)", token: ownerToken,
+                                              json: ["properties": ["visibility": visibility]]).status == .ok)
+                if visible { hidden.remove(id) } else { hidden.insert(id) }
+            }
+
+            // One of the first by id hidden from Ann before her first post.
+            let late = try #require(expected(0).dropFirst(4).first)
+            try await show(late, false)
             let first = try await post(0)
-            #expect(first == expected(0), "the first 19 by id of the 31 covering it, no refresh circle")
+            #expect(first == expected(0) && first?.contains(late) == false, "the first 19 by id of the 30 covering it she may see, no refresh circle")
             #expect(try await post(0.5) == nil, "the same crowd: kept")
             #expect(try await search(0.5) == (expected(0.5), false), "a search there gives what the phone keeps")
+
+            // Shown to her again: a search ranks it among the first 19, but the phone is inside
+            // every region it monitors, all unchanged: kept.
+            try await show(late, true)
+            let shifted = try await search(0.75)
+            #expect(shifted.ids == expected(0.75) && shifted.ids.contains(late) && shifted.complete == false)
+            #expect(try await post(0.75) == nil, "the crowd shifted around a phone inside all its regions: kept")
 
             // A monitored beacon hidden from Ann: the next one by id takes its slot.
             let gone = try #require(first?.first)
@@ -283,11 +304,14 @@ import Testing
             #expect(try await post(2) == expected(2), "a monitored beacon edited")
             #expect(try await post(2.5) == nil)
 
-            // 190 m east: out of the first eight stalls; still a crowd of 32.
-            #expect(expected(190) != expected(1.5), "the walk changes the crowd's first 19")
-            #expect(try await post(190) == expected(190))
-            #expect(try await post(190.5) == nil)
-            #expect(try await search(190.5) == (expected(190.5), false))
+            // Walking east out of the westernmost region it monitors (still a crowd of 25 or more:
+            // that stall is one of the first 13 of the 31 around the start).
+            let west = try #require(expected(2).compactMap { centres[$0] }.min())
+            let out = west + 157.5
+            #expect(west <= 60 && covering(out).count > 19 && !covering(out).contains { centres[$0] == west })
+            #expect(try await post(out) == expected(out), "out of one of its regions: worked out again")
+            #expect(try await post(out + 0.5) == nil)
+            #expect(try await search(out + 0.5) == (expected(out + 0.5), false))
         }
     }
 

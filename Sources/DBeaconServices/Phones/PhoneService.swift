@@ -236,7 +236,8 @@ package struct PhoneService: Sendable {
     /// refresh circle it was given, no beacon changed under that circle since
     /// (`RegionChanges`), and the beacons it monitors are the versions it was given and still
     /// visible to the user; or it was given no refresh circle because more beacons covered it
-    /// than there are slots, and that still holds with the same first ones (`keepsCovered`).
+    /// than there are slots, and it is still inside all it was given, unchanged, with more
+    /// around it (`keepsCovered`).
     /// (An OwnTracks post used to search the regions every time: 7–10× the cost of a native fix.)
     ///
     /// `covering`: the coverage lookup at `position` already made for the caller (a fix's), if any.
@@ -252,19 +253,21 @@ package struct PhoneService: Sendable {
     }
 
     /// Whether regions given without a refresh circle (more beacons covered the phone than
-    /// there are slots, so they are the first covering beacons by id, all at distance 0) are
-    /// still what a search at `position` would give: more beacons than there are slots cover
-    /// the phone there, and the first of them by id are the beacons it monitors, in the versions
-    /// it was given, alive and visible to the user. One coverage lookup and a read of some
-    /// twenty beacons without their perimeters, where the search measures every perimeter near
-    /// the phone: in a city centre, where each point lies in more than twenty beacons, this is
-    /// what a phone's post costs.
+    /// there are slots, so it was given the first covering beacons by id, all at distance 0)
+    /// still hold at `position`: every beacon it monitors still covers it, in the version it was
+    /// given, alive and visible to the user, and another beacon the user may see covers it too
+    /// (so a complete answer is still out of reach there, and a refresh circle of no use). The
+    /// set is kept while that holds though a search there may now rank other covering beacons
+    /// first by id (issue 46: a phone's regions are worked out again when it leaves them or one
+    /// of them changes, not as the crowd around it shifts). The phone is inside every region it
+    /// monitors, and the fence engine sees its fixes whatever it monitors. It costs the fix's
+    /// coverage lookup and the gate's decisions on some twenty ids, where the search reads some
+    /// twenty beacons and the phone is sent its regions again.
     ///
-    /// The coverage lookup admits at least every beacon the search would (the search's
-    /// candidates pass the same lookup, then the gate): when its first ids are the monitored
-    /// beacons and they pass the gate, no beacon the search would rank first is missing; and a
-    /// later covering beacon that passes the gate too shows that the regions are still
-    /// incomplete there.
+    /// What decides is what the user may see: the monitored beacons pass the gate or not, and the
+    /// other covering beacons are put to the gate a few at a time until one passes (a hidden one
+    /// only costs another turn), so whether hidden beacons cover the phone does not change the
+    /// outcome. The coverage lookup admits at least every beacon the search would.
     func keepsCovered(_ versions: [String: Int], at position: Position, by principal: Principal,
                       covering lookedUp: [BeaconID]? = nil) async throws -> Bool {
         let slots = Self.maxRegions - 1
@@ -272,16 +275,29 @@ package struct PhoneService: Sendable {
         let now = clock.now()
         let covering: [BeaconID]
         if let lookedUp {
-            covering = lookedUp.sorted()
+            covering = lookedUp
         } else {
-            covering = try await regions.beacons.engine.coveringIDs(CoverQuery(point: position, tags: [], at: now, viewer: principal)).sorted()
+            covering = try await regions.beacons.engine.coveringIDs(CoverQuery(point: position, tags: [], at: now, viewer: principal))
         }
-        let first = covering.prefix(slots)
-        guard covering.count > slots, first.allSatisfy({ versions[$0.rawValue] != nil }) else { return false }
-        let beyond = covering.dropFirst(slots).prefix(8)
-        let seen = try await regions.beacons.gate.decisions(Array(first) + beyond, for: principal)
+        var monitored: [BeaconID] = []
+        var others: [BeaconID] = []
+        monitored.reserveCapacity(slots)
+        for id in covering {
+            if versions[id.rawValue] != nil { monitored.append(id) } else { others.append(id) }
+        }
+        guard monitored.count == slots, !others.isEmpty else { return false }
+        // The monitored beacons with one other (nearly always one the user may see), then the
+        // others eight at a time.
+        var seen = try await regions.beacons.gate.decisions(monitored + others.prefix(1), for: principal)
         func counts(_ id: BeaconID) -> Bool { seen[id].map { $0.isAlive(at: now) && !$0.tracksOwner } ?? false }
-        return first.allSatisfy { counts($0) && seen[$0]?.version == versions[$0.rawValue] } && beyond.contains(where: counts)
+        guard monitored.allSatisfy({ counts($0) && seen[$0]?.version == versions[$0.rawValue] }) else { return false }
+        var start = 0, end = 1
+        while start < others.count {
+            if start > 0 { seen = try await regions.beacons.gate.decisions(Array(others[start..<end]), for: principal) }
+            if others[start..<end].contains(where: counts) { return true }
+            (start, end) = (end, min(end + 8, others.count))
+        }
+        return false
     }
 
     /// The regions at `position`, with the state to store: the waypoints when they differ from
