@@ -24,14 +24,15 @@ script=data/bench/peers-$beacons/$load.lua
     echo "bench-ab: $city or $script missing: run dbeacon-bench --beacons $beacons --reuse --peers first" >&2; exit 1; }
 command -v wrk >/dev/null || { echo "bench-ab: wrk missing (apt-get install wrk)" >&2; exit 1; }
 
-# The copy, with the index snapshot, made again when the city is newer.
+# The copy, with the index snapshot, made once (remove data/bench/ab-copy for a new one: both
+# servers write to their city, so neither stays newer than the other).
 copy=data/bench/ab-copy/bench-$beacons.sqlite
 mkdir -p data/bench/ab-copy
-if [ ! -f "$copy" ] || [ "$city" -nt "$copy" ]; then
+if [ ! -f "$copy" ]; then
     echo "==> copying the city to $copy" >&2
-    rm -f "$copy" "$copy"-* "$copy".index
+    rm -rf "$copy"-* "$copy".index
     cp --reflink=auto "$city" "$copy"
-    [ -f "$city.index" ] && cp --reflink=auto "$city.index" "$copy.index"
+    if [ -e "$city.index" ]; then cp -r --reflink=auto "$city.index" "$copy.index"; fi
 fi
 
 pids=()
