@@ -48,13 +48,11 @@ extension MemoryCoverageEngine {
         // staged entries (the load's largest moment).
         releaseFreedMemory()
         lock.write { grid.endStaging() }
-        report.value.installSeconds += Self.seconds(ContinuousClock.now - t)
-        report.value.seconds = Self.seconds(ContinuousClock.now - started)
+        report.value.installSeconds += (ContinuousClock.now - t).inSeconds
+        report.value.seconds = (ContinuousClock.now - started).inSeconds
         report.value.beacons = count
         return report.value
     }
-
-    static func seconds(_ d: Duration) -> Double { d.inSeconds }
 
     /// Brings the index back in line with the store after changes may have been missed (a
     /// PostgreSQL listener that reconnected): reloads every beacon and drops the ones that no
@@ -113,7 +111,7 @@ extension MemoryCoverageEngine {
                         if touched.isEmpty || !touched.contains(changed[i].id) { install(changed[i], prep) }
                     }
                 }
-                report?.value.installSeconds += Self.seconds(ContinuousClock.now - t1)
+                report?.value.installSeconds += (ContinuousClock.now - t1).inSeconds
                 // The rows, beacons and prepared values of the batches installed so far go back to
                 // the system every few batches: glibc keeps what is freed, and a load of 1M beacons
                 // grew to 2.3 GiB resident before its trim at the end (1.95 GiB now, at no

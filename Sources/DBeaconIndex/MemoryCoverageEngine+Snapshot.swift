@@ -70,7 +70,7 @@ extension MemoryCoverageEngine {
         let captureStarted = ContinuousClock.now
         guard let captured = try await store.withSettledChanges({ [self] stamp in UncheckedSendable(view(stamp)) }),
               let view = captured.value else { return nil }
-        let captureSeconds = Self.seconds(ContinuousClock.now - captureStarted)
+        let captureSeconds = (ContinuousClock.now - captureStarted).inSeconds
         let live = view.slots.reduce(0) { $0 + $1.0.compact.reduce(0) { $0 + $1.fileBytes } }
         if compactCoordinates ?? (coords.size - live > max(live, 64 << 20)) {
             coords = try snapshots.newCoordinateFile()
@@ -83,7 +83,7 @@ extension MemoryCoverageEngine {
         let bytes = try await offEventLoops {
             try snapshots.writing.withLock { try Self.write(sendableView.value, coords: target, coordsName: coordsName, to: snapshots) }
         }
-        return SnapshotWriteReport(beacons: view.slots.count, bytes: bytes, seconds: Self.seconds(ContinuousClock.now - started),
+        return SnapshotWriteReport(beacons: view.slots.count, bytes: bytes, seconds: (ContinuousClock.now - started).inSeconds,
                                    captureSeconds: captureSeconds, stamp: view.stamp)
     }
 
@@ -356,7 +356,7 @@ extension MemoryCoverageEngine {
         // Records and rasters were copied, the directory parsed: only the geometry before them
         // is read from the mapping from now on.
         mapping.release(payloadFrom: recordsAt)
-        report.seconds = Self.seconds(ContinuousClock.now - started)
+        report.seconds = (ContinuousClock.now - started).inSeconds
         return report
     }
 

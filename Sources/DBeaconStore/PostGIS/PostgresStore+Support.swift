@@ -303,7 +303,7 @@ package final class ChangeFeedHealth: Sendable {
     package var isCatchingUp: Bool { state.withLock { $0.catchingUp } }
     /// Seconds the oldest unapplied notification has waited (0 when none).
     package var lagSeconds: Double {
-        state.withLock { s in s.oldestQueued.map { ContinuousClock.now - $0 }.map(Self.seconds) ?? 0 }
+        state.withLock { s in s.oldestQueued.map { (ContinuousClock.now - $0).inSeconds } ?? 0 }
     }
     package var reconnections: Int { state.withLock { $0.reconnections } }
 
@@ -329,8 +329,6 @@ package final class ChangeFeedHealth: Sendable {
             s.oldestQueued = s.queued == 0 ? nil : .now
         }
     }
-
-    static func seconds(_ d: Duration) -> Double { d.inSeconds }
 }
 
 extension PostgresStore {
