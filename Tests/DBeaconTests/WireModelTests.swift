@@ -112,7 +112,7 @@ import Testing
             if Bool.random(using: &g) {
                 state.checkedAt = .random(in: 0...(1 << 45), using: &g)
                 state.stamp = .random(in: 0...(1 << 50), using: &g)
-                state.versions = Dictionary(uniqueKeysWithValues: state.waypoints.map { ($0.rid, Int.random(in: 1...99, using: &g)) })
+                state.versions = Dictionary(uniqueKeysWithValues: state.waypoints.map { (BeaconID(uncheckedRawValue: $0.rid), Int.random(in: 1...99, using: &g)) })
             }
             let text = state.encoded()
             #expect(text == (try Self.foundation(state)), "the house writer writes Foundation's bytes")

@@ -248,8 +248,8 @@ package struct PhoneService: Sendable {
         if s.refreshRadius == 0 { return try await keepsCovered(versions, at: position, by: principal, covering: covering) }
         guard stamp > 0, s.refreshRadius > 0, Geodesy.distance(s.refreshCenter, position) <= s.refreshRadius,
               regions.changes.stamp(center: s.refreshCenter, radiusM: s.refreshRadius) == stamp else { return false }
-        let current = try await regions.beacons.gate.versions(versions.keys.compactMap(BeaconID.init), for: principal)
-        return current.count == versions.count && current.allSatisfy { versions[$0.key.rawValue] == $0.value }
+        let current = try await regions.beacons.gate.versions(Array(versions.keys), for: principal)
+        return current.count == versions.count && current.allSatisfy { versions[$0.key] == $0.value }
     }
 
     /// Whether regions given without a refresh circle (more beacons covered the phone than
@@ -268,7 +268,7 @@ package struct PhoneService: Sendable {
     /// other covering beacons are put to the gate a few at a time until one passes (a hidden one
     /// only costs another turn), so whether hidden beacons cover the phone does not change the
     /// outcome. The coverage lookup admits at least every beacon the search would.
-    func keepsCovered(_ versions: [String: Int], at position: Position, by principal: Principal,
+    func keepsCovered(_ versions: [BeaconID: Int], at position: Position, by principal: Principal,
                       covering lookedUp: [BeaconID]? = nil) async throws -> Bool {
         let slots = Self.maxRegions - 1
         guard versions.count == slots else { return false }
@@ -283,14 +283,14 @@ package struct PhoneService: Sendable {
         var others: [BeaconID] = []
         monitored.reserveCapacity(slots)
         for id in covering {
-            if versions[id.rawValue] != nil { monitored.append(id) } else { others.append(id) }
+            if versions[id] != nil { monitored.append(id) } else { others.append(id) }
         }
         guard monitored.count == slots, !others.isEmpty else { return false }
         // The monitored beacons with one other (nearly always one the user may see), then the
         // others eight at a time.
         var seen = try await regions.beacons.gate.decisions(monitored + others.prefix(1), for: principal)
         func counts(_ id: BeaconID) -> Bool { seen[id].map { $0.isAlive(at: now) && !$0.tracksOwner } ?? false }
-        guard monitored.allSatisfy({ counts($0) && seen[$0]?.version == versions[$0.rawValue] }) else { return false }
+        guard monitored.allSatisfy({ counts($0) && seen[$0]?.version == versions[$0] }) else { return false }
         var start = 0, end = 1
         while start < others.count {
             if start > 0 { seen = try await regions.beacons.gate.decisions(Array(others[start..<end]), for: principal) }
@@ -337,9 +337,9 @@ package struct PhoneService: Sendable {
             let stamp = regions.changes.stamp(center: state.refreshCenter, radiusM: state.refreshRadius)
             // A change near the phone while this was worked out may be missing from it: again next time.
             state.stamp = stamp > before ? 0 : stamp
-            state.versions = Dictionary(found.regions.compactMap { r -> (String, Int)? in
+            state.versions = Dictionary(found.regions.compactMap { r -> (BeaconID, Int)? in
                 guard case .circle = r.kind, let b = r.beacon else { return nil }
-                return (b.id.rawValue, b.version)
+                return (b.id, b.version)
             }, uniquingKeysWith: { a, _ in a })
             return state
         }

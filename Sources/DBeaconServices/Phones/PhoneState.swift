@@ -68,10 +68,12 @@ package struct PhoneState: Codable, Sendable, Equatable {
     /// When the regions were last worked out (milliseconds), the newest change under the
     /// refresh circle then (`RegionChanges.stamp`; 0: unknown), and the version of each beacon
     /// given as a region: while the phone stays in its circle, nothing near it changed and these
-    /// beacons are as they were, its regions hold without being worked out again.
+    /// beacons are as they were, its regions hold without being worked out again. (Keyed by id,
+    /// not by the id's string: a post looks each covering beacon up in them, and the strings of
+    /// a state shared between threads were a contended reference count each.)
     package var checkedAt: Int64?
     package var stamp: UInt64?
-    package var versions: [String: Int]?
+    package var versions: [BeaconID: Int]?
 
     enum CodingKeys: String, CodingKey {
         case signature, lat, lon, radiusM = "radius_m", waypoints, events, checkedAt = "checked_at", stamp, versions
@@ -98,7 +100,11 @@ package struct PhoneState: Codable, Sendable, Equatable {
         events = try c.decodeIfPresent(Double.self, forKey: .events).map { Int64($0) }
         checkedAt = try c.decodeIfPresent(Int64.self, forKey: .checkedAt)
         stamp = try c.decodeIfPresent(UInt64.self, forKey: .stamp)
-        versions = try c.decodeIfPresent([String: Int].self, forKey: .versions)
+        // (A key that is no beacon id is kept as one that matches no beacon: the regions are
+        // then worked out again.)
+        versions = try c.decodeIfPresent([String: Int].self, forKey: .versions).map { stored in
+            Dictionary(stored.map { (BeaconID(uncheckedRawValue: $0.key), $0.value) }, uniquingKeysWith: { a, _ in a })
+        }
     }
 
     package func encode(to encoder: any Encoder) throws {
@@ -111,7 +117,8 @@ package struct PhoneState: Codable, Sendable, Equatable {
         try c.encode(events, forKey: .events)
         try c.encodeIfPresent(checkedAt, forKey: .checkedAt)
         try c.encodeIfPresent(stamp, forKey: .stamp)
-        try c.encodeIfPresent(versions, forKey: .versions)
+        try c.encodeIfPresent(versions.map { v in Dictionary(uniqueKeysWithValues: v.map { ($0.key.rawValue, $0.value) }) },
+                              forKey: .versions)
     }
 
     /// The region id of the waypoint given with `wtst`, if any.
@@ -154,9 +161,10 @@ package struct PhoneState: Codable, Sendable, Equatable {
             w.appendASCII(",")
             w.writeKey("versions")
             w.appendASCII("{")
+            // (Ids order as their strings do.)
             for (i, key) in versions.keys.sorted().enumerated() {
                 if i > 0 { w.appendASCII(",") }
-                w.writeString(key)
+                key.withUTF8 { w.writeString(utf8: $0) }
                 w.appendASCII(":")
                 w.writeInteger(versions[key]!)
             }
