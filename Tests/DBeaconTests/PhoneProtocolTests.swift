@@ -315,6 +315,30 @@ import Testing
         }
     }
 
+    /// A phone whose regions hold is not written after each post, so its stored event position
+    /// stays behind; the state kept in the process reads on past events that held no alert
+    /// (`PhoneStateCache.advance`), forward only, the stored text left as it is.
+    @Test func aKeptPhoneStateReadsOnPastEventsWithoutAnAlert() {
+        let cache = PhoneStateCache()
+        let ann = UserID(uncheckedRawValue: "usr_ann")
+        var state = PhoneState.initial
+        state.events = 5
+        let text = state.encoded()
+        cache.keep(text, state, user: ann, client: "phone")
+        cache.advance(user: ann, client: "phone", events: 9)
+        #expect(cache.latest(user: ann, client: "phone")?.events == 9)
+        #expect(cache.state(text, user: ann, client: "phone")?.events == 9, "the text it was decoded from still finds it")
+        cache.advance(user: ann, client: "phone", events: 7)
+        #expect(cache.latest(user: ann, client: "phone")?.events == 9, "never back")
+        var newer = state
+        newer.events = 12
+        cache.keep(newer.encoded(), newer, user: ann, client: "phone")
+        cache.advance(user: ann, client: "phone", events: 10)
+        #expect(cache.latest(user: ann, client: "phone")?.events == 12, "a state written meanwhile stays ahead")
+        cache.advance(user: ann, client: "tablet", events: 10)
+        #expect(cache.latest(user: ann, client: "tablet") == nil && cache.count == 1, "no state kept: nothing to move")
+    }
+
     @Test(arguments: Backend.all) func ownTracksShowsGroupMembersAsFriendsOnly(_ backend: Backend) async throws {
         let h = try await TestHarness.make(backend: backend)
         let (annID, ann) = try await h.user("ann")

@@ -213,6 +213,13 @@ package struct PhoneService: Sendable {
             if next != cursor, changed || !page.items.isEmpty || page.next != nil {
                 state.events = next
                 changed = true
+            } else if next != cursor {
+                // No alert for the user up to `next`: the state kept in this process reads on
+                // from there (a restart, or another node, reads those events again and finds no
+                // alert either). Without it, each post of a phone whose regions hold passed over
+                // all the user's events since its state was last written (in a city centre, a
+                // fix's entries and exits: some thousand a minute at five posts a second).
+                decoded.advance(user: user, client: client, events: next)
             }
         } else {
             state.events = try await feed.latestPosition()
@@ -410,14 +417,14 @@ package final class PhoneStateCache: Sendable {
     private let states = Mutex<[Key: (text: String, state: PhoneState)]>([:])
 
     /// The state `text` decodes to, when it is the text last seen for this phone.
-    func state(_ text: String, user: UserID, client: String) -> PhoneState? {
+    package func state(_ text: String, user: UserID, client: String) -> PhoneState? {
         states.withLock { s in s[Key(user: user, client: client)].flatMap { $0.text == text ? $0.state : nil } }
     }
 
     package init() {}
 
     /// The state last kept for this phone (`DeviceStore.phoneStatesStayInProcess`).
-    func latest(user: UserID, client: String) -> PhoneState? {
+    package func latest(user: UserID, client: String) -> PhoneState? {
         states.withLock { $0[Key(user: user, client: client)]?.state }
     }
 
@@ -438,7 +445,18 @@ package final class PhoneStateCache: Sendable {
         _ = states.withLock { s in s.removeValue(forKey: Key(user: user, client: client)) }
     }
 
-    func keep(_ text: String, _ state: PhoneState, user: UserID, client: String) {
+    /// Moves the kept state's event position on to `events` (past events that hold no alert
+    /// for the phone), leaving the text it was decoded from as it is.
+    package func advance(user: UserID, client: String, events: Int64) {
+        states.withLock { s in
+            let key = Key(user: user, client: client)
+            guard var kept = s[key], (kept.state.events ?? .max) < events else { return }
+            kept.state.events = events
+            s[key] = kept
+        }
+    }
+
+    package func keep(_ text: String, _ state: PhoneState, user: UserID, client: String) {
         states.withLock { s in
             if s.count >= Self.capacity { s.removeAll(keepingCapacity: true) }
             s[Key(user: user, client: client)] = (text, state)
