@@ -884,8 +884,8 @@ paths:
         regions, and a `refresh` circle whose exit makes the phone post again) whenever they
         changed or the phone left its refresh circle (in a crowd, where more beacons cover the
         phone than it may monitor and no refresh circle is given, the phone keeps its regions
-        while it is inside all of them, each unchanged and visible, and another beacon covers
-        it); and for each member of the caller's groups
+        while it is inside most of them, all unchanged and visible, and more beacons than it
+        may monitor cover it); and for each member of the caller's groups
         whose position group status shows, a `card` and a `location` keyed by `tid`; then the
         group alerts addressed to the caller since the phone's last post (through the same
         visibility rule as `GET /v1/events`), each as that member's `transition` (`tid`,

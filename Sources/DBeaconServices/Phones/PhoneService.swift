@@ -243,8 +243,8 @@ package struct PhoneService: Sendable {
     /// refresh circle it was given, no beacon changed under that circle since
     /// (`RegionChanges`), and the beacons it monitors are the versions it was given and still
     /// visible to the user; or it was given no refresh circle because more beacons covered it
-    /// than there are slots, and it is still inside all it was given, unchanged, with more
-    /// around it (`keepsCovered`).
+    /// than there are slots, and it is still inside most of what it was given, all unchanged,
+    /// with more around it (`keepsCovered`).
     /// (An OwnTracks post used to search the regions every time: 7–10× the cost of a native fix.)
     ///
     /// `covering`: the coverage lookup at `position` already made for the caller (a fix's), if any.
@@ -261,20 +261,24 @@ package struct PhoneService: Sendable {
 
     /// Whether regions given without a refresh circle (more beacons covered the phone than
     /// there are slots, so it was given the first covering beacons by id, all at distance 0)
-    /// still hold at `position`: every beacon it monitors still covers it, in the version it was
-    /// given, alive and visible to the user, and another beacon the user may see covers it too
-    /// (so a complete answer is still out of reach there, and a refresh circle of no use). The
-    /// set is kept while that holds though a search there may now rank other covering beacons
-    /// first by id (issue 46: a phone's regions are worked out again when it leaves them or one
-    /// of them changes, not as the crowd around it shifts). The phone is inside every region it
-    /// monitors, and the fence engine sees its fixes whatever it monitors. It costs the fix's
-    /// coverage lookup and the gate's decisions on some twenty ids, where the search reads some
-    /// twenty beacons and the phone is sent its regions again.
+    /// still hold at `position`: every beacon it monitors is in the version it was given, alive
+    /// and visible to the user; more than half of them still cover it; and more beacons the user
+    /// may see cover it than there are slots (so a complete answer is still out of reach there,
+    /// and a refresh circle of no use). The set is kept while that holds, though a search there
+    /// may now rank other covering beacons first by id and the phone has left some of its
+    /// regions (issue 46: a phone's regions are worked out again when it has left most of them
+    /// or one of them changes, not as the crowd around it shifts). Leaving a region it monitors
+    /// still wakes the app to post; the fence engine sees its fixes whatever it monitors, and a
+    /// phone that enters again a region it left reports that crossing. It costs the fix's
+    /// coverage lookup and the gate's decisions on some thirty ids, where the search reads some
+    /// twenty beacons, the phone is sent its regions again and re-registers all of them.
     ///
-    /// What decides is what the user may see: the monitored beacons pass the gate or not, and the
-    /// other covering beacons are put to the gate a few at a time until one passes (a hidden one
-    /// only costs another turn), so whether hidden beacons cover the phone does not change the
-    /// outcome. The coverage lookup admits at least every beacon the search would.
+    /// What decides is what the user may see: the monitored beacons pass the gate or not, the
+    /// count inside them is taken from the coverage lookup (which admits only beacons the user may
+    /// see now), and the other covering beacons are put to the gate, as many as are missing, then
+    /// a few at a time, until enough pass (a hidden one only costs another turn), so whether
+    /// hidden beacons cover the phone does not change the outcome. The coverage lookup admits at
+    /// least every beacon the search would.
     func keepsCovered(_ versions: [BeaconID: Int], at position: Position, by principal: Principal,
                       covering lookedUp: [BeaconID]? = nil) async throws -> Bool {
         let slots = Self.maxRegions - 1
@@ -286,22 +290,29 @@ package struct PhoneService: Sendable {
         } else {
             covering = try await regions.beacons.engine.coveringIDs(CoverQuery(point: position, tags: [], at: now, viewer: principal))
         }
-        var monitored: [BeaconID] = []
+        // The monitored beacons still covering the phone, and the other covering beacons.
+        var inside = 0
         var others: [BeaconID] = []
-        monitored.reserveCapacity(slots)
+        others.reserveCapacity(covering.count)
         for id in covering {
-            if versions[id] != nil { monitored.append(id) } else { others.append(id) }
+            if versions[id] != nil { inside += 1 } else { others.append(id) }
         }
-        guard monitored.count == slots, !others.isEmpty else { return false }
-        // The monitored beacons with one other (nearly always one the user may see), then the
-        // others eight at a time.
-        var seen = try await regions.beacons.gate.decisions(monitored + others.prefix(1), for: principal)
+        // Most of them still cover it, and more beacons than there are slots may.
+        guard inside * 2 > slots, inside + others.count > slots else { return false }
+        // Every monitored beacon, with as many others as it takes to make more than the slots
+        // (nearly always enough: the lookup admits only beacons the user may see, though a
+        // moving one does not count), then the rest of the others eight at a time.
+        var needed = slots + 1 - inside
+        var ids = Array(versions.keys)
+        ids.append(contentsOf: others.prefix(needed))
+        var seen = try await regions.beacons.gate.decisions(ids, for: principal)
         func counts(_ id: BeaconID) -> Bool { seen[id].map { $0.isAlive(at: now) && !$0.tracksOwner } ?? false }
-        guard monitored.allSatisfy({ counts($0) && seen[$0]?.version == versions[$0] }) else { return false }
-        var start = 0, end = 1
+        guard versions.allSatisfy({ counts($0.key) && seen[$0.key]?.version == $0.value }) else { return false }
+        var start = 0, end = needed
         while start < others.count {
             if start > 0 { seen = try await regions.beacons.gate.decisions(Array(others[start..<end]), for: principal) }
-            if others[start..<end].contains(where: counts) { return true }
+            needed -= others[start..<end].count(where: counts)
+            if needed <= 0 { return true }
             (start, end) = (end, min(end + 8, others.count))
         }
         return false
