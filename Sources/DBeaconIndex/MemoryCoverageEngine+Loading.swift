@@ -58,7 +58,7 @@ extension MemoryCoverageEngine {
     /// PostgreSQL listener that reconnected): reloads every beacon and drops the ones that no
     /// longer exist, while queries go on being answered. Changes applied meanwhile win.
     package func resync(batchSize: Int = 20_000) async throws {
-        let before = lock.read { Set(slots.keys) }
+        let before = lock.read { Set(slots.ids.lazy.compactMap { $0 }) }
         _ = try await loadAll(batchSize: batchSize) { [self] seen, touched in
             for id in before where !seen.contains(id) && !touched.contains(id) {
                 if let slot = slots[id] { uninstall(slot) }
@@ -79,7 +79,6 @@ extension MemoryCoverageEngine {
             // One allocation for the tables instead of repeated growth (1M beacons: ~20 rehashes).
             slots.reserveCapacity(expected)
             cold.reserveCapacity(expected)
-            slotIDs.reserveCapacity(expected)
         }
         // Batches are prepared and installed on a queue of their own while the store reads the
         // next ones (a bounded number in flight), so reading overlaps indexing; with more than

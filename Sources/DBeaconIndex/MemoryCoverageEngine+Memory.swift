@@ -35,8 +35,8 @@ extension MemoryCoverageEngine {
             let entries = grid.entryCount
             return [
                 ("beacons", slots.count), ("circles", circles), ("small polygons", small), ("large polygons", large),
-                ("slot objects", cold.count * (200 + MemoryLayout<BeaconID?>.stride) + members), ("records", records.capacity),
-                ("id table", slots.capacity * (MemoryLayout<BeaconID>.stride + 4)),
+                ("slot objects", cold.count * 200 + members), ("records", records.capacity),
+                ("id table", slots.bytes),
                 ("grid entries", entries * (MemoryLayout<HierarchicalGrid<Hot>.Box>.stride + MemoryLayout<HierarchicalGrid<Hot>.Entry>.stride)),
                 ("small polygon blocks", flat), ("large polygon blocks", compact),
                 ("rasters", rasterWords.capacity * 8 + rasterBlocks.capacity * 8),

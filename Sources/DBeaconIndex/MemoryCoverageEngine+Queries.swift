@@ -103,11 +103,11 @@ extension MemoryCoverageEngine {
     /// (read one by one during the lookup, they were a third of its time).
     package func coveringIDsNow(_ query: CoverQuery) -> [BeaconID] {
         lock.read {
-            var slots: [Int32] = []
-            visit(query) { slots.append($0) }
-            return slotIDs.withUnsafeBufferPointer { ids in
-                for slot in slots { dbeacon_prefetch(ids.baseAddress! + Int(slot)) }
-                return slots.map { ids[Int($0)]! }
+            var found: [Int32] = []
+            visit(query) { found.append($0) }
+            return slots.ids.withUnsafeBufferPointer { ids in
+                for slot in found { dbeacon_prefetch(ids.baseAddress! + Int(slot)) }
+                return found.map { ids[Int($0)]! }
             }
         }
     }
@@ -301,7 +301,7 @@ extension MemoryCoverageEngine {
     }
 
     package func beacons(ids: [BeaconID], perimeters: Bool) async throws -> [Beacon] {
-        lock.read { beacons(of: ids.compactMap { slots[$0] }, perimeter: perimeters) }
+        lock.read { beacons(of: slots.slots(of: ids), perimeter: perimeters) }
     }
 
     /// `PerimeterDistance.isWithin(limit, of: perimeter, …)` for a large polygon, decided on its
@@ -342,7 +342,7 @@ extension MemoryCoverageEngine {
         lock.read {
             var found: [BeaconID: BeaconFacts] = [:]
             found.reserveCapacity(ids.count)
-            forEachBeacon(of: ids.compactMap { slots[$0] }) { c, records in
+            forEachBeacon(of: slots.slots(of: ids)) { c, records in
                 found[c.id] = BeaconRecord.decodeFacts(UnsafeRawBufferPointer(rebasing: records[c.record..<(c.record + Int(c.recordLength))]))
             }
             return found

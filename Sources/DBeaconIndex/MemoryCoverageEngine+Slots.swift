@@ -62,7 +62,6 @@ extension MemoryCoverageEngine {
         } else {
             slot = Int32(cold.count)
             cold.append(nil)
-            slotIDs.append(nil)
         }
         let boxes = c.boxes
         let cells = cells ?? boxes.map(HierarchicalGrid<Hot>.cells(for:))
@@ -74,8 +73,7 @@ extension MemoryCoverageEngine {
             rasterBlocks[n] = c.compact.count == 1 ? c.compact[0].block : nil
         }
         cold[Int(slot)] = c
-        slotIDs[Int(slot)] = c.id
-        slots[c.id] = slot
+        slots.set(c.id, slot: slot)
         if c.tracksOwner { tracking[hot.owner, default: []].insert(slot) }
     }
 
@@ -98,7 +96,7 @@ extension MemoryCoverageEngine {
             tracking[owner]?.remove(slot)
             if tracking[owner]?.isEmpty == true { tracking[owner] = nil }
         }
-        slots[c.id] = nil
+        slots.remove(c.id)
         if c.raster >= 0 { rasterBlocks[Int(c.raster)] = nil }
         if !keepRecord {
             if c.raster >= 0 { freeRasters.append(c.raster) }
@@ -107,7 +105,6 @@ extension MemoryCoverageEngine {
         }
         if c.needsWarming { pending -= 1 }
         cold[Int(slot)] = nil
-        slotIDs[Int(slot)] = nil
         freeSlots.append(slot)
     }
 

@@ -266,7 +266,6 @@ extension MemoryCoverageEngine {
             rasterWords.append(contentsOf: UnsafeBufferPointer(start: rasterBytes.assumingMemoryBound(to: UInt64.self), count: rasterCount))
             slots.reserveCapacity(slotCount)
             cold.reserveCapacity(slotCount)
-            slotIDs.reserveCapacity(slotCount)
             for _ in 0..<slotCount {
                 let id = BeaconID(uncheckedRawValue: try r.string())
                 let location = Position(lon: try r.double(), lat: try r.double())
@@ -367,9 +366,8 @@ extension MemoryCoverageEngine {
             freeRasters = []
             rasterBlocks = []
             cold = []
-            slotIDs = []
             freeSlots = []
-            slots = [:]
+            slots = SlotTable()
             grid = HierarchicalGrid<Hot>()
             users = [:]
             tagIDs = [:]

@@ -211,11 +211,10 @@ package final class MemoryCoverageEngine: CoverageEngine, @unchecked Sendable {
     /// `place` and `uninstall`; the block lives as long as the slot's `Cold`.
     var rasterBlocks: [UnsafeRawPointer?] = []
     var cold: [Cold?] = []
-    /// Each slot's beacon id (nil: free), beside `cold`: id answers (fences) read one array
-    /// element per match instead of the slot's object.
-    var slotIDs: [BeaconID?] = []
     var freeSlots: [Int32] = []
-    var slots: [BeaconID: Int32] = [:]
+    /// Ids to slots, and each slot's beacon id (`slots.ids`, nil: free) beside `cold`: id answers
+    /// (fences) read one array element per match instead of the slot's object.
+    var slots = SlotTable()
     var grid = HierarchicalGrid<Hot>()
     var users: [UserID: Int32] = [:]
     var tagIDs: [String: Int] = [:]
