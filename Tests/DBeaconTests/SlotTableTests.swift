@@ -5,9 +5,9 @@ import Testing
 /// The index's id → slot table (open addressing, backward-shift deletion) against a dictionary,
 /// through random installs and removals that fill it, empty it and fill it again, with ids made to
 /// share their first 32 bytes (kept whole beside the words) among them.
-@Suite struct SlotTableTests {
+@Suite(.bounded) struct SlotTableTests {
     @Test func agreesWithADictionaryThroughInstallsAndRemovals() {
-        var g = SplitMix(seed: 46)
+        var g = SeededGenerator(seed: 46)
         var table = SlotTable()
         var model: [BeaconID: Int32] = [:]
         var free: [Int32] = []
@@ -37,17 +37,5 @@ import Testing
             }
         }
         #expect(table.count == model.count && model.count > 0)
-    }
-
-    struct SplitMix {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
     }
 }
