@@ -28,8 +28,11 @@ package struct SlotTable {
 
     /// The slot of `id`, if it has one.
     package subscript(id: BeaconID) -> Int32? {
-        find(id, hash: Self.hash(id)).map { Int32(truncatingIfNeeded: entries[$0]) }
+        find(id, hash: Self.hash(id)).map { Self.slot(entries[$0]) }
     }
+
+    /// An entry's slot.
+    private static func slot(_ entry: UInt64) -> Int32 { Int32(truncatingIfNeeded: entry) }
 
     /// The entry index holding `id`.
     private func find(_ id: BeaconID, hash: UInt64) -> Int? {
@@ -38,7 +41,7 @@ package struct SlotTable {
         while true {
             let e = entries[i]
             if e == Self.empty { return nil }
-            if e >> 32 == hash, ids[Int(Int32(truncatingIfNeeded: e))] == id { return i }
+            if e >> 32 == hash, ids[Int(Self.slot(e))] == id { return i }
             i = (i + 1) & mask
         }
     }
@@ -46,34 +49,18 @@ package struct SlotTable {
     /// The slots of `ids` that have one, in their order: every id's entry, then every candidate
     /// slot's id, is requested before any is read, so the misses of a batch overlap.
     package func slots(of wanted: [BeaconID]) -> [Int32] {
-        guard wanted.count > 1 else { return wanted.compactMap { self[$0] } }
         let hashes = wanted.map(Self.hash)
         let mask = self.mask
-        return entries.withUnsafeBufferPointer { entries in
+        entries.withUnsafeBufferPointer { entries in
             ids.withUnsafeBufferPointer { ids in
                 for h in hashes { dbeacon_prefetch(entries.baseAddress! + (Int(h) & mask)) }
                 for h in hashes {
                     let e = entries[Int(h) & mask]
-                    if e != Self.empty { dbeacon_prefetch(ids.baseAddress! + Int(Int32(truncatingIfNeeded: e))) }
+                    if e != Self.empty { dbeacon_prefetch(ids.baseAddress! + Int(Self.slot(e))) }
                 }
-                var out: [Int32] = []
-                out.reserveCapacity(wanted.count)
-                for (id, h) in zip(wanted, hashes) {
-                    var i = Int(h) & mask
-                    while true {
-                        let e = entries[i]
-                        if e == Self.empty { break }
-                        let slot = Int32(truncatingIfNeeded: e)
-                        if e >> 32 == h, ids[Int(slot)] == id {
-                            out.append(slot)
-                            break
-                        }
-                        i = (i + 1) & mask
-                    }
-                }
-                return out
             }
         }
+        return zip(wanted, hashes).compactMap { id, h in find(id, hash: h).map { Self.slot(entries[$0]) } }
     }
 
     /// Gives `id` the slot `slot` (one past the last slot appends one). The slot must be free and
@@ -90,7 +77,7 @@ package struct SlotTable {
     /// Frees the slot of `id` (nothing when it has none).
     package mutating func remove(_ id: BeaconID) {
         guard var i = find(id, hash: Self.hash(id)) else { return }
-        ids[Int(Int32(truncatingIfNeeded: entries[i]))] = nil
+        ids[Int(Self.slot(entries[i]))] = nil
         count -= 1
         // Backward shift: entries after the hole that may move into it do.
         let mask = self.mask
