@@ -56,8 +56,7 @@ struct LiveController {
     /// The beacons among `inside` (the fence engine's states) that the caller may see now: a
     /// state the engine has not yet dropped for a beacon that became hidden must not name it.
     private func visible(_ inside: [BeaconID], to principal: Principal, coveringNow: [BeaconID] = []) async throws -> [BeaconID] {
-        let seen = try await regions.beacons.gate.visibleIDs(inside, to: principal, coveringNow: coveringNow)
-        return inside.filter(seen.contains)
+        try await regions.beacons.gate.visible(inside, to: principal, coveringNow: coveringNow)
     }
 
     /// A report by a user (the admin token has no location): decoded, counted against the

@@ -14,7 +14,7 @@ package struct FixReport: Sendable {
     package var ignored: Int
     /// The beacons the coverage lookup found covering the user at the batch's last fix: each
     /// passed the index's `.cover` for them when the batch began, so they may see it
-    /// (`VisibilityGate.visibleIDs(_:to:coveringNow:)`).
+    /// (`VisibilityGate.visible(_:to:coveringNow:)`).
     package var coveringNow: [BeaconID] = []
     /// Where `coveringNow` was looked up: the batch's last fix (nil: no fix).
     package var coveringNowAt: Position?
