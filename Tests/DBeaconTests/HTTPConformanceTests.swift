@@ -9,6 +9,18 @@ import Testing
 /// What outside suites (schemathesis against schema/openapi.yaml) found about the HTTP surface
 /// (issue 11.12), pinned here so it stays fixed.
 @Suite(.bounded) struct HTTPConformanceTests {
+    /// A header sent once is read as sent; sent twice, as its values joined (what the
+    /// subscript gives): two Authorization headers are no valid token, two Content-Types no JSON.
+    @Test func aHeaderSentTwiceIsReadJoined() {
+        var fields: HTTPFields = [.contentType: "application/json", .contentLength: "12"]
+        #expect(fields.value(of: .contentType) == "application/json")
+        #expect(fields.value(of: .authorization) == nil)
+        fields.append(HTTPField(name: .contentType, value: "text/plain"))
+        #expect(fields.value(of: .contentType) == "application/json, text/plain")
+        #expect(fields.value(of: .contentType) == fields[.contentType])
+        #expect(fields.value(of: .contentLength) == "12")
+    }
+
     @Test(arguments: Backend.all) func methodsMediaTypesAndParameters(_ backend: Backend) async throws {
         let h = try await TestHarness.make(backend: backend)
         let (_, ann) = try await h.user("ann")

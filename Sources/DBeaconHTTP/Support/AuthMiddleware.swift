@@ -25,7 +25,7 @@ struct AuthMiddleware: RouterMiddleware {
             return try await next(request, context)
         }
         // The header is read once: its scheme, token and (Basic) user name.
-        let presented = Self.presented(request.headers[.authorization])
+        let presented = Self.presented(request.headers.value(of: .authorization))
         let nameKey = presented.name.map { "name:" + $0.prefix(100) }
         do {
             try limiter.check(.authFailures, key: context.clientAddress)
