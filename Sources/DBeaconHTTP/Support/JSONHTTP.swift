@@ -88,8 +88,9 @@ extension Request {
 
     /// `jsonBody` for requests whose body is optional: nil when there is none.
     package mutating func optionalJSONBody(limit: Int) async throws -> JSONValue? {
-        if headers[.contentLength] == "0" { return nil }
-        if headers[.contentLength] == nil && headers[.transferEncoding] == nil { return nil }
+        let length = headers.value(of: .contentLength)
+        if length == "0" { return nil }
+        if length == nil && headers.value(of: .transferEncoding) == nil { return nil }
         do {
             return try await jsonBody(limit: limit)
         } catch let error as DBeaconError where error.code == "missing_body" {

@@ -176,16 +176,10 @@ package struct VisibilityGate: Sendable {
     /// of a fix at 1M beacons); larger lists go through a set.
     package func visible(_ ids: [BeaconID], to viewer: Principal, coveringNow: [BeaconID]) async throws -> [BeaconID] {
         guard !ids.isEmpty else { return [] }
+        let covering = ids.count * coveringNow.count <= 4_096 ? nil : Set(coveringNow)
         var decided = [Bool](repeating: false, count: ids.count), rest: [BeaconID] = []
-        if ids.count * coveringNow.count <= 4_096 {
-            for (i, id) in ids.enumerated() {
-                if coveringNow.contains(id) { decided[i] = true } else { rest.append(id) }
-            }
-        } else {
-            let covering = Set(coveringNow)
-            for (i, id) in ids.enumerated() {
-                if covering.contains(id) { decided[i] = true } else { rest.append(id) }
-            }
+        for (i, id) in ids.enumerated() {
+            if covering?.contains(id) ?? coveringNow.contains(id) { decided[i] = true } else { rest.append(id) }
         }
         guard !rest.isEmpty else { return ids }
         let now = clock.now()
@@ -193,7 +187,6 @@ package struct VisibilityGate: Sendable {
         for (id, facts) in try await lookup.facts(ids: rest) where VisibilityPolicy.allows(.see, facts.subject, viewer: viewer, at: now) {
             allowed.append(id)
         }
-        if allowed.isEmpty { return zip(ids, decided).compactMap { $1 ? $0 : nil } }
         let seen = allowed.count * rest.count <= 4_096 ? nil : Set(allowed)
         return zip(ids, decided).compactMap { id, covered in
             covered || (seen?.contains(id) ?? allowed.contains(id)) ? id : nil
