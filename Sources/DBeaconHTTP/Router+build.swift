@@ -5,7 +5,8 @@ import HummingbirdCore
 package import Logging
 package import ServiceLifecycle
 
-/// The HTTP server on the services: the routes, the connection guards, the event streams'
+/// The HTTP server on the services: the routes, the connection guards, the requests answered
+/// from the channel pipeline (`PipelineResponder`), the event streams'
 /// notifier, and `background` (the deliverer, the tickers) run beside it. `DBeaconApp` makes the services; tests build the same
 /// server on services of their own.
 package func buildApplication(_ services: RouterServices, background: [any Service], logger: Logger) -> some ApplicationProtocol {
@@ -15,11 +16,13 @@ package func buildApplication(_ services: RouterServices, background: [any Servi
     let limits = settings.connections
     let counter = ClientConnectionCounter(maxPerClient: limits.maxConnectionsPerClient) { metrics.connectionRefused() }
     let maxConnections = min(limits.maxConnections, DescriptorLimit.raiseForConnections())
+    let serverName = "dbeacon"
+    let pipeline = PipelineResponderSettings(responder: router.buildResponder(), logger: logger, serverName: serverName)
     return Application(
         router: router,
         server: .http1(configuration: HTTP1Channel.Configuration(
-            additionalChannelHandlers: [ConnectionGuard(limits: limits, counter: counter)])),
-        configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "dbeacon",
+            additionalChannelHandlers: [ConnectionGuard(limits: limits, counter: counter), PipelineResponder(settings: pipeline)])),
+        configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: serverName,
                              availableConnectionsDelegate: MaximumAvailableConnections(maxConnections, logger: logger)),
         services: [services.notifier] + background,
         logger: logger

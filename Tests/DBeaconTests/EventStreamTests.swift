@@ -153,14 +153,24 @@ final class RawStream: Sendable {
     var text: String { collector.received.withLock { $0 } }
 
     static func open(port: Int, token: String) async throws -> RawStream {
+        let stream = try await connect(port: port)
+        try await stream.send("GET /v1/events/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\n"
+            + "Accept: text/event-stream\r\n\r\n")
+        return stream
+    }
+
+    /// A bare connection to the server, nothing sent yet.
+    static func connect(port: Int) async throws -> RawStream {
         let collector = Collector()
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelInitializer { ch in ch.eventLoop.makeCompletedFuture { try ch.pipeline.syncOperations.addHandler(collector) } }
             .connect(host: "127.0.0.1", port: port).get()
-        let request = "GET /v1/events/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\n"
-            + "Accept: text/event-stream\r\n\r\n"
-        try await channel.writeAndFlush(ByteBuffer(string: request)).get()
         return RawStream(channel: channel, collector: collector)
+    }
+
+    /// Sends `text` as it is, in one write.
+    func send(_ text: String) async throws {
+        try await channel.writeAndFlush(ByteBuffer(string: text)).get()
     }
 
     func waitFor(_ fragment: String, within limit: Duration = .seconds(10)) async throws {
