@@ -11,6 +11,12 @@ import Synchronization
 ///
 /// Moves of beacons that follow their owner are not counted: they are never regions. Fed by
 /// this process's commits and other processes' (the same observers that keep the index).
+///
+/// Stamps are stored with a phone's state and compared for equality by whichever node the
+/// phone's next post reaches, after restarts too. So each instance counts from its own origin
+/// (a random multiple of 2³², below 2⁵² so that a stamp survives any JSON reader): another
+/// process's or an earlier run's stamp matches none of this one's, and the regions are worked out
+/// again rather than kept on a count that only happens to be equal.
 package final class RegionChanges: Sendable {
     /// Degrees per cell side.
     static let cellDegrees = 0.05
@@ -20,15 +26,18 @@ package final class RegionChanges: Sendable {
     static let maxCells = 500_000
 
     private struct State {
-        var sequence: UInt64 = 1
+        var sequence: UInt64
         /// Raised with everything (a perimeter too wide to count by cell, a reset).
-        var everywhere: UInt64 = 1
+        var everywhere: UInt64
         var cells: [Int64: UInt64] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state: Mutex<State>
 
-    package init() {}
+    /// Counting from `origin` (by default a random one: see the type).
+    package init(origin: UInt64 = UInt64.random(in: 1..<(1 << 20)) << 32) {
+        state = Mutex(State(sequence: origin + 1, everywhere: origin + 1))
+    }
 
     /// The newest change counted anywhere (a stamp taken later is no newer than this unless a
     /// change came in between).
