@@ -96,6 +96,7 @@ final class PipelineResponder: ChannelDuplexHandler, RemovableChannelHandler {
                 context.fireChannelRead(wrapInboundOut(.head(head)))
                 if let body { context.fireChannelRead(wrapInboundOut(.body(body))) }
                 context.fireChannelRead(data)
+                resume(context: context)
                 return
             }
             if body == nil { body = part } else { body!.writeBuffer(&part) }
@@ -127,6 +128,7 @@ final class PipelineResponder: ChannelDuplexHandler, RemovableChannelHandler {
             // A malformed request: Hummingbird's loop answers 400 and closes, as for any other.
             state = .idle
             context.fireErrorCaught(error)
+            resume(context: context)
         case .idle:
             context.fireErrorCaught(error)
         }
@@ -176,8 +178,19 @@ final class PipelineResponder: ChannelDuplexHandler, RemovableChannelHandler {
     fileprivate func answered(context: ChannelHandlerContext) {
         guard case .answering = state else { return }
         state = .idle
+        resume(context: context)
+    }
+
+    /// Handles what was held, in order, until an answer is under way again, or a request is
+    /// being collected and the next thing held is an event (it waits for that request; the
+    /// request's own parts go on, and an error ends it).
+    private func resume(context: ChannelHandlerContext) {
         var read = false
-        while let next = held.popFirst() {
+        loop: while let next = held.first {
+            switch (state, next) {
+            case (.answering, _), (.collecting, .event): break loop
+            default: held.removeFirst()
+            }
             switch next {
             case .read(let data):
                 read = true
@@ -186,7 +199,6 @@ final class PipelineResponder: ChannelDuplexHandler, RemovableChannelHandler {
             case .event(let event): userInboundEventTriggered(context: context, event: event)
             case .error(let error): errorCaught(context: context, error: error)
             }
-            if case .answering = state { break }
         }
         // Hummingbird's loop takes what was passed on when a read completes.
         if read { context.fireChannelReadComplete() }
