@@ -1,4 +1,5 @@
 import DBeaconCore
+import DBeaconHTTP
 import Foundation
 import HummingbirdTesting
 import NIOCore
@@ -47,6 +48,24 @@ import Testing
                 #expect(answer.headers["content-type"] == "application/json")
             }
         }
+    }
+
+    /// The `Date` header the pipeline writes (Hummingbird's own cache is not public): the
+    /// IMF-fixdate of RFC 9110 §5.6.7, checked against Foundation's formatter.
+    @Test func theDateHeaderIsAnIMFFixdate() {
+        let reference = DateFormatter()
+        reference.locale = Locale(identifier: "en_US_POSIX")
+        reference.timeZone = TimeZone(identifier: "GMT")
+        reference.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        #expect(HTTPDate.format(0) == "Thu, 01 Jan 1970 00:00:00 GMT")
+        #expect(HTTPDate.format(784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")  // RFC 9110's example
+        var g = SeededGenerator(seed: 59)
+        for _ in 0..<500 {
+            let second = Int.random(in: 0...4_102_444_800, using: &g)  // up to 2100
+            #expect(HTTPDate.format(second) == reference.string(from: Date(timeIntervalSince1970: TimeInterval(second))))
+        }
+        let now = Int(Date().timeIntervalSince1970)
+        #expect([now, now + 1].map(HTTPDate.format).contains(HTTPDate.now))
     }
 
     /// A client that closes its side after sending still gets its answer, then the close; a

@@ -323,12 +323,12 @@ private struct PipelineBodyWriter: ResponseBodyWriter {
 }
 
 /// The `Date` header's value (RFC 9110 §5.6.7), formatted once a second.
-enum HTTPDate {
+package enum HTTPDate {
     private static let cache = NIOLockedValueBox<(second: Int, text: String)>((-1, ""))
     private static let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
-    static var now: String {
+    package static var now: String {
         let second = time(nil)
         return cache.withLockedValue { cached in
             if cached.second != second { cached = (second, format(second)) }
@@ -336,7 +336,8 @@ enum HTTPDate {
         }
     }
 
-    static func format(_ second: Int) -> String {
+    /// IMF-fixdate of `second` (seconds since 1970).
+    package static func format(_ second: Int) -> String {
         var t = time_t(second)
         var parts = tm()
         gmtime_r(&t, &parts)
