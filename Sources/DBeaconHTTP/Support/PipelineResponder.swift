@@ -291,8 +291,9 @@ private final class PipelineAnswer: @unchecked Sendable {
     }
 }
 
-/// The body's writer: a body of known length goes out with its head and end in one flush (up to
-/// 256 KiB at a time), a streamed one (no length: an event stream) part by part as written.
+/// The body's writer: a body of known length goes out with its head and end in one flush (one
+/// written in several buffers, 256 KiB or more at a time), a streamed one (no length: an event
+/// stream) part by part as written.
 private struct PipelineBodyWriter: ResponseBodyWriter {
     let out: PipelineAnswer
     let streaming: Bool
@@ -306,14 +307,18 @@ private struct PipelineBodyWriter: ResponseBodyWriter {
     }
 
     mutating func write(_ buffer: ByteBuffer) async throws {
+        // What came before goes first once it is large (a single buffer goes with the end).
+        if unflushed >= 256 * 1024 { try await flush() }
         parts.append(.body(buffer))
         unflushed += buffer.readableBytes
-        if streaming || unflushed >= 256 * 1024 {
-            let ready = parts
-            parts = []
-            unflushed = 0
-            try await out.send(ready, last: false)
-        }
+        if streaming { try await flush() }
+    }
+
+    private mutating func flush() async throws {
+        let ready = parts
+        parts = []
+        unflushed = 0
+        try await out.send(ready, last: false)
     }
 
     consuming func finish(_ trailingHeaders: HTTPFields?) async throws {
