@@ -17,9 +17,11 @@ package func buildApplication(_ services: RouterServices, background: [any Servi
     let counter = ClientConnectionCounter(maxPerClient: limits.maxConnectionsPerClient) { metrics.connectionRefused() }
     let maxConnections = min(limits.maxConnections, DescriptorLimit.raiseForConnections())
     let serverName = "dbeacon"
-    let pipeline = PipelineResponderSettings(responder: router.buildResponder(), logger: logger, serverName: serverName)
+    // One responder for both ways a request is answered (the pipeline's and Hummingbird's loop).
+    let responder = router.buildResponder()
+    let pipeline = PipelineResponderSettings(responder: responder, logger: logger, serverName: serverName)
     return Application(
-        router: router,
+        responder: responder,
         server: .http1(configuration: HTTP1Channel.Configuration(
             additionalChannelHandlers: [ConnectionGuard(limits: limits, counter: counter), PipelineResponder(settings: pipeline)])),
         configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: serverName,

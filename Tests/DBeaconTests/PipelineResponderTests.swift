@@ -70,8 +70,8 @@ import Testing
 
     /// A client that closes its side after sending still gets its answer, then the close; a
     /// malformed request after an answered one gets Hummingbird's 400 after that answer.
-    @Test func halfClosedAndMalformedConnections() async throws {
-        let h = try await TestHarness.make(backend: .spatialite)
+    @Test(arguments: Backend.all) func halfClosedAndMalformedConnections(_ backend: Backend) async throws {
+        let h = try await TestHarness.make(backend: backend)
         try await h.app().test(.live) { client in
             let port = try #require(client.port)
             let halfClosed = try await RawStream.connect(port: port)

@@ -16,7 +16,7 @@ struct PipelineResponderSettings: Sendable {
     let logger: Logger
     let serverName: String?
     /// Bodies larger than this are streamed to the handler by Hummingbird's connection loop.
-    var maxBodyBytes = 64 * 1024
+    let maxBodyBytes = 64 * 1024
 }
 
 /// Answers the requests of a connection from the channel pipeline, through the same router
