@@ -63,13 +63,59 @@ package struct DatabaseDeadline: Sendable {
         }
     }
 
-    private static let timers = DispatchQueue(label: "dbeacon.database-deadlines")
+    fileprivate static let timers = DispatchQueue(label: "dbeacon.database-deadlines")
 
     /// What a request past its bound (`request`) is answered.
     static let requestOverdue = DBeaconError(.unavailable, code: "database_unavailable",
                                              message: "no answer within the request's time: the database is slow or unreachable; retry shortly")
 
     static func format(_ s: Double) -> String { s == s.rounded() ? String(Int(s)) : String(s) }
+}
+
+/// A request's wait for work shared with other requests (a batch of fence decisions, a coalesced
+/// read), bounded by the request's time (`DatabaseDeadline.request`): the batch runs without
+/// that bound (one request's end is not the others'), so without this a request could wait for
+/// the batch before its own and then for its own, each bounded only by the deadline of a
+/// transaction (and its retries). Past the request's time its caller is answered
+/// `requestOverdue` at once; the batch goes on, and a batch that has not started yet leaves the
+/// request out (`isAbandoned`): it was answered 503, so it is not carried out behind its back.
+package final class BoundedWait<T: Sendable>: Sendable {
+    private let state: Mutex<(continuation: CheckedContinuation<T, any Error>?, timer: Timer?)>
+
+    /// The timer, cancelled once the request is answered (`DispatchWorkItem` is safe to cancel
+    /// from any thread).
+    private struct Timer: @unchecked Sendable { let item: DispatchWorkItem }
+
+    /// Takes `continuation`, to be resumed once: by `resume(with:)` or at `end` (nil: no bound).
+    package init(_ continuation: CheckedContinuation<T, any Error>, until end: ContinuousClock.Instant?) {
+        state = Mutex((continuation, nil))
+        guard let end else { return }
+        let left = ContinuousClock.now.duration(to: end)
+        guard left > .zero else {
+            resume(with: .failure(DatabaseDeadline.requestOverdue))
+            return
+        }
+        let timer = DispatchWorkItem { [self] in resume(with: .failure(DatabaseDeadline.requestOverdue)) }
+        let armed = state.withLock { s in
+            guard s.continuation != nil else { return false }
+            s.timer = Timer(item: timer)
+            return true
+        }
+        if armed { DatabaseDeadline.timers.asyncAfter(deadline: .now() + left.inSeconds, execute: timer) }
+    }
+
+    /// Whether the request was answered already (past its time): its part of a batch is not done.
+    package var isAbandoned: Bool { state.withLock { $0.continuation == nil } }
+
+    /// Answers the request, unless its time ran out first.
+    package func resume(with result: Result<T, any Error>) {
+        let (continuation, timer) = state.withLock { s in
+            defer { s = (nil, nil) }
+            return s
+        }
+        timer?.item.cancel()
+        continuation?.resume(with: result)
+    }
 }
 
 /// The first of several outcomes, handed to one waiter.

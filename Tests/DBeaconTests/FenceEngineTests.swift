@@ -281,3 +281,60 @@ extension FenceEngineTests {
         #expect(transactions < decisions, "\(transactions) transactions for \(decisions) decisions")
     }
 }
+
+extension FenceEngineTests {
+    /// On PostgreSQL a fix waits for its batch of decisions no longer than the request's time
+    /// (`--db-timeout` + 1 s, `DatabaseDeadline.request`; the batch itself runs without it): past
+    /// that, it is answered 503 `database_unavailable` at once, and a fix still waiting for its
+    /// batch to start is left out of it, not decided behind the back of a client told to retry.
+    @Test(.enabled(if: Backend.postgresURL != nil, "needs DBEACON_POSTGRES_URL"))
+    func aFixWaitsForItsBatchNoLongerThanItsRequestsTime() async throws {
+        let (h, ann, _) = try await setUp(.postgis)
+        let store = try #require(h.store as? any SQLStore)
+        let batcher = try #require(store.fenceBatcher)
+        try await h.fix(ann, lat: north(50), lon: center.lon) // inside: entered
+        // Another transaction holds ann's fence lock, as another node deciding for her would.
+        let (held, heldSignal) = AsyncStream.makeStream(of: Void.self)
+        let (release, releaseSignal) = AsyncStream.makeStream(of: Void.self)
+        let holder = Task {
+            try await store.write { db, _ in
+                _ = try await db.rows("SELECT pg_advisory_xact_lock(hashtextextended('fence:' || $1, 0))", [ann.rawValue])
+                heldSignal.yield()
+                for await _ in release { break }
+            }
+        }
+        for await _ in held { break }
+        func fixWithin300ms(_ lat: Double) async -> (any Error)? {
+            h.clock.advance(seconds: 10)
+            do {
+                try await DatabaseDeadline.$request.withValue(.now + .milliseconds(300)) {
+                    _ = try await h.fix(ann, lat: lat, lon: center.lon)
+                }
+                return nil
+            } catch {
+                return error
+            }
+        }
+        func isOverdue(_ error: (any Error)?) -> Bool {
+            (error as? DBeaconError)?.code == "database_unavailable"
+                && (error as? DBeaconError)?.message.hasPrefix("no answer within the request's time") == true
+        }
+        // Still inside: its batch starts and waits for the lock.
+        let taken = batcher.taken
+        async let inside = fixWithin300ms(north(60))
+        while batcher.taken == taken { try await Task.sleep(for: .milliseconds(5)) }
+        // Outside (an exit, were it decided): it waits for the next batch.
+        async let outside = fixWithin300ms(north(300))
+        let (first, second) = await (inside, outside)
+        // Both answered while the lock is still held (else: the lock's timeout, database_busy).
+        #expect(isOverdue(first), "\(String(describing: first))")
+        #expect(isOverdue(second), "\(String(describing: second))")
+        releaseSignal.yield()
+        releaseSignal.finish()
+        try await holder.value
+        // Inside again, after both batches: had the exit been decided, ann would enter again.
+        h.clock.advance(seconds: 10)
+        try await h.fix(ann, lat: north(50), lon: center.lon)
+        #expect(try await h.events(ann).map(\.type) == [.entered])
+    }
+}

@@ -68,6 +68,40 @@ import Testing
         #expect(try await coalescer.read(14, batch: batch) == 14)
     }
 
+    /// A request waits for the statements no longer than its request's time (PostgreSQL's
+    /// `DatabaseDeadline.request`; the statements run without it): it is answered 503 at once
+    /// when its time is up, and no statement reads for it afterwards.
+    @Test func aRequestWaitsNoLongerThanItsTime() async throws {
+        let coalescer = ReadCoalescer<String, Int>()
+        let statements = Mutex<[[String]]>([])
+        let (entered, enteredSignal) = AsyncStream.makeStream(of: Void.self)
+        let (release, releaseSignal) = AsyncStream.makeStream(of: Void.self)
+        let batch: ReadCoalescer<String, Int>.Batch = { keys in
+            if statements.withLock({ $0.append(keys); return $0.count == 1 }) {
+                enteredSignal.yield()
+                for await _ in release { break }
+            }
+            return keys.map(\.count)
+        }
+        let first = Task { try await coalescer.read("first", batch: batch) }
+        for await _ in entered { break }
+        var late: (any Error)?
+        do {
+            _ = try await DatabaseDeadline.$request.withValue(.now + .milliseconds(200)) {
+                try await coalescer.read("late", batch: batch)
+            }
+        } catch {
+            late = error
+        }
+        // Answered while the first statement still runs.
+        #expect((late as? DBeaconError)?.code == "database_unavailable", "\(String(describing: late))")
+        releaseSignal.yield()
+        releaseSignal.finish()
+        #expect(try await first.value == 5)
+        #expect(try await coalescer.read("after", batch: batch) == 5)
+        #expect(statements.withLock { $0 } == [["first"], ["after"]])
+    }
+
     /// On both stores: concurrent reads of groups and followed tours give each user exactly
     /// what a lone read gives; on PostgreSQL they took fewer statements than reads.
     @Test(arguments: Backend.all) func groupsAndToursReadForFixesAreEachUsersOwn(_ backend: Backend) async throws {

@@ -34,12 +34,14 @@ package final class FenceDecisionBatcher: Sendable {
         let boxes: [BoundingBox]
         let beacons: [BeaconID]
         let decide: @Sendable (FenceSnapshot) async throws -> (FenceUpdate, any Sendable)
-        let continuation: CheckedContinuation<any Sendable, any Error>
+        /// The caller, answered by the batch or, past the request's time, without it.
+        let wait: BoundedWait<any Sendable>
     }
 
     private struct State {
         var pending: [Request] = []
         var running = 0
+        var taken = 0
     }
 
     private let state = Mutex(State())
@@ -54,22 +56,28 @@ package final class FenceDecisionBatcher: Sendable {
     package var counts: (decisions: Int, transactions: Int) { totals.withLock { $0 } }
     private let totals = Mutex((decisions: 0, transactions: 0))
 
+    /// Decisions taken into a batch so far (for tests: a batch has started).
+    package var taken: Int { state.withLock { $0.taken } }
+
     /// `decideFence` through the batch: returns once the decision's transaction committed.
     func decide<T: Sendable, Store: SQLStore>(lock users: [UserID], near boxes: [BoundingBox], inside beacons: [BeaconID],
                                               on store: Store,
                                               _ decide: @escaping @Sendable (FenceSnapshot) async throws -> (FenceUpdate, T)) async throws -> T {
+        let end = DatabaseDeadline.request
         let value = try await withCheckedThrowingContinuation { (c: CheckedContinuation<any Sendable, any Error>) in
             let request = Request(users: users, boxes: boxes, beacons: beacons, decide: { snapshot in
                 let (update, result) = try await decide(snapshot)
                 return (update, result)
-            }, continuation: c)
+            }, wait: BoundedWait(c, until: end))
+            if request.wait.isAbandoned { return } // no time left: answered already
             let lead = state.withLock { s in
                 s.pending.append(request)
                 if s.running >= lanes { return false }
                 s.running += 1
                 return true
             }
-            // (The batch answers every waiting request: not bounded by the first one's deadline.)
+            // (The batch answers every waiting request: not bounded by the first one's deadline;
+            // each waits no longer than its own, `BoundedWait`.)
             if lead { Task { await DatabaseDeadline.$request.withValue(nil) { await self.drain(store) } } }
         }
         guard let result = value as? T else { throw DBeaconError.internalError("a fence decision's result has another type") }
@@ -82,6 +90,7 @@ package final class FenceDecisionBatcher: Sendable {
             let batch: [Request] = state.withLock { s in
                 let taken = Array(s.pending.prefix(maxBatch))
                 s.pending.removeFirst(taken.count)
+                s.taken += taken.count
                 if taken.isEmpty { s.running -= 1 }
                 return taken
             }
@@ -90,20 +99,24 @@ package final class FenceDecisionBatcher: Sendable {
         }
     }
 
-    private func run<Store: SQLStore>(_ batch: [Request], on store: Store) async {
+    private func run<Store: SQLStore>(_ taken: [Request], on store: Store) async {
         var attempt = 0
         while true {
+            // A request answered 503 past its time (while it waited, or before a retry) is not
+            // decided behind its back.
+            let batch = taken.filter { !$0.wait.isAbandoned }
+            if batch.isEmpty { return }
             do {
                 let results = try await store.write { db, log in try await Self.decide(batch, db: db, log: &log, as: Store.self) }
                 totals.withLock { $0.decisions += batch.count; $0.transactions += 1 }
-                for (request, result) in zip(batch, results) { request.continuation.resume(with: result) }
+                for (request, result) in zip(batch, results) { request.wait.resume(with: result) }
                 return
             } catch let error as DBeaconError where error.code == "database_busy" && attempt < 5 {
                 // Two nodes locked the same users in opposite orders; this batch was chosen to give way.
                 attempt += 1
                 try? await Task.sleep(for: .milliseconds(Int64(5 << attempt)))
             } catch {
-                for request in batch { request.continuation.resume(throwing: error) }
+                for request in batch { request.wait.resume(with: .failure(error)) }
                 return
             }
         }

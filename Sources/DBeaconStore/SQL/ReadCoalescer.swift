@@ -17,7 +17,8 @@ package final class ReadCoalescer<Request: Sendable, Answer: Sendable>: Sendable
 
     private struct Waiting: Sendable {
         let request: Request
-        let continuation: CheckedContinuation<Answer, any Error>
+        /// The caller, answered by the statement or, past the request's time, without it.
+        let wait: BoundedWait<Answer>
     }
 
     private struct State {
@@ -41,14 +42,18 @@ package final class ReadCoalescer<Request: Sendable, Answer: Sendable>: Sendable
     /// statement; every caller must pass an equivalent one). A failed statement fails each of
     /// its requests.
     package func read(_ request: Request, batch: @escaping Batch) async throws -> Answer {
-        try await withCheckedThrowingContinuation { (c: CheckedContinuation<Answer, any Error>) in
+        let end = DatabaseDeadline.request
+        return try await withCheckedThrowingContinuation { (c: CheckedContinuation<Answer, any Error>) in
+            let waiting = Waiting(request: request, wait: BoundedWait(c, until: end))
+            if waiting.wait.isAbandoned { return } // no time left: answered already
             let lead = state.withLock { s in
-                s.pending.append(Waiting(request: request, continuation: c))
+                s.pending.append(waiting)
                 if s.running { return false }
                 s.running = true
                 return true
             }
-            // (The batch answers every waiting request: not bounded by the first one's deadline.)
+            // (The batch answers every waiting request: not bounded by the first one's deadline;
+            // each waits no longer than its own, `BoundedWait`.)
             if lead { Task { await DatabaseDeadline.$request.withValue(nil) { await self.drain(batch) } } }
         }
     }
@@ -56,6 +61,8 @@ package final class ReadCoalescer<Request: Sendable, Answer: Sendable>: Sendable
     private func drain(_ batch: Batch) async {
         while true {
             let taken: [Waiting] = state.withLock { s in
+                // Requests answered 503 past their time are not read for.
+                s.pending.removeAll { $0.wait.isAbandoned }
                 let taken = Array(s.pending.prefix(maxBatch))
                 s.pending.removeFirst(taken.count)
                 if taken.isEmpty { s.running = false } else { s.statements += 1; s.requests += taken.count }
@@ -67,9 +74,9 @@ package final class ReadCoalescer<Request: Sendable, Answer: Sendable>: Sendable
                 guard answers.count == taken.count else {
                     throw DBeaconError.internalError("a coalesced read answered \(answers.count) of \(taken.count) requests")
                 }
-                for (w, a) in zip(taken, answers) { w.continuation.resume(returning: a) }
+                for (w, a) in zip(taken, answers) { w.wait.resume(with: .success(a)) }
             } catch {
-                for w in taken { w.continuation.resume(throwing: error) }
+                for w in taken { w.wait.resume(with: .failure(error)) }
             }
         }
     }

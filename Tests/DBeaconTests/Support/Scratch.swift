@@ -4,12 +4,15 @@ import Foundation
 /// is removed when the process exits, so a run leaves nothing behind in the system's temporary
 /// folder (a full run creates a few hundred databases; left behind, they fill a CI disk).
 enum Scratch {
-    /// `$TMPDIR/dbeacon-tests-<pid>`, created on first use; removed at exit.
+    /// `$TMPDIR/dbeacon-tests-<pid>`, created on first use; removed at exit (kept with
+    /// `DBEACON_KEEP_SCRATCH=1`, to read the servers' logs of a failed run).
     static let root: URL = {
         let root = FileManager.default.temporaryDirectory
             .appendingPathComponent("dbeacon-tests-\(ProcessInfo.processInfo.processIdentifier)")
         try? FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        atexit { try? FileManager.default.removeItem(at: Scratch.root) }
+        if ProcessInfo.processInfo.environment["DBEACON_KEEP_SCRATCH"] != "1" {
+            atexit { try? FileManager.default.removeItem(at: Scratch.root) }
+        }
         return root
     }()
 
