@@ -66,9 +66,12 @@ for r in $(seq 1 "$rounds"); do
     for side in $order; do
         if [ $side = a ]; then port=$port_a; pid=$pid_a; else port=$port_b; pid=$pid_b; fi
         c0=$(cpu "$pid")
-        rps=$(wrk -t1 -c"$connections" -d${seconds}s -s "$script" "http://127.0.0.1:$port" | awk '/^Requests\/sec/ {print $2}')
+        report=$(wrk -t1 -c"$connections" -d${seconds}s --latency -s "$script" "http://127.0.0.1:$port")
+        rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$report")
+        # p99 in ms (wrk prints it in us, ms or s)
+        p99=$(awk '$1 == "99%" { v = $2 + 0; if ($2 ~ /us$/) v /= 1000; else if ($2 ~ /[0-9]s$/) v *= 1000; print v }' <<<"$report")
         c1=$(cpu "$pid")
-        echo "$r $side $rps $c0 $c1" >>"$out"
+        echo "$r $side $rps $c0 $c1 ${p99:-nan}" >>"$out"
     done
 done
 python3 - "$out" "$ticks" "$seconds" <<'EOF'
@@ -76,21 +79,22 @@ import sys
 rows = [l.split() for l in open(sys.argv[1])]
 ticks, seconds = float(sys.argv[2]), float(sys.argv[3])
 sides = {"a": [], "b": []}
-print("| round | A req/s | B req/s | A CPU/req (µs) | B CPU/req (µs) |")
-print("|---:|---:|---:|---:|---:|")
+print("| round | A req/s | B req/s | A CPU/req (µs) | B CPU/req (µs) | A p99 (ms) | B p99 (ms) |")
+print("|---:|---:|---:|---:|---:|---:|---:|")
 by_round = {}
-for r, side, rps, c0, c1 in rows:
+for r, side, rps, c0, c1, p99 in rows:
     rps = float(rps)
     cpu_us = (float(c1) - float(c0)) / ticks * 1e6 / max(1.0, rps * seconds)
-    by_round.setdefault(int(r), {})[side] = (rps, cpu_us)
+    by_round.setdefault(int(r), {})[side] = (rps, cpu_us, float(p99))
     if int(r) > 1:
-        sides[side].append((rps, cpu_us))
+        sides[side].append((rps, cpu_us, float(p99)))
 for r in sorted(by_round):
     a, b = by_round[r]["a"], by_round[r]["b"]
-    print(f"| {r} | {a[0]:,.0f} | {b[0]:,.0f} | {a[1]:.0f} | {b[1]:.0f} |")
+    print(f"| {r} | {a[0]:,.0f} | {b[0]:,.0f} | {a[1]:.0f} | {b[1]:.0f} | {a[2]:.1f} | {b[2]:.1f} |")
 mean = lambda xs: sum(xs) / len(xs) if xs else float("nan")
 ra, rb = mean([x[0] for x in sides["a"]]), mean([x[0] for x in sides["b"]])
 ca, cb = mean([x[1] for x in sides["a"]]), mean([x[1] for x in sides["b"]])
+pa, pb = mean([x[2] for x in sides["a"]]), mean([x[2] for x in sides["b"]])
 print(f"\nwithout round 1: A {ra:,.0f} req/s, B {rb:,.0f} req/s, B ÷ A {rb / ra:.3f}; "
-      f"CPU per request A {ca:.0f} µs, B {cb:.0f} µs")
+      f"CPU per request A {ca:.0f} µs, B {cb:.0f} µs; mean p99 A {pa:.1f} ms, B {pb:.1f} ms")
 EOF

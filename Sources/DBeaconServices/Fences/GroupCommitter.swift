@@ -8,8 +8,12 @@ import Synchronization
 ///
 /// `enqueue` is synchronous so the fence engine can enqueue inside its critical section and
 /// keep commit order equal to decision order; `wait` then suspends until the batch holding
-/// the item is committed. The first waiter finding no flush in progress becomes the leader
-/// and flushes batches until none is left (no background task needed).
+/// the item is committed. The first waiter finding no flush in progress becomes the leader: it
+/// writes its own batch, and the items that came meanwhile go on in a task of its own that writes
+/// batches until none is left (under steady load that goes on for as long as they keep coming,
+/// and the leader used to wait for all of them). A waiter waits no longer than its request's time
+/// (PostgreSQL, `DatabaseDeadline.request`): past it, it is answered 503 and its item is still
+/// written.
 package final class GroupCommitter<Item: Sendable>: Sendable {
     private struct State {
         var pending: [Item] = []
@@ -17,7 +21,7 @@ package final class GroupCommitter<Item: Sendable>: Sendable {
         var flushing = false
         var tickets: [Int: Int] = [:]
         var results: [Int: Result<Void, any Error>] = [:]
-        var waiters: [Int: [CheckedContinuation<Void, any Error>]] = [:]
+        var waiters: [Int: [BoundedWait<Void>]] = [:]
     }
 
     /// Writes a batch, in the order its items were enqueued, in one transaction.
@@ -61,25 +65,28 @@ package final class GroupCommitter<Item: Sendable>: Sendable {
         switch role {
         case .done(let result):
             try result.get()
+        case .leader:
+            await flush(returningAfter: ticket.batch)
+            try await wait(ticket)
         case .follower:
+            let end = DatabaseDeadline.request
             try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
                 let finished: Result<Void, any Error>? = state.withLock { s in
                     if let result = s.results[ticket.batch] {
                         Self.consume(&s, ticket.batch)
                         return result
                     }
-                    s.waiters[ticket.batch, default: []].append(c)
+                    s.waiters[ticket.batch, default: []].append(BoundedWait(c, until: end))
                     return nil
                 }
                 if let finished { c.resume(with: finished) }
             }
-        case .leader:
-            await flush()
-            try await wait(ticket)
         }
     }
 
-    private func flush() async {
+    /// Writes batches until none is left; with `own` (the leader's batch), until that one is
+    /// written, then hands what is left to a task of its own.
+    private func flush(returningAfter own: Int? = nil) async {
         var last = 0
         while true {
             if last >= GroupCommit.busyBatch && state.withLock({ $0.pending.count }) < GroupCommit.fullBatch {
@@ -105,7 +112,7 @@ package final class GroupCommitter<Item: Sendable>: Sendable {
             } catch {
                 result = .failure(error)
             }
-            let waiters: [CheckedContinuation<Void, any Error>] = state.withLock { s in
+            let waiters: [BoundedWait<Void>] = state.withLock { s in
                 let w = s.waiters.removeValue(forKey: number) ?? []
                 s.results[number] = result
                 s.tickets[number, default: 0] -= w.count
@@ -116,6 +123,14 @@ package final class GroupCommitter<Item: Sendable>: Sendable {
                 return w
             }
             for w in waiters { w.resume(with: result) }
+            if let own, number >= own {
+                let more = state.withLock { s in
+                    if s.pending.isEmpty { s.flushing = false }
+                    return !s.pending.isEmpty
+                }
+                if more { Task { await DatabaseDeadline.$request.withValue(nil) { await self.flush() } } }
+                return
+            }
         }
     }
 
