@@ -80,41 +80,76 @@ package struct DatabaseDeadline: Sendable {
 /// `requestOverdue` at once; the batch goes on, and a batch that has not started yet leaves the
 /// request out (`isAbandoned`): it was answered 503, so it is not carried out behind its back.
 package final class BoundedWait<T: Sendable>: Sendable {
-    private let state: Mutex<(continuation: CheckedContinuation<T, any Error>?, timer: Timer?)>
-
-    /// The timer, cancelled once the request is answered (`DispatchWorkItem` is safe to cancel
-    /// from any thread).
-    private struct Timer: @unchecked Sendable { let item: DispatchWorkItem }
+    private let continuation: Mutex<CheckedContinuation<T, any Error>?>
+    private let bounded: Bool
 
     /// Takes `continuation`, to be resumed once: by `resume(with:)` or at `end` (nil: no bound).
     package init(_ continuation: CheckedContinuation<T, any Error>, until end: ContinuousClock.Instant?) {
-        state = Mutex((continuation, nil))
+        self.continuation = Mutex(continuation)
+        bounded = end != nil
         guard let end else { return }
-        let left = ContinuousClock.now.duration(to: end)
-        guard left > .zero else {
+        guard end > .now else {
             resume(with: .failure(DatabaseDeadline.requestOverdue))
             return
         }
-        let timer = DispatchWorkItem { [self] in resume(with: .failure(DatabaseDeadline.requestOverdue)) }
-        let armed = state.withLock { s in
-            guard s.continuation != nil else { return false }
-            s.timer = Timer(item: timer)
-            return true
-        }
-        if armed { DatabaseDeadline.timers.asyncAfter(deadline: .now() + left.inSeconds, execute: timer) }
+        WaitSweeper.shared.add(ObjectIdentifier(self), end: end) { [self] in resume(with: .failure(DatabaseDeadline.requestOverdue)) }
     }
 
     /// Whether the request was answered already (past its time): its part of a batch is not done.
-    package var isAbandoned: Bool { state.withLock { $0.continuation == nil } }
+    package var isAbandoned: Bool { continuation.withLock { $0 == nil } }
 
     /// Answers the request, unless its time ran out first.
     package func resume(with result: Result<T, any Error>) {
-        let (continuation, timer) = state.withLock { s in
-            defer { s = (nil, nil) }
-            return s
+        let taken = continuation.withLock { c in
+            defer { c = nil }
+            return c
         }
-        timer?.item.cancel()
-        continuation?.resume(with: result)
+        guard let taken else { return }
+        if bounded { WaitSweeper.shared.remove(ObjectIdentifier(self)) }
+        taken.resume(with: result)
+    }
+}
+
+/// The bounded waits under way, expired by one timer that ticks every 50 ms while there are any
+/// (a timer per wait cost a timer source for each of a PostgreSQL node's fixes and reads).
+private final class WaitSweeper: Sendable {
+    static let shared = WaitSweeper()
+
+    private struct State {
+        var waits: [ObjectIdentifier: (end: ContinuousClock.Instant, expire: @Sendable () -> Void)] = [:]
+        var ticking = false
+    }
+
+    private let state = Mutex(State())
+    private static let tick = 0.05
+
+    func add(_ id: ObjectIdentifier, end: ContinuousClock.Instant, expire: @escaping @Sendable () -> Void) {
+        let start = state.withLock { s in
+            s.waits[id] = (end, expire)
+            defer { s.ticking = true }
+            return !s.ticking
+        }
+        if start { schedule() }
+    }
+
+    func remove(_ id: ObjectIdentifier) {
+        _ = state.withLock { $0.waits.removeValue(forKey: id) }
+    }
+
+    private func schedule() {
+        DatabaseDeadline.timers.asyncAfter(deadline: .now() + Self.tick) { self.sweep() }
+    }
+
+    private func sweep() {
+        let now = ContinuousClock.now
+        let (due, again): ([@Sendable () -> Void], Bool) = state.withLock { s in
+            let ids = s.waits.compactMap { $0.value.end <= now ? $0.key : nil }
+            let due = ids.compactMap { s.waits.removeValue(forKey: $0)?.expire }
+            if s.waits.isEmpty { s.ticking = false }
+            return (due, s.ticking)
+        }
+        for expire in due { expire() }
+        if again { schedule() }
     }
 }
 
