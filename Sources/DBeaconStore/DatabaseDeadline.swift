@@ -46,16 +46,17 @@ package struct DatabaseDeadline: Sendable {
         }
         let race = Race<T>()
         let work = Task { race.finish(with: await Result(catching: { try await operation() })) }
-        // The timer runs on a queue of its own, not on the tasks' threads (the cooperative pool or
-        // the event loops): when they are busy (or blocked) the deadline still falls on time.
-        let timeout = DispatchWorkItem { [seconds, cut] in
+        // The deadline is kept by the shared sweeper, whose timer runs on a queue of its own, not
+        // on the tasks' threads (the cooperative pool or the event loops): when they are busy (or
+        // blocked) it still falls on time (within the sweeper's tick).
+        let id = ObjectIdentifier(race)
+        WaitSweeper.shared.add(id, end: .now + .milliseconds(Int64(seconds * 1000))) { [seconds, cut] in
             race.finish(with: .failure(cut ?? DBeaconError(
                 .unavailable, code: "database_unavailable",
                 message: "the database did not answer \(what) within \(Self.format(seconds)) s; retry shortly")))
         }
-        Self.timers.asyncAfter(deadline: .now() + seconds, execute: timeout)
         return try await withTaskCancellationHandler {
-            defer { timeout.cancel(); work.cancel() }
+            defer { WaitSweeper.shared.remove(id); work.cancel() }
             return try await race.value()
         } onCancel: {
             work.cancel()
@@ -110,8 +111,8 @@ package final class BoundedWait<T: Sendable>: Sendable {
     }
 }
 
-/// The bounded waits under way, expired by one timer that ticks every 50 ms while there are any
-/// (a timer per wait cost a timer source for each of a PostgreSQL node's fixes and reads).
+/// The deadlines under way (database calls, bounded waits), expired by one timer that ticks every
+/// 50 ms while there are any (a dispatch timer each cost a timer source per database call).
 private final class WaitSweeper: Sendable {
     static let shared = WaitSweeper()
 
