@@ -8,12 +8,15 @@ import Synchronization
 ///
 /// `enqueue` is synchronous so the fence engine can enqueue inside its critical section and
 /// keep commit order equal to decision order; `wait` then suspends until the batch holding
-/// the item is committed. The first waiter finding no flush in progress becomes the leader: it
-/// writes its own batch, and the items that came meanwhile go on in a task of its own that writes
-/// batches until none is left (under steady load that goes on for as long as they keep coming,
-/// and the leader used to wait for all of them). A waiter waits no longer than its request's time
-/// (PostgreSQL, `DatabaseDeadline.request`): past it, it is answered 503 and its item is still
-/// written.
+/// the item is committed. The first waiter finding no flush in progress becomes the leader and
+/// flushes batches until none is left (no background task needed).
+///
+/// Where a request's time is bounded (PostgreSQL, `DatabaseDeadline.request`), a waiter waits no
+/// longer than that: past it, it is answered 503 and its item is still written; and the leader
+/// answers once its own batch is written, the items that came meanwhile going on in a task of
+/// its own (under steady load a flush goes on for as long as they keep coming). On SQLite, where
+/// no such bound is kept, the leader flushes to the end: handing the rest to a task showed no
+/// gain in the fixes' p99 there and cost some 4 % of a fix's CPU at 1M beacons, side by side.
 package final class GroupCommitter<Item: Sendable>: Sendable {
     private struct State {
         var pending: [Item] = []
@@ -66,7 +69,7 @@ package final class GroupCommitter<Item: Sendable>: Sendable {
         case .done(let result):
             try result.get()
         case .leader:
-            await flush(returningAfter: ticket.batch)
+            await flush(returningAfter: DatabaseDeadline.request == nil ? nil : ticket.batch)
             try await wait(ticket)
         case .follower:
             let end = DatabaseDeadline.request
