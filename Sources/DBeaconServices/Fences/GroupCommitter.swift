@@ -16,7 +16,8 @@ import Synchronization
 /// answers once its own batch is written, the items that came meanwhile going on in a task of
 /// its own (under steady load a flush goes on for as long as they keep coming). On SQLite, where
 /// no such bound is kept, the leader flushes to the end: handing the rest to a task showed no
-/// gain in the fixes' p99 there and cost some 4 % of a fix's CPU at 1M beacons, side by side.
+/// gain in the fixes' p99 there, side by side, and possibly a few % of a fix's CPU at 1M beacons
+/// (within the spread of those runs).
 package final class GroupCommitter<Item: Sendable>: Sendable {
     private struct State {
         var pending: [Item] = []
