@@ -41,8 +41,11 @@ run() {
     local name=$1 token=$2 secs=$3
     shift 3
     echo "==> schemathesis (all checks, ${secs}s) as ${name}…"
-    if ! "$st" run schema/openapi.yaml --url "http://127.0.0.1:$port" -H "Authorization: Bearer $token" \
-            --checks all --max-time "$secs" --seed "$seed" --workers 1 --no-color "$@" >"$dir/run.txt" 2>&1; then
+    # Every check, with ensure_resource_availability replaced by a copy that knows a beacon
+    # deleted as a beacon is gone from its service's path too (scripts/schemathesis_hooks.py).
+    if ! SCHEMATHESIS_HOOKS=scripts/schemathesis_hooks.py "$st" run schema/openapi.yaml --url "http://127.0.0.1:$port" \
+            -H "Authorization: Bearer $token" --checks all --exclude-checks ensure_resource_availability \
+            --max-time "$secs" --seed "$seed" --workers 1 --no-color "$@" >"$dir/run.txt" 2>&1; then
         status=1
         cat "$dir/run.txt"
     else
