@@ -26,8 +26,16 @@ package struct DatabaseDeadline: Sendable {
     /// `RequestDeadlineMiddleware`, `--db-timeout` + 1 s after it began): a request makes several
     /// calls, and each is bounded by what is left of it as well as by its own `seconds`, so the
     /// whole is bounded too. Work shared by waiting requests (a batch of reads or of commits)
-    /// runs without it (`$request.withValue(nil)`): one request's end is not the others'.
+    /// runs without it (`unboundedTask`, or `$request.withValue(nil)`): one request's end is not
+    /// the others'.
     @TaskLocal package static var request: ContinuousClock.Instant?
+
+    /// Starts `work` in a task of its own, outside any request's bound: work shared by waiting
+    /// requests (a batch of reads, decisions or commits) or done after an answer.
+    @discardableResult
+    package static func unboundedTask(_ work: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
+        Task { await $request.withValue(nil) { await work() } }
+    }
 
     /// Runs `operation`, answering by `seconds` whatever it does: past the deadline the caller
     /// gets 503 `database_unavailable` and the operation is cancelled (it may finish later on

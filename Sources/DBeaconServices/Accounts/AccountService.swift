@@ -171,7 +171,7 @@ package final class AccountService: Sendable {
         try? await fences.forget(id)
         if let report, let afterErasure {
             // (Work after the answer: not bounded by the request's deadline.)
-            let task = Task { await DatabaseDeadline.$request.withValue(nil) { await afterErasure(id, report) } }
+            let task = DatabaseDeadline.unboundedTask { await afterErasure(id, report) }
             followUps.withLock { $0.append(task) }
         }
         return report

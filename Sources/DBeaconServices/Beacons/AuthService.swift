@@ -86,7 +86,7 @@ package final class AuthService: Sendable {
         recentlyValid.withLock { $0.removeAll() }
         let affected = watchers.withLock { w in w.open.filter { user == nil || $0.value.caller.principal.userID == user } }
         guard !affected.isEmpty else { return }
-        Task { await DatabaseDeadline.$request.withValue(nil) {
+        DatabaseDeadline.unboundedTask {
             for (id, watcher) in affected {
                 guard let hash = watcher.caller.tokenHash else { continue }
                 let current: Caller?
@@ -98,7 +98,7 @@ package final class AuthService: Sendable {
                     watcher.revoked()
                 }
             }
-        } }
+        }
     }
 
     /// Registers an open stream's caller: `revoked` is called (once) when its credential stops

@@ -132,7 +132,7 @@ package final class GroupCommitter<Item: Sendable>: Sendable {
                     if s.pending.isEmpty { s.flushing = false }
                     return !s.pending.isEmpty
                 }
-                if more { Task { await DatabaseDeadline.$request.withValue(nil) { await self.flush() } } }
+                if more { DatabaseDeadline.unboundedTask { await self.flush() } }
                 return
             }
         }

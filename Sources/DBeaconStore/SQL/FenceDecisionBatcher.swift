@@ -78,7 +78,7 @@ package final class FenceDecisionBatcher: Sendable {
             }
             // (The batch answers every waiting request: not bounded by the first one's deadline;
             // each waits no longer than its own, `BoundedWait`.)
-            if lead { Task { await DatabaseDeadline.$request.withValue(nil) { await self.drain(store) } } }
+            if lead { DatabaseDeadline.unboundedTask { await self.drain(store) } }
         }
         guard let result = value as? T else { throw DBeaconError.internalError("a fence decision's result has another type") }
         return result

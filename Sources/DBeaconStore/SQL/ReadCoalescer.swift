@@ -54,7 +54,7 @@ package final class ReadCoalescer<Request: Sendable, Answer: Sendable>: Sendable
             }
             // (The batch answers every waiting request: not bounded by the first one's deadline;
             // each waits no longer than its own, `BoundedWait`.)
-            if lead { Task { await DatabaseDeadline.$request.withValue(nil) { await self.drain(batch) } } }
+            if lead { DatabaseDeadline.unboundedTask { await self.drain(batch) } }
         }
     }
 
