@@ -12,35 +12,61 @@ import PostgresNIO
 struct PostgresSession: SQLSession {
     let connection: PostgresConnection
     let logger: Logger
+    /// The store's prepared statements (nil: every statement is sent as it is).
+    var statements: PreparedStatements? = nil
     /// Set in write transactions (`PostgresStore.write`).
     var deferredEvents: DeferredEvents? = nil
     var dialect: SQLDialect { .postgres }
 
     @discardableResult
     func rows(_ sql: String, _ arguments: [any SQLArgument]) async throws -> [SQLRow] {
-        var binds = PostgresBindings(capacity: arguments.count)
-        for argument in arguments { try Self.bind(argument.sqlValue, to: &binds) }
+        let values = arguments.map(\.sqlValue)
+        var binds = PostgresBindings(capacity: values.count)
+        for value in values { try Self.bind(value, to: &binds) }
         do {
-            // All rows collected on the event loop (no back-pressure): postgres-nio 1.33's
-            // streaming path traps ("How can we receive a body part, after a
-            // channelReadComplete…") when PostgreSQL dies while a stream waits for demand, and
-            // the fault suite (scripts/fault-test.py) saw it take a node down. Answers here are
-            // small pages anyway (`forEachBatch` pages large reads).
-            let future: EventLoopFuture<PostgresQueryResult> = connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
-            let collected = try await future.get()
-            var result: [SQLRow] = []
-            result.reserveCapacity(collected.rows.count)
-            var columns: SQLColumns?
-            for row in collected.rows {
-                let cells = Array(row.makeRandomAccess())
-                let names = columns ?? SQLColumns(cells.map(\.columnName))
-                columns = names
-                result.append(SQLRow(columns: names, values: try cells.map(Self.value)))
+            switch statements?.plan(sql, values, on: connection) ?? .plain {
+            case .plain:
+                return try await collect(sql, binds)
+            case .execute(let name, let prepare, let index):
+                guard let execute = PreparedStatements.execute(name, values) else { return try await collect(sql, binds) }
+                if let prepare {
+                    try await collect(prepare, PostgresBindings())
+                    statements?.prepared(name, index: index, on: connection.id)
+                }
+                do {
+                    return try await collect(execute, PostgresBindings())
+                } catch let error as PSQLError where ["26000", "0A000"].contains(error.serverInfo?[.sqlState] ?? "") {
+                    // Gone from the server, or "cached plan must not change result type" (a
+                    // table it reads gained or lost a column): prepared anew next time.
+                    statements?.forget(name, on: connection.id)
+                    throw error
+                }
             }
-            return result
         } catch let error as PSQLError where ["23505", "23503", "23514"].contains(error.serverInfo?[.sqlState] ?? "") {
             throw SQLConstraintViolation(constraint: error.serverInfo?[.constraintName], message: error.serverInfo?[.message] ?? "")
         }
+    }
+
+    /// Runs one statement and collects its rows.
+    @discardableResult
+    private func collect(_ sql: String, _ binds: PostgresBindings) async throws -> [SQLRow] {
+        // All rows collected on the event loop (no back-pressure): postgres-nio 1.33's
+        // streaming path traps ("How can we receive a body part, after a
+        // channelReadComplete…") when PostgreSQL dies while a stream waits for demand, and
+        // the fault suite (scripts/fault-test.py) saw it take a node down. Answers here are
+        // small pages anyway (`forEachBatch` pages large reads).
+        let future: EventLoopFuture<PostgresQueryResult> = connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+        let collected = try await future.get()
+        var result: [SQLRow] = []
+        result.reserveCapacity(collected.rows.count)
+        var columns: SQLColumns?
+        for row in collected.rows {
+            let cells = Array(row.makeRandomAccess())
+            let names = columns ?? SQLColumns(cells.map(\.columnName))
+            columns = names
+            result.append(SQLRow(columns: names, values: try cells.map(Self.value)))
+        }
+        return result
     }
 
     func forEachBatch(_ sql: String, batch: Int, _ body: ([SQLRow]) async throws -> Void) async throws {

@@ -36,6 +36,8 @@ package final class PostgresStore: SQLStore {
     let deadline: DatabaseDeadline
     /// The change feed's state, for readiness and metrics.
     package let feed: ChangeFeedHealth
+    /// The statements run prepared (`PreparedStatements`).
+    let statements = PreparedStatements()
     private let runTask: Task<Void, Never>
     /// Fence decisions of this node, several per transaction.
     package let fenceBatcher: FenceDecisionBatcher? = FenceDecisionBatcher()
@@ -72,6 +74,9 @@ package final class PostgresStore: SQLStore {
         config.options.additionalStartupParameters = [
             ("statement_timeout", String(ms)), ("lock_timeout", String(max(100, ms / 2))),
             ("idle_in_transaction_session_timeout", String(2 * ms)),
+            // Prepared statements are run with their arguments written as literals
+            // (`PreparedStatements.literal`), which reads a backslash as itself only with this on.
+            ("standard_conforming_strings", "on"),
         ]
         if let schema = target.schema {
             config.options.additionalStartupParameters.append(("search_path", "\"\(schema)\", public"))
@@ -262,10 +267,10 @@ package final class PostgresStore: SQLStore {
     /// `body` on a pooled connection, answered within the deadline (the bulk one inside bulk
     /// work); PostgreSQL's errors translated.
     private func session<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresSession) async throws -> T) async throws -> T {
-        let client = client, logger = logger
+        let client = client, logger = logger, statements = statements
         do {
             return try await (DatabaseDeadline.bulk ?? deadline).run(what) { try await client.withConnection { connection in
-                try await body(PostgresSession(connection: connection, logger: logger))
+                try await body(PostgresSession(connection: connection, logger: logger, statements: statements))
             } }
         } catch {
             throw Self.translate(error)
@@ -292,6 +297,10 @@ package final class PostgresStore: SQLStore {
                 case "23505", "23503", "23514":
                     return DBeaconError.conflict("constraint violated: \(message)")
                 case "40001", "40P01", "55P03":
+                    return DBeaconError(.unavailable, code: "database_busy", message: "the database is busy, retry shortly")
+                case "0A000" where message.contains("cached plan"):
+                    // A prepared statement whose table changed its columns (a newer node migrated
+                    // the schema); it is prepared anew on its next run (`PreparedStatements`).
                     return DBeaconError(.unavailable, code: "database_busy", message: "the database is busy, retry shortly")
                 case "57014":  // statement_timeout: the server side of the deadline
                     return DBeaconError(.unavailable, code: "database_unavailable", message: "the database did not answer in time; retry shortly")
