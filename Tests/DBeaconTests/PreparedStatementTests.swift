@@ -58,7 +58,7 @@ import Testing
         #expect(PreparedStatements.literal(.text("a\0b")) == nil)
         #expect(PreparedStatements.literal(.integer(-9_223_372_036_854_775_808)) == "'-9223372036854775808'::int8")
         #expect(PreparedStatements.literal(.blob([0, 0xab, 0xff])) == "'\\x00abff'::bytea")
-        #expect(PreparedStatements.literal(.textArray(["a", "b'c"])) == "ARRAY['a','b''c']::text[]")
+        #expect(PreparedStatements.literal(.textArray(["a", "b'c", "d\\\"e"])) == #"'{"a","b''c","d\\\"e"}'::text[]"#)
         #expect(PreparedStatements.literal(.textArray([])) == "'{}'::text[]")
         #expect(PreparedStatements.literal(.integerArray([1, -2])) == "'{1,-2}'::int8[]")
         #expect(PreparedStatements.literal(.null) == "NULL")

@@ -199,14 +199,23 @@ final class PreparedStatements: Sendable {
             }
             return out + "'::bytea"
         case .textArray(let v):
-            if v.isEmpty { return "'{}'::text[]" }
-            var out = "ARRAY["
+            // One array literal (read by array_in, where ARRAY[…] would be an expression per
+            // element): each element in double quotes, `\` and `"` escaped with a backslash.
+            var out = "'{"
             for (i, element) in v.enumerated() {
-                guard let q = quoted(element) else { return nil }
                 if i > 0 { out += "," }
-                out += q
+                out += "\""
+                for scalar in element.unicodeScalars {
+                    switch scalar {
+                    case "\0": return nil
+                    case "\\", "\"": out += "\\"; out.unicodeScalars.append(scalar)
+                    case "'": out += "''"
+                    default: out.unicodeScalars.append(scalar)
+                    }
+                }
+                out += "\""
             }
-            return out + "]::text[]"
+            return out + "}'::text[]"
         case .integerArray(let v):
             return "'{" + v.map(String.init).joined(separator: ",") + "}'::int8[]"
         }
