@@ -148,7 +148,7 @@ import Testing
             try await db.rows("INSERT INTO prepared_probe (a) VALUES (1)")
         }
         for _ in 0..<6 { _ = try await store.read { db in try await db.rows("SELECT * FROM prepared_probe", []) } }
-        #expect(store.statements.chosenCount > 0)
+        #expect(try #require(store.statements).chosenCount > 0)
         try await store.write { db, _ in
             try await db.rows("ALTER TABLE prepared_probe ADD COLUMN b BIGINT NOT NULL DEFAULT 5")
         }
@@ -165,5 +165,24 @@ import Testing
         #expect(Set(failures).isSubset(of: ["database_busy"]), "\(failures)")
         #expect(failures.count <= 16, "at most once per pooled connection")
         #expect(outcomes.suffix(20) == Array(repeating: 5, count: 20))
+    }
+
+    /// `prepare=off` in the database URL sends every statement as it is; another value is refused.
+    @Test func theURLCanTurnPreparingOff() async throws {
+        #expect(try PostgresURL("postgres://u@h/db?schema=x&prepare=off").prepares == false)
+        #expect(try PostgresURL("postgres://u@h/db?prepare=on").prepares == true)
+        #expect(try PostgresURL("postgres://u@h/db").prepares == true)
+        #expect { try PostgresURL("postgres://u@h/db?prepare=yes") } throws: { ($0 as? DBeaconError)?.code == "invalid_database_url" }
+        guard Backend.postgresURL != nil else { return }
+        let location = try Backend.postgis.freshDatabase(in: FileManager.default.temporaryDirectory) + "&prepare=off"
+        let store = try #require(try await StoreLocation.open(location, listen: false, deadline: Backend.testDeadline,
+                                                             logger: TestHarness.logger) as? PostgresStore)
+        #expect(store.statements == nil)
+        let prepared = try await store.read { db in
+            for _ in 0..<6 { _ = try await db.rows("SELECT $1 AS v", [SQLValue.integer(1)]) }
+            return try await db.rows("SELECT count(*) AS n FROM pg_prepared_statements").first?.int("n")
+        }
+        #expect(prepared == 0)
+        await store.shutdown()
     }
 }

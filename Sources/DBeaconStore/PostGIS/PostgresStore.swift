@@ -36,8 +36,8 @@ package final class PostgresStore: SQLStore {
     let deadline: DatabaseDeadline
     /// The change feed's state, for readiness and metrics.
     package let feed: ChangeFeedHealth
-    /// The statements run prepared (`PreparedStatements`).
-    let statements = PreparedStatements()
+    /// The statements run prepared (`PreparedStatements`; nil with `prepare=off` in the URL).
+    let statements: PreparedStatements?
     private let runTask: Task<Void, Never>
     /// Fence decisions of this node, several per transaction.
     package let fenceBatcher: FenceDecisionBatcher? = FenceDecisionBatcher()
@@ -95,6 +95,7 @@ package final class PostgresStore: SQLStore {
         self.observers = PostgresObservers()
         self.deadline = deadline
         self.feed = ChangeFeedHealth(listening: listen)
+        self.statements = target.prepares ? PreparedStatements() : nil
         // The pool must run for the store to be usable at all (migrations, the samples loaded
         // before the service group starts), so it lives exactly as long as the store. Started
         // immediately: `run()` marks the pool running before it first suspends, so the first
@@ -330,6 +331,8 @@ struct PostgresURL: Sendable {
     var database: String?
     var schema: String?
     var tls: PostgresClient.Configuration.TLS
+    /// Whether statements run again and again are prepared (`prepare=off` turns it off).
+    var prepares = true
 
     /// Whether `string` names a PostgreSQL database rather than a SpatiaLite file.
     static func matches(_ string: String) -> Bool {
@@ -357,6 +360,12 @@ struct PostgresURL: Sendable {
                     throw DBeaconError(.badRequest, code: "invalid_database_url", message: "schema must be 1-40 of [A-Za-z0-9_]")
                 }
                 schema = value.lowercased()
+            case "prepare":
+                switch item.value {
+                case "on": prepares = true
+                case "off": prepares = false
+                default: throw DBeaconError(.badRequest, code: "invalid_database_url", message: "prepare must be on or off")
+                }
             case "sslmode":
                 switch item.value {
                 case "require", "verify-ca", "verify-full": tls = .require(.makeClientConfiguration())
