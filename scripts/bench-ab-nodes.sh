@@ -39,12 +39,8 @@ cp --reflink=auto "$city" "$scratch/city.sqlite"
     { cat "$scratch/migrate.log" >&2; exit 1; }
 
 ready() { # PORT: up, and every polygon of the index prepared
-    for _ in $(seq 1 600); do
-        if curl -sf -H "Authorization: Bearer bench-admin-token" "http://127.0.0.1:$1/metrics" 2>/dev/null |
-            awk '$1 ~ /^dbeacon_index_pending_polygons/ && $2 + 0 == 0 { ok = 1 } END { exit !ok }'; then return 0; fi
-        sleep 1
-    done
-    echo "bench-ab-nodes: the node on port $1 did not get ready (see $scratch/node-$1.log)" >&2; exit 1
+    wait_for_index "$1" 600 ||
+        { echo "bench-ab-nodes: the node on port $1 did not get ready (see $scratch/node-$1.log)" >&2; exit 1; }
 }
 load() { # SECONDS LATENCY…: wrk on both nodes at once; prints "rate p99_ms"
     local each=$((connections / 2)) w=()

@@ -14,6 +14,7 @@
 # 127.0.0.1 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib.sh
 [ $# -ge 2 ] || { sed -n 2,14p "$0"; exit 2; }
 base_bin=$(realpath "$1"); new_bin=$(realpath "$2")
 load=${3:-owntracks}; connections=${4:-64}; rounds=${5:-9}; beacons=${6:-1000000}
@@ -45,12 +46,8 @@ start() { # BIN DB PORT
     pids+=($!)
 }
 ready() { # PORT: up, and every polygon of the index prepared
-    for _ in $(seq 1 900); do
-        if curl -sf -H "Authorization: Bearer bench-admin-token" "http://127.0.0.1:$1/metrics" 2>/dev/null |
-            awk '$1 ~ /^dbeacon_index_pending_polygons/ && $2 + 0 == 0 { ok = 1 } END { exit !ok }'; then return 0; fi
-        sleep 1
-    done
-    echo "bench-ab: the server on port $1 did not get ready (see data/bench/ab-copy/server-$1.log)" >&2; exit 1
+    wait_for_index "$1" ||
+        { echo "bench-ab: the server on port $1 did not get ready (see data/bench/ab-copy/server-$1.log)" >&2; exit 1; }
 }
 start "$base_bin" "$city" $port_a; pid_a=${pids[0]}
 start "$new_bin" "$copy" $port_b; pid_b=${pids[1]}

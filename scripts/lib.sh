@@ -121,3 +121,16 @@ run_with_watchdog() {
     [ "$status" -eq 137 ] && status=124
     return "$status"
 }
+
+# wait_for_index PORT [SECONDS]: waits until the server on 127.0.0.1:PORT answers /metrics
+# (with the bench's admin token) and has prepared every polygon of its index; returns 1 after
+# SECONDS (default 900) without that.
+wait_for_index() {
+    local port=$1 limit=${2:-900}
+    for _ in $(seq 1 "$limit"); do
+        if curl -sf -H "Authorization: Bearer bench-admin-token" "http://127.0.0.1:$port/metrics" 2>/dev/null |
+            awk '$1 ~ /^dbeacon_index_pending_polygons/ && $2 + 0 == 0 { ok = 1 } END { exit !ok }'; then return 0; fi
+        sleep 1
+    done
+    return 1
+}

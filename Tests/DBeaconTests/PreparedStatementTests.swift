@@ -62,6 +62,8 @@ import Testing
         #expect(PreparedStatements.literal(.textArray([])) == "'{}'::text[]")
         #expect(PreparedStatements.literal(.integerArray([1, -2])) == "'{1,-2}'::int8[]")
         #expect(PreparedStatements.literal(.null) == "NULL")
+        #expect(PreparedStatements.literal(.real(-.signalingNaN)) == "'NaN'::float8")
+        #expect(PreparedStatements.literal(.real(-0.0)) == "'-0.0'::float8")
         #expect(PreparedStatements.execute("s1", [.integer(1), .text("x")]) == "EXECUTE s1('1'::int8, 'x'::text)")
         #expect(PreparedStatements.execute("s1", []) == "EXECUTE s1")
         #expect(PreparedStatements.execute("s1", [.textArray(["\0"])]) == nil)
