@@ -21,6 +21,10 @@ import Synchronization
 /// and gain nothing), and while fewer than `capacity` texts are prepared. A prepared statement's
 /// name is new each time it is prepared, so forgetting one (below) can never collide with a
 /// statement the server still holds.
+///
+/// The arguments being literals, PostgreSQL's log shows them when it logs a failing `EXECUTE`
+/// (a plain statement's shows `$1`, …): `docs/scaling.md` says so, and `prepare=off` in the
+/// database URL turns all of this off.
 final class PreparedStatements: Sendable {
     /// A statement text with the PostgreSQL types of its arguments.
     struct Key: Hashable, Sendable {
