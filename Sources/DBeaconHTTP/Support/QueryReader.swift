@@ -16,9 +16,15 @@ package struct QueryReader {
     }
 
     /// The parameter's value; nil when absent; 400 when present but empty (`?at=`): an empty
-    /// value is a mistake, not a way to leave a parameter out.
+    /// value is a mistake, not a way to leave a parameter out. 400 too when it is given more
+    /// than once (`?lon=1&lon=x`): only `tag` is a list, and reading the first of several values
+    /// would answer a question the client did not ask.
     package func string(_ key: String) throws -> String? {
-        guard let raw = parameters[key[...]] else { return nil }
+        let values = parameters[values: key[...]]
+        guard let raw = values.first else { return nil }
+        guard values.count == 1 else {
+            throw DBeaconError(.badRequest, code: "invalid_parameter", message: "\(key) must be given once", path: key)
+        }
         guard !raw.isEmpty else {
             throw DBeaconError(.badRequest, code: "empty_parameter", message: "\(key) must not be empty (leave it out instead)", path: key)
         }
