@@ -461,7 +461,7 @@ import Testing
             }
             // Bad input: a 4xx with a JSON error naming the field.
             for (query, path) in [("lat=91&lon=9", "lat"), ("lat=x&lon=9", "lat"), ("lat=48&lon=9&timestamp=soon", "timestamp"),
-                                  ("lat=48&lon=9&accuracy=-x", "accuracy")] {
+                                  ("lat=48&lon=9&accuracy=-x", "accuracy"), ("lat=x&lat=48&lon=9", "lat")] {
                 let bad = try await client.call(.get, "/v1/osmand?id=\(token)&\(query)")
                 #expect(bad.status.code / 100 == 4 && bad.json?["error"]?["path"] == .string(path), "\(query): \(bad.text)")
             }

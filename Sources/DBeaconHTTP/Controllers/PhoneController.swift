@@ -79,7 +79,7 @@ struct PhoneController {
         var request = request
         var fields: [String: String] = [:]
         // Read as a form (`+` is a space, as Traccar's own clients send `2014-06-04+09:10:11`).
-        for (k, v) in Self.form(request.uri.query ?? "") { fields[k] = v }
+        try Self.fields(of: request.uri.query ?? "", into: &fields)
         var json: ObjectReader?
         let type = request.headers[.contentType]?.lowercased() ?? ""
         if request.method == .post {
@@ -87,7 +87,9 @@ struct PhoneController {
                 json = try ObjectReader(try await request.jsonBody(limit: maxBodyBytes))
             } else if type.hasPrefix("application/x-www-form-urlencoded") {
                 let body = try await request.collectBody(upTo: maxBodyBytes)
-                for (k, v) in Self.form(String(buffer: body)) { fields[k] = v }
+                var form: [String: String] = [:]
+                try Self.fields(of: String(buffer: body), into: &form)
+                fields.merge(form) { _, body in body }
             }
         }
         // The device first: its token is the identifier (`id`, `deviceid`, or `device_id`).
@@ -110,6 +112,19 @@ struct PhoneController {
         try limiter.consume(.fixes, key: user.rawValue)
         _ = try await phones.report([LocationFix(position: position, accuracyM: report.accuracyM, timestamp: at)], user: user)
         return Response(status: .ok)
+    }
+
+    /// The pairs of a query string or a form body into `fields`, each key once: 400
+    /// `invalid_parameter` naming a key given twice (`lat=48&lat=x`), rather than one of them
+    /// read. A key of the query may appear again in the form body, which wins.
+    static func fields(of text: String, into fields: inout [String: String]) throws {
+        var seen = Set<String>()
+        for (k, v) in form(text) {
+            guard seen.insert(k).inserted else {
+                throw DBeaconError(.badRequest, code: "invalid_parameter", message: "\(k.prefix(100)) must be given once", path: String(k.prefix(100)))
+            }
+            fields[k] = v
+        }
     }
 
     /// `application/x-www-form-urlencoded` pairs.
