@@ -87,9 +87,7 @@ struct PhoneController {
                 json = try ObjectReader(try await request.jsonBody(limit: maxBodyBytes))
             } else if type.hasPrefix("application/x-www-form-urlencoded") {
                 let body = try await request.collectBody(upTo: maxBodyBytes)
-                var form: [String: String] = [:]
-                try Self.fields(of: String(buffer: body), into: &form)
-                fields.merge(form) { _, body in body }
+                try Self.fields(of: String(buffer: body), into: &fields)
             }
         }
         // The device first: its token is the identifier (`id`, `deviceid`, or `device_id`).

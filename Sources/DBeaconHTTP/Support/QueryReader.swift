@@ -20,11 +20,15 @@ package struct QueryReader {
     /// than once (`?lon=1&lon=x`): only `tag` is a list, and reading the first of several values
     /// would answer a question the client did not ask.
     package func string(_ key: String) throws -> String? {
-        let values = parameters[values: key[...]]
-        guard let raw = values.first else { return nil }
-        guard values.count == 1 else {
-            throw DBeaconError(.badRequest, code: "invalid_parameter", message: "\(key) must be given once", path: key)
+        // One pass, no array of the values (lat and lon are read on every nearby request).
+        var found: Substring?
+        for (name, value) in parameters where name == key[...] {
+            guard found == nil else {
+                throw DBeaconError(.badRequest, code: "invalid_parameter", message: "\(key) must be given once", path: key)
+            }
+            found = value
         }
+        guard let raw = found else { return nil }
         guard !raw.isEmpty else {
             throw DBeaconError(.badRequest, code: "empty_parameter", message: "\(key) must not be empty (leave it out instead)", path: key)
         }

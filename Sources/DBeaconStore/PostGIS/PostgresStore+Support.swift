@@ -21,14 +21,19 @@ struct PostgresSession: SQLSession {
     @discardableResult
     func rows(_ sql: String, _ arguments: [any SQLArgument]) async throws -> [SQLRow] {
         let values = arguments.map(\.sqlValue)
-        var binds = PostgresBindings(capacity: values.count)
-        for value in values { try Self.bind(value, to: &binds) }
+        // The arguments bound in binary, for a statement sent as it is (a prepared one takes
+        // them as literals in its EXECUTE).
+        func plain() async throws -> [SQLRow] {
+            var binds = PostgresBindings(capacity: values.count)
+            for value in values { try Self.bind(value, to: &binds) }
+            return try await collect(sql, binds)
+        }
         do {
             switch statements?.plan(sql, values, on: connection) ?? .plain {
             case .plain:
-                return try await collect(sql, binds)
+                return try await plain()
             case .execute(let name, let prepare, let index):
-                guard let execute = PreparedStatements.execute(name, values) else { return try await collect(sql, binds) }
+                guard let execute = PreparedStatements.execute(name, values) else { return try await plain() }
                 if let prepare {
                     try await collect(prepare, PostgresBindings())
                     statements?.prepared(name, index: index, on: connection.id)
