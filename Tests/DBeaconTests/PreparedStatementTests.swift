@@ -56,6 +56,12 @@ import Testing
         #expect(PreparedStatements.literal(.text("it's")) == "'it''s'::text")
         #expect(PreparedStatements.literal(.text("a\\b")) == "'a\\b'::text")
         #expect(PreparedStatements.literal(.text("a\0b")) == nil)
+        // Written as UTF-8 bytes: multi-byte characters pass whole, a quote after one is doubled.
+        #expect(PreparedStatements.literal(.text("é'😀ß")) == "'é''😀ß'::text")
+        #expect(PreparedStatements.literal(.textArray(["😀\"", "ü'"])) == #"'{"😀\"","ü''"}'::text[]"#)
+        #expect(PreparedStatements.literal(.real(0.1)) == "'0.1'::float8")
+        #expect(PreparedStatements.literal(.real(-.infinity)) == "'-inf'::float8")
+        #expect(PreparedStatements.literal(.bool(true)) == "true")
         #expect(PreparedStatements.literal(.integer(-9_223_372_036_854_775_808)) == "'-9223372036854775808'::int8")
         #expect(PreparedStatements.literal(.blob([0, 0xab, 0xff])) == "'\\x00abff'::bytea")
         #expect(PreparedStatements.literal(.textArray(["a", "b'c", "d\\\"e"])) == #"'{"a","b''c","d\\\"e"}'::text[]"#)
