@@ -178,4 +178,44 @@ import Testing
         #expect(reloaded.applyFixes(user: Self.ann, fixes: [far], coverage: [[]], known: [b.id: b], tracking: [], now: Self.t0)
             .update.events.map(\.type) == [.exited])
     }
+
+    /// A node on a shared store adopts the states decided on a fresher copy: afterwards it
+    /// answers for those users exactly as that copy does (beacons inside, each state, the dwell
+    /// and sighting timers due), whichever states were kept, changed, added or dropped, and
+    /// users it did not adopt keep theirs.
+    @Test func adoptedStatesAnswerAsTheDecidingCopy() {
+        func id(_ n: Int) -> BeaconID { BeaconID(uncheckedRawValue: "bcn_\(n)") }
+        let bob = UserID(uncheckedRawValue: "usr_bob"), cyd = UserID(uncheckedRawValue: "usr_cyd")
+        let t = Self.t0
+        func state(_ n: Int, _ entered: Double, dwelled: Bool = false, sighted: Double? = nil) -> FenceState {
+            FenceState(beacon: id(n), enteredAt: t.adding(seconds: entered), dwelled: dwelled, sightedAt: sighted.map { t.adding(seconds: $0) })
+        }
+        let before: [UserID: [FenceState]] = [
+            Self.ann: [state(1, 0), state(2, 0), state(3, 0, sighted: 5), state(5, 0, dwelled: true)],
+            bob: [state(1, 0), state(4, 0)],
+            cyd: [state(6, 0, sighted: 1)],
+        ]
+        let decided: [UserID: [FenceState]] = [
+            // 1 kept, 2 dwelled now, 3 sighted later, 4 entered, 5 left
+            Self.ann: [state(1, 0), state(2, 0, dwelled: true), state(3, 0, sighted: 50), state(4, 20)],
+            // bob left everything; cyd is not adopted (the decided copy knows nothing of her)
+            bob: [],
+        ]
+        var node = FenceEvaluator(config: FenceConfig(), locations: [], states: before)
+        let fresh = FenceEvaluator(config: FenceConfig(), locations: [], states: decided)
+        node.adopt([Self.ann, bob], from: fresh)
+        for user in [Self.ann, bob] {
+            #expect(node.insideBeacons(of: user) == fresh.insideBeacons(of: user), "\(user)")
+            for n in 1...6 { #expect(node.state(of: user, in: id(n)) == fresh.state(of: user, in: id(n)), "\(user) \(n)") }
+        }
+        #expect(node.insideBeacons(of: cyd) == [id(6)])
+        // The timers at +400 s: dwell due for ann's 1, 3 and 4 (not 2, dwelled now), ann's 3
+        // sighted too long ago; the node's are the fresh copy's and cyd's 6, nothing left over
+        // from the states it dropped or changed.
+        let late = t.adding(seconds: 400)
+        var expected = fresh.beaconsDueForTick(now: late)
+        expected.insert(id(6))
+        #expect(node.beaconsDueForTick(now: late) == expected)
+        #expect(fresh.beaconsDueForTick(now: late) == [id(1), id(3), id(4)])
+    }
 }

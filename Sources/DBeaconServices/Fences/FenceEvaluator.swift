@@ -57,10 +57,27 @@ package struct FenceEvaluator: Sendable {
 
     /// Replaces what this evaluator knows of `users` with what `other` knows (a decision made
     /// on a fresher copy of their state, read from a store other processes write too).
+    ///
+    /// Only the states that differ are written (both lists are in beacon id order): a fix
+    /// changes few or none of a user's states, and removing and setting every one of them (a
+    /// hash table and two sets each) was 4 % of a PostgreSQL node's CPU under fixes at 100k.
     package mutating func adopt(_ users: [UserID], from other: FenceEvaluator) {
         for user in users {
-            for state in inside[user]?.states ?? [] { removeState(user, state.beacon) }
-            for state in other.inside[user]?.states ?? [] { setState(user, state) }
+            let old = inside[user]?.states ?? [], new = other.inside[user]?.states ?? []
+            var i = 0, j = 0
+            while i < old.count || j < new.count {
+                if j == new.count || (i < old.count && old[i].beacon < new[j].beacon) {
+                    removeState(user, old[i].beacon)
+                    i += 1
+                } else if i == old.count || new[j].beacon < old[i].beacon {
+                    setState(user, new[j])
+                    j += 1
+                } else {
+                    if old[i] != new[j] { setState(user, new[j]) }
+                    i += 1
+                    j += 1
+                }
+            }
             if let location = other.locations[user] {
                 locations[user] = location
                 grid.move(user, to: location.position)
