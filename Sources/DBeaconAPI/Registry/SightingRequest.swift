@@ -22,8 +22,7 @@ package struct SightingRequest: Sendable {
         }
         guard !values.isEmpty else { throw DBeaconError.invalid("sightings", "sightings must not be empty", code: "empty_value") }
         items = values.enumerated().map { i, item in Self.decode(item, path: "sightings[\(i)]") }
-        fingerprint = SHA256.hash(data: JSONWriter.serialize(.array(values)))
-            .map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+        fingerprint = Hex.string(Array(SHA256.hash(data: JSONWriter.serialize(.array(values)))))
     }
 
     /// One item: `{"uuid","major","minor","rssi","tx_power"?,"timestamp"?}` (or the decoded

@@ -201,16 +201,7 @@ package enum BeaconFrameParser {
         return .success(stride(from: 0, to: digits.count, by: 2).map { digits[$0] << 4 | digits[$0 + 1] })
     }
 
-    static func hexString(_ bytes: some Collection<UInt8>) -> String {
-        let digits: [UInt8] = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
+    static func hexString(_ bytes: some Collection<UInt8>) -> String { Hex.string(bytes) }
 
     private static func hex2(_ b: UInt8) -> String { hexString([b]) }
 }

@@ -286,9 +286,7 @@ package final class AuthService: Sendable {
         return diff == 0
     }
 
-    private func hex(_ bytes: [UInt8]) -> String {
-        bytes.map { String($0, radix: 16).leftPadded(2) }.joined()
-    }
+    private func hex(_ bytes: [UInt8]) -> String { Hex.string(bytes) }
 
     private func unhex(_ s: String) -> [UInt8]? {
         let chars = Array(s.utf8)
@@ -302,8 +300,3 @@ package final class AuthService: Sendable {
     }
 }
 
-extension String {
-    func leftPadded(_ width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
-    }
-}

@@ -71,7 +71,7 @@ extension SQLStore {
                 return out
             }
         }
-        let hashes = requests.map { $0.hash.map { String($0, radix: 16).leftPadded(2) }.joined() }
+        let hashes = requests.map { Hex.string($0.hash) }
         let kinds = requests.map { $0.device ? "d" : "u" }
         let rows = try await readStatement { d in ("""
             SELECT e.position, u.id AS user_id, CAST(NULL AS TEXT) AS device_id, CAST(NULL AS BIGINT) AS last_seen_at
@@ -277,8 +277,3 @@ package struct CredentialRequest: Sendable {
     let device: Bool
 }
 
-extension String {
-    func leftPadded(_ width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
-    }
-}
