@@ -137,7 +137,7 @@ package enum BeaconFrameParser {
         guard d.count == 23 else {
             return .failure(BeaconFrameError("malformed_frame", "iBeacon frame has \(d.count - 2) data bytes, expected 21"))
         }
-        let uuid = hexString(d[2..<18])
+        let uuid = Hex.string(d[2..<18])
         let major = Int(d[18]) << 8 | Int(d[19])
         let minor = Int(d[20]) << 8 | Int(d[21])
         return .success(BeaconFrame(identity: .iBeacon(uuid: uuid, major: major, minor: minor), measuredPowerAt1m: Int(Int8(bitPattern: d[22]))))
@@ -162,7 +162,7 @@ package enum BeaconFrameParser {
         guard (-100...20).contains(txAt0m) else {
             return .failure(BeaconFrameError("malformed_frame", "Eddystone-UID TX power \(txAt0m) dBm is outside -100…20"))
         }
-        return .success(BeaconFrame(identity: .eddystoneUID(namespace: hexString(d[2..<12]), instance: hexString(d[12..<18])),
+        return .success(BeaconFrame(identity: .eddystoneUID(namespace: Hex.string(d[2..<12]), instance: Hex.string(d[12..<18])),
                                     measuredPowerAt1m: txAt0m - 41))
     }
 
@@ -171,7 +171,7 @@ package enum BeaconFrameParser {
         guard d.count == 22 else {
             return .failure(BeaconFrameError("malformed_frame", "AltBeacon frame has \(d.count) bytes after the beacon code, expected 22"))
         }
-        let id1 = hexString(d[0..<16])
+        let id1 = Hex.string(d[0..<16])
         let id2 = Int(d[16]) << 8 | Int(d[17])
         let id3 = Int(d[18]) << 8 | Int(d[19])
         return .success(BeaconFrame(identity: .altBeacon(id1: id1, id2: id2, id3: id3), measuredPowerAt1m: Int(Int8(bitPattern: d[20]))))
@@ -201,7 +201,5 @@ package enum BeaconFrameParser {
         return .success(stride(from: 0, to: digits.count, by: 2).map { digits[$0] << 4 | digits[$0 + 1] })
     }
 
-    static func hexString(_ bytes: some Collection<UInt8>) -> String { Hex.string(bytes) }
-
-    private static func hex2(_ b: UInt8) -> String { hexString([b]) }
+    private static func hex2(_ b: UInt8) -> String { Hex.string([b]) }
 }

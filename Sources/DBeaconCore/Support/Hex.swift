@@ -16,6 +16,15 @@ package enum Hex {
         }
     }
 
+    /// The same digits appended to `out` (text being assembled as bytes).
+    package static func append(_ bytes: some Collection<UInt8>, to out: inout [UInt8]) {
+        out.reserveCapacity(out.count + 2 * bytes.count)
+        for b in bytes {
+            out.append(digit(b >> 4))
+            out.append(digit(b & 0x0F))
+        }
+    }
+
     @inline(__always)
     private static func digit(_ nibble: UInt8) -> UInt8 {
         nibble < 10 ? UInt8(ascii: "0") &+ nibble : UInt8(ascii: "a") &+ nibble &- 10

@@ -121,7 +121,7 @@ package final class AuthService: Sendable {
     package func configureAdmin(token: String?) async throws -> String? {
         if let token, !token.isEmpty {
             let h = Self.hash(token)
-            try await store.setSetting(Self.adminHashSetting, value: hex(h))
+            try await store.setSetting(Self.adminHashSetting, value: Hex.string(h))
             adminHash.withLock { $0 = h }
             return nil
         }
@@ -131,9 +131,9 @@ package final class AuthService: Sendable {
         }
         let generated = Self.makeToken()
         let h = Self.hash(generated)
-        let stored = try await store.setSettingIfAbsent(Self.adminHashSetting, value: hex(h))
+        let stored = try await store.setSettingIfAbsent(Self.adminHashSetting, value: Hex.string(h))
         adminHash.withLock { $0 = unhex(stored) }
-        return stored == hex(h) ? generated : nil
+        return stored == Hex.string(h) ? generated : nil
     }
 
     /// A new random device token (256 bits of entropy); `dbd_` tells it from a user's token.
@@ -285,8 +285,6 @@ package final class AuthService: Sendable {
         for i in 0..<a.count { diff |= a[i] ^ b[i] }
         return diff == 0
     }
-
-    private func hex(_ bytes: [UInt8]) -> String { Hex.string(bytes) }
 
     private func unhex(_ s: String) -> [UInt8]? {
         let chars = Array(s.utf8)

@@ -1,3 +1,4 @@
+import DBeaconCore
 import NIOCore
 import PostgresNIO
 import Synchronization
@@ -218,11 +219,7 @@ final class PreparedStatements: Sendable {
             out.append(contentsOf: "::text".utf8)
         case .blob(let v):
             out.append(contentsOf: "'\\x".utf8)
-            out.reserveCapacity(out.count + 2 * v.count + 8)
-            for byte in v {
-                out.append(hexDigit(byte >> 4))
-                out.append(hexDigit(byte & 15))
-            }
+            Hex.append(v, to: &out)
             out.append(contentsOf: "'::bytea".utf8)
         case .textArray(let v):
             // One array literal (read by array_in, where ARRAY[…] would be an expression per
@@ -251,11 +248,6 @@ final class PreparedStatements: Sendable {
             out.append(contentsOf: "}'::int8[]".utf8)
         }
         return true
-    }
-
-    @inline(__always)
-    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
-        nibble < 10 ? UInt8(ascii: "0") &+ nibble : UInt8(ascii: "a") &+ nibble &- 10
     }
 
     /// `'text'` with each quote doubled; nil for a text holding NUL.
