@@ -12,6 +12,10 @@
 # by a run of `dbeacon-bench --beacons N --reuse --peers` (which also makes the city). Run A/A
 # (the same binary twice) first to see the two servers' own difference. Traffic goes to
 # 127.0.0.1 only.
+#
+# AB_PERIMETER_TEXT_B=formatted serves B from a copy whose index keeps large perimeters' GeoJSON
+# as text (`--perimeter-text formatted`; its copy is made without the index, which B's first start
+# builds: some 9 GB at 1M), to compare the two forms (the same binary on both sides).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
@@ -19,6 +23,8 @@ source scripts/lib.sh
 base_bin=$(realpath "$1"); new_bin=$(realpath "$2")
 load=${3:-owntracks}; connections=${4:-64}; rounds=${5:-9}; beacons=${6:-1000000}
 seconds=5; port_a=18191; port_b=18192
+perimeter_b=${AB_PERIMETER_TEXT_B:-hinted}
+case $perimeter_b in hinted|formatted) ;; *) echo "bench-ab: AB_PERIMETER_TEXT_B must be hinted or formatted" >&2; exit 2 ;; esac
 city=data/bench/bench-$beacons-2026.sqlite
 script=data/bench/peers-$beacons/$load.lua
 [ -f "$city" ] && [ -f "$script" ] || {
@@ -27,32 +33,35 @@ command -v wrk >/dev/null || { echo "bench-ab: wrk missing (apt-get install wrk)
 
 # The copy, with the index snapshot, made once (remove data/bench/ab-copy for a new one: both
 # servers write to their city, so neither stays newer than the other).
-copy=data/bench/ab-copy/bench-$beacons.sqlite
-mkdir -p data/bench/ab-copy
+copies=data/bench/ab-copy
+[ "$perimeter_b" = hinted ] || copies=data/bench/ab-copy-$perimeter_b
+copy=$copies/bench-$beacons.sqlite
+mkdir -p "$copies"
 if [ ! -f "$copy" ]; then
     echo "==> copying the city to $copy" >&2
     rm -rf "$copy"-* "$copy".index
     cp --reflink=auto "$city" "$copy"
-    if [ -e "$city.index" ]; then cp -r --reflink=auto "$city.index" "$copy.index"; fi
+    # The index goes with it when both sides keep the same form; else B builds its own.
+    if [ -e "$city.index" ] && [ "$perimeter_b" = hinted ]; then cp -r --reflink=auto "$city.index" "$copy.index"; fi
 fi
 
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
-start() { # BIN DB PORT
-    "$1" serve --db "$2" --port "$3" --admin-token bench-admin-token --log-level warning --perimeter-text hinted \
+start() { # BIN DB PORT PERIMETER_TEXT
+    "$1" serve --db "$2" --port "$3" --admin-token bench-admin-token --log-level warning --perimeter-text "$4" \
         --max-connections 12000 --max-connections-per-client 0 \
-        --location-rate 0 --fixes-per-minute 0 --write-rate 0 >"data/bench/ab-copy/server-$3.log" 2>&1 &
+        --location-rate 0 --fixes-per-minute 0 --write-rate 0 >"$copies/server-$3.log" 2>&1 &
     pids+=($!)
 }
 ready() { # PORT: up, and every polygon of the index prepared
     wait_for_index "$1" ||
-        { echo "bench-ab: the server on port $1 did not get ready (see data/bench/ab-copy/server-$1.log)" >&2; exit 1; }
+        { echo "bench-ab: the server on port $1 did not get ready (see $copies/server-$1.log)" >&2; exit 1; }
 }
-start "$base_bin" "$city" $port_a; pid_a=${pids[0]}
-start "$new_bin" "$copy" $port_b; pid_b=${pids[1]}
+start "$base_bin" "$city" $port_a hinted; pid_a=${pids[0]}
+start "$new_bin" "$copy" $port_b "$perimeter_b"; pid_b=${pids[1]}
 ready $port_a; ready $port_b
-echo "==> A: $base_bin on $city; B: $new_bin on $copy; $load, $connections connections, $rounds rounds of $seconds s" >&2
+echo "==> A: $base_bin on $city; B: $new_bin on $copy ($perimeter_b perimeter text); $load, $connections connections, $rounds rounds of $seconds s" >&2
 
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # user + system, in clock ticks
 ticks=$(getconf CLK_TCK)
