@@ -14,4 +14,16 @@ import Testing
         #expect(Hex.string([0x00, 0x0f, 0xf0, 0xff]) == "000ff0ff")
         #expect(Hex.string(all[250...]) == "fafbfcfdfeff") // a slice
     }
+
+    /// `Hex.bytes` reads back what `Hex.string` writes, upper case too, and refuses anything else.
+    @Test func digitsReadBackAsTheBytes() {
+        let all = (0...255).map { UInt8($0) }
+        #expect(Hex.bytes(Hex.string(all)) == all)
+        #expect(Hex.bytes(Hex.string(all).uppercased()) == all)
+        #expect(Hex.bytes("") == [])
+        #expect(Hex.bytes("abc") == nil)
+        #expect(Hex.bytes("0g") == nil)
+        #expect(Hex.bytes("+f") == nil)
+        #expect(Hex.bytes("é0") == nil)
+    }
 }

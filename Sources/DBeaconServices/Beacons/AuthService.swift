@@ -125,15 +125,16 @@ package final class AuthService: Sendable {
             adminHash.withLock { $0 = h }
             return nil
         }
-        if let stored = try await store.setting(Self.adminHashSetting), let h = unhex(stored) {
+        if let stored = try await store.setting(Self.adminHashSetting), let h = Hex.bytes(stored) {
             adminHash.withLock { $0 = h }
             return nil
         }
         let generated = Self.makeToken()
         let h = Self.hash(generated)
-        let stored = try await store.setSettingIfAbsent(Self.adminHashSetting, value: Hex.string(h))
-        adminHash.withLock { $0 = unhex(stored) }
-        return stored == Hex.string(h) ? generated : nil
+        let text = Hex.string(h)
+        let stored = try await store.setSettingIfAbsent(Self.adminHashSetting, value: text)
+        adminHash.withLock { $0 = Hex.bytes(stored) }
+        return stored == text ? generated : nil
     }
 
     /// A new random device token (256 bits of entropy); `dbd_` tells it from a user's token.
@@ -284,17 +285,6 @@ package final class AuthService: Sendable {
         var diff: UInt8 = 0
         for i in 0..<a.count { diff |= a[i] ^ b[i] }
         return diff == 0
-    }
-
-    private func unhex(_ s: String) -> [UInt8]? {
-        let chars = Array(s.utf8)
-        guard chars.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        for i in stride(from: 0, to: chars.count, by: 2) {
-            guard let b = UInt8(String(decoding: chars[i..<i + 2], as: UTF8.self), radix: 16) else { return nil }
-            out.append(b)
-        }
-        return out
     }
 }
 

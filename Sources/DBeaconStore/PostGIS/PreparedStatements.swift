@@ -250,13 +250,6 @@ final class PreparedStatements: Sendable {
         return true
     }
 
-    /// `'text'` with each quote doubled; nil for a text holding NUL.
-    static func quoted(_ text: String) -> String? {
-        var out: [UInt8] = []
-        guard appendQuoted(text, to: &out) else { return nil }
-        return String(decoding: out, as: UTF8.self)
-    }
-
     /// Appends `'text'` with each quote doubled; false for a text holding NUL.
     static func appendQuoted(_ text: String, to out: inout [UInt8]) -> Bool {
         out.append(UInt8(ascii: "'"))
